@@ -1,0 +1,29 @@
+# Paperlane: `make demo` runs it, `make test` tests it. Both set up .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint bench install clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	./scripts/demo.sh
+
+test: install
+	./scripts/test.sh
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) bench/accept.py
+
+clean:
+	rm -rf $(VENV) db.sqlite3 media var staticfiles

@@ -1,0 +1,23 @@
+"""The one NinjaAPI. Each app adds its router; domain errors are rendered here."""
+
+from ninja import NinjaAPI
+
+from documents.api import router as documents_router
+from documents.auth import ApiTokenAuth
+from documents.errors import ServiceError
+from jobs.api import router as jobs_router
+
+api = NinjaAPI(
+    title="Paperlane API",
+    version="1",
+    description="Upload PDF and DOCX documents, follow their processing, read your quota.",
+    auth=ApiTokenAuth(),
+    urls_namespace="api",
+)
+api.add_router("", documents_router)
+api.add_router("", jobs_router)
+
+
+@api.exception_handler(ServiceError)
+def service_error(request, exc: ServiceError):
+    return api.create_response(request, exc.as_dict(), status=exc.status_code)

@@ -1,0 +1,60 @@
+from django.contrib import admin
+
+from documents.models import (
+    ApiToken,
+    Chunk,
+    Document,
+    Membership,
+    Organisation,
+    QuotaReservation,
+    UsageEntry,
+)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Organisation)
+class OrganisationAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "page_limit", "pages_used", "pages_reserved", "created_at"]
+    search_fields = ["slug", "name"]
+    readonly_fields = ["pages_used", "pages_reserved"]
+    inlines = [MembershipInline]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "name", "organisation", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["organisation"]
+    readonly_fields = ["prefix", "token_hash", "created_at", "last_used_at"]
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["filename", "organisation", "kind", "page_count", "chunk_count", "created_at"]
+    list_filter = ["kind", "organisation"]
+    search_fields = ["filename", "id", "sha256"]
+    readonly_fields = [f.name for f in Document._meta.fields]
+
+
+@admin.register(QuotaReservation)
+class QuotaReservationAdmin(admin.ModelAdmin):
+    list_display = ["run", "organisation", "pages", "estimated", "status", "created_at"]
+    list_filter = ["status", "organisation"]
+    readonly_fields = [f.name for f in QuotaReservation._meta.fields]
+
+
+@admin.register(UsageEntry)
+class UsageEntryAdmin(admin.ModelAdmin):
+    list_display = ["organisation", "document", "document_version", "pages", "created_at"]
+    list_filter = ["organisation"]
+    readonly_fields = [f.name for f in UsageEntry._meta.fields]
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ["document", "version", "index", "embedding_model"]
+    readonly_fields = [f.name for f in Chunk._meta.fields]

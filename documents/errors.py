@@ -1,0 +1,57 @@
+"""The one domain error type. The API and the HTML views render it centrally."""
+
+from typing import Any
+
+
+class ServiceError(Exception):
+    """A request the services refuse, with the HTTP status that describes why."""
+
+    status_code = 400
+    code = "invalid_request"
+
+    def __init__(self, message: str, *, code: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.extra = extra
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"detail": self.message, "code": self.code, **self.extra}
+
+
+class InvalidUpload(ServiceError):
+    status_code = 400
+    code = "invalid_upload"
+
+
+class UnreadableDocument(ServiceError):
+    """The type is right but the content cannot be used (damaged, encrypted)."""
+
+    status_code = 422
+    code = "unreadable_document"
+
+
+class UnsupportedFileType(ServiceError):
+    status_code = 415
+    code = "unsupported_type"
+
+
+class FileTooLarge(ServiceError):
+    status_code = 413
+    code = "file_too_large"
+
+
+class QuotaExceeded(ServiceError):
+    status_code = 402
+    code = "quota_exceeded"
+
+
+class NotFound(ServiceError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(ServiceError):
+    status_code = 409
+    code = "conflict"

@@ -1,0 +1,45 @@
+from django.core.management.base import BaseCommand
+
+from documents.models import ApiToken
+from documents.services.organisations import member_add, organisation_create
+from documents.services.tokens import api_token_create, api_token_revoke
+
+DEMO_SLUG = "demo"
+DEMO_USER = "demo"
+DEMO_PASSWORD = "paperlane-demo"
+
+
+class Command(BaseCommand):
+    help = "Create (or refresh) the demo organisation, user and API token, and print them."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--pages", type=int, default=1000)
+
+    def handle(self, *args, port, pages, **options):
+        organisation = organisation_create(slug=DEMO_SLUG, page_limit=pages, name="Demo")
+        member_add(
+            organisation=organisation, username=DEMO_USER, password=DEMO_PASSWORD, staff=True
+        )
+        for old in ApiToken.objects.filter(organisation=organisation, name="demo", revoked_at=None):
+            api_token_revoke(token=old)
+        _, raw = api_token_create(organisation=organisation, name="demo")
+        base = f"http://127.0.0.1:{port}"
+        auth = f"-H 'Authorization: Bearer {raw}'"
+        self.stdout.write(
+            "\n".join(
+                [
+                    "",
+                    "Paperlane demo",
+                    f"  Upload page   {base}/   user {DEMO_USER} / password {DEMO_PASSWORD}",
+                    f"  Admin         {base}/admin/   (same user)",
+                    f"  API docs      {base}/api/v1/docs",
+                    f"  API token     {raw}",
+                    "",
+                    "Try the API:",
+                    f"  curl {auth} -F file=@some.pdf {base}/api/v1/documents",
+                    f"  curl {auth} {base}/api/v1/quota",
+                    "",
+                ]
+            )
+        )

@@ -1,0 +1,216 @@
+"""Organisations, their members and tokens, documents, chunks and page quotas."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class Organisation(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    page_limit = models.PositiveIntegerField(default=0)
+    # Kept in step with the reservation and ledger rows by the quota services.
+    pages_used = models.PositiveIntegerField(default=0)
+    pages_reserved = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(pages_used__gte=0) & Q(pages_reserved__gte=0),
+                name="organisation_pages_non_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(pages_used__lte=F("page_limit") - F("pages_reserved")),
+                name="organisation_quota_within_limit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def pages_available(self) -> int:
+        return max(self.page_limit - self.pages_used - self.pages_reserved, 0)
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", "Member"
+        ADMIN = "admin", "Admin"
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="memberships"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "user"], name="membership_unique_per_org"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organisation}"
+
+
+class ApiToken(models.Model):
+    """A bearer token for one organisation. Only a SHA-256 of the secret is stored."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    # The first characters of the token, shown in lists so people can tell tokens apart.
+    prefix = models.CharField(max_length=16)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.organisation})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class DocumentKind(models.TextChoices):
+    PDF = "pdf", "PDF"
+    DOCX = "docx", "Word (DOCX)"
+
+
+class Document(models.Model):
+    """One logical document of an organisation; its bytes live at `storage_key`."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="documents"
+    )
+    filename = models.CharField(max_length=255)
+    kind = models.CharField(max_length=8, choices=DocumentKind.choices)
+    size_bytes = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    storage_key = models.CharField(max_length=512, unique=True)
+    # Bumped when a connector sees new content for the same file; chunks and
+    # the usage ledger are keyed by it.
+    version = models.PositiveIntegerField(default=1)
+    page_count = models.PositiveIntegerField(null=True, blank=True)
+    chunk_count = models.PositiveIntegerField(default=0)
+    text_chars = models.PositiveIntegerField(default=0)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["organisation", "-created_at"], name="document_org_recent")]
+        constraints = [
+            models.CheckConstraint(condition=Q(size_bytes__gt=0), name="document_size_positive"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="document_version_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.filename
+
+
+class Chunk(models.Model):
+    """A piece of a document's text with its embedding.
+
+    The primary key is derived from (document, version, index), so re-running
+    the embed stage overwrites rows instead of adding new ones.
+    """
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    version = models.PositiveIntegerField()
+    index = models.PositiveIntegerField()
+    text = models.TextField()
+    # float32 little-endian; portable between PostgreSQL and the SQLite demo.
+    embedding = models.BinaryField()
+    embedding_model = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "version", "index"], name="chunk_unique_position"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id} v{self.version} #{self.index}"
+
+    @staticmethod
+    def stable_id(*, document_id: uuid.UUID, version: int, index: int) -> uuid.UUID:
+        return uuid.uuid5(document_id, f"v{version}/chunk/{index}")
+
+
+class QuotaReservation(models.Model):
+    """Pages held for one run until it settles (charged) or ends (released)."""
+
+    class Status(models.TextChoices):
+        HELD = "held", "Held"
+        SETTLED = "settled", "Settled"
+        RELEASED = "released", "Released"
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="reservations"
+    )
+    run = models.OneToOneField(
+        "jobs.ImportRun", on_delete=models.CASCADE, related_name="reservation"
+    )
+    pages = models.PositiveIntegerField()
+    # True when the page count is a guess (DOCX before extraction).
+    estimated = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.HELD)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["organisation", "status"], name="reservation_org_status")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["held", "settled", "released"]),
+                name="reservation_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pages} pages {self.status} for run {self.run_id}"
+
+
+class UsageEntry(models.Model):
+    """The page ledger: one row per organisation and document version, never two."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.PROTECT, related_name="usage")
+    document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="usage")
+    document_version = models.PositiveIntegerField()
+    pages = models.PositiveIntegerField()
+    run = models.ForeignKey(
+        "jobs.ImportRun", null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "document", "document_version"],
+                name="usage_once_per_document_version",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pages} pages for {self.document_id} v{self.document_version}"

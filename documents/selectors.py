@@ -1,0 +1,24 @@
+"""Reads scoped to one organisation. Another organisation's ids are simply not found."""
+
+import uuid
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from documents.errors import NotFound
+from documents.models import Document, Organisation
+
+
+def document_list(*, organisation: Organisation) -> QuerySet[Document]:
+    return Document.objects.filter(organisation=organisation).order_by("-created_at", "id")
+
+
+def document_get(*, organisation: Organisation, document_id: uuid.UUID) -> Document:
+    try:
+        return Document.objects.get(organisation=organisation, id=document_id)
+    except Document.DoesNotExist:
+        raise NotFound("Document not found.") from None
+
+
+def organisations_for_user(*, user: AbstractBaseUser) -> QuerySet[Organisation]:
+    return Organisation.objects.filter(memberships__user=user).order_by("slug")

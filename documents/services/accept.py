@@ -1,0 +1,152 @@
+"""The accept path shared by the HTML upload page and the API.
+
+Validate by content, write the bytes once to their final key, then in one
+transaction create the document and the run, reserve quota and mark the first
+stage due. The first stage is enqueued after commit. Nothing here parses the
+whole file or calls anything but storage.
+"""
+
+import hashlib
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.uploadedfile import UploadedFile
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from documents.errors import FileTooLarge, InvalidUpload, ServiceError
+from documents.filetypes import filename_validate, inspect_upload
+from documents.models import ApiToken, Document, Organisation
+from documents.services.quota import quota_check, quota_reserve
+from documents.storage import document_storage_key, storage_delete, storage_put
+from jobs.models import ImportRun, RunStatus, Stage
+from jobs.services import run_record_created
+
+logger = logging.getLogger(__name__)
+
+IDEMPOTENCY_KEY_MAX = 255
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    run: ImportRun
+    document: Document
+    # True when an Idempotency-Key matched an earlier request: nothing new was made.
+    replayed: bool = False
+
+
+def _sha256(upload: UploadedFile) -> str:
+    digest = hashlib.sha256()
+    upload.seek(0)
+    for block in upload.chunks():
+        digest.update(block)
+    upload.seek(0)
+    return digest.hexdigest()
+
+
+def _replay(*, organisation: Organisation, key: str, sha256: str | None) -> Acceptance | None:
+    run = (
+        ImportRun.objects.select_related("document")
+        .filter(organisation=organisation, idempotency_key=key)
+        .first()
+    )
+    if run is None:
+        return None
+    if sha256 is not None and run.request_sha256 and run.request_sha256 != sha256:
+        raise ServiceError(
+            "This Idempotency-Key was already used for a different file.",
+            code="idempotency_key_reused",
+        )
+    return Acceptance(run=run, document=run.document, replayed=True)
+
+
+def document_accept(
+    *,
+    organisation: Organisation,
+    upload: UploadedFile,
+    source: str,
+    filename: str | None = None,
+    user: AbstractBaseUser | None = None,
+    api_token: ApiToken | None = None,
+    idempotency_key: str | None = None,
+) -> Acceptance:
+    """Accept an uploaded file for processing, or raise a ServiceError saying why not.
+
+    `filename` is the name the client sent, if it differs from `upload.name`.
+    """
+    if idempotency_key is not None:
+        idempotency_key = idempotency_key.strip()
+        if not idempotency_key or len(idempotency_key) > IDEMPOTENCY_KEY_MAX:
+            raise InvalidUpload(
+                f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters.",
+                code="invalid_idempotency_key",
+            )
+    filename = filename_validate(filename if filename is not None else upload.name)
+    if upload.size is not None and upload.size > settings.PAPERLANE_MAX_UPLOAD_BYTES:
+        raise FileTooLarge(
+            f"The file is {upload.size} bytes; the limit is "
+            f"{settings.PAPERLANE_MAX_UPLOAD_BYTES} bytes.",
+            max_bytes=settings.PAPERLANE_MAX_UPLOAD_BYTES,
+        )
+    sha256 = _sha256(upload)
+    if idempotency_key and (
+        found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256)
+    ):
+        return found
+    inspection = inspect_upload(upload.file)
+    quota_check(organisation_id=organisation.id, pages=inspection.pages)
+
+    document_id = uuid.uuid4()
+    key = document_storage_key(
+        organisation_id=organisation.id, document_id=document_id, version=1, kind=inspection.kind
+    )
+    storage_put(key=key, content=upload.file)
+    try:
+        with transaction.atomic():
+            document = Document.objects.create(
+                id=document_id,
+                organisation=organisation,
+                filename=filename,
+                kind=inspection.kind,
+                size_bytes=upload.size,
+                sha256=sha256,
+                storage_key=key,
+                uploaded_by=user,
+            )
+            run = ImportRun.objects.create(
+                organisation=organisation,
+                document=document,
+                source=source,
+                idempotency_key=idempotency_key or None,
+                request_sha256=sha256,
+                status=RunStatus.QUEUED,
+                stage=Stage.CREATE,
+                due_at=timezone.now(),
+                created_by=user,
+                api_token=api_token,
+            )
+            quota_reserve(run=run, pages=inspection.pages, estimated=inspection.estimated)
+            run_record_created(run=run, actor=user, actor_label=_actor_label(user, api_token))
+    except IntegrityError:
+        storage_delete(key=key)
+        # Two requests with one Idempotency-Key raced; the other one won.
+        if idempotency_key and (
+            found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256)
+        ):
+            return found
+        raise
+    except BaseException:
+        storage_delete(key=key)
+        raise
+    return Acceptance(run=run, document=document)
+
+
+def _actor_label(user: AbstractBaseUser | None, api_token: ApiToken | None) -> str:
+    if api_token is not None:
+        return f"api-token:{api_token.prefix}"
+    if user is not None:
+        return f"user:{user.get_username()}"
+    return "system"

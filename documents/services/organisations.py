@@ -1,0 +1,68 @@
+"""Organisations and their members."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Group, Permission
+from django.db import transaction
+
+from documents.errors import NotFound
+from documents.models import Membership, Organisation
+
+
+def organisation_create(*, slug: str, page_limit: int, name: str = "") -> Organisation:
+    """Create an organisation, or update the page limit of an existing one."""
+    organisation, created = Organisation.objects.get_or_create(
+        slug=slug, defaults={"name": name or slug, "page_limit": page_limit}
+    )
+    if not created and organisation.page_limit != page_limit:
+        organisation_set_limit(organisation=organisation, page_limit=page_limit)
+        organisation.refresh_from_db()
+    return organisation
+
+
+def organisation_set_limit(*, organisation: Organisation, page_limit: int) -> None:
+    # The check constraint refuses a limit below what is already used and held.
+    Organisation.objects.filter(id=organisation.id).update(page_limit=page_limit)
+
+
+def organisation_get(*, slug: str) -> Organisation:
+    try:
+        return Organisation.objects.get(slug=slug)
+    except Organisation.DoesNotExist:
+        raise NotFound(f"No organisation with slug {slug!r}.") from None
+
+
+OPERATORS_GROUP = "Operators"
+
+
+def operators_group() -> Group:
+    """The group staff members join: every permission on documents and runs."""
+    group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
+    group.permissions.set(
+        Permission.objects.filter(content_type__app_label__in=["documents", "jobs"])
+    )
+    return group
+
+
+@transaction.atomic
+def member_add(
+    *, organisation: Organisation, username: str, password: str | None = None, staff: bool = False
+) -> AbstractBaseUser:
+    """Add a user to an organisation, creating the user if needed."""
+    User = get_user_model()
+    user, created = User.objects.get_or_create(username=username)
+    fields = []
+    if password:
+        user.set_password(password)
+        fields.append("password")
+    elif created:
+        user.set_unusable_password()
+        fields.append("password")
+    if staff and not user.is_staff:
+        user.is_staff = True
+        fields.append("is_staff")
+    if fields:
+        user.save(update_fields=fields)
+    if staff:
+        user.groups.add(operators_group())
+    Membership.objects.get_or_create(organisation=organisation, user=user)
+    return user

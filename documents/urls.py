@@ -1,0 +1,10 @@
+from django.urls import path
+
+from documents import views
+
+app_name = "documents"
+
+urlpatterns = [
+    path("", views.document_list_view, name="list"),
+    path("organisation/", views.organisation_switch_view, name="switch_organisation"),
+]

@@ -1,0 +1,86 @@
+"""HTML pages for members: upload and follow documents. Thin callers of services."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from documents.errors import ServiceError
+from documents.models import Organisation
+from documents.selectors import document_list, organisations_for_user
+from documents.services.accept import document_accept
+from documents.services.quota import quota_get
+from documents.uploads import client_file_name
+from jobs.models import ACTIVE_STATUSES, RunSource
+from jobs.selectors import latest_runs_by_document
+
+SESSION_ORG = "paperlane_org"
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(label="PDF or Word (.docx) file")
+
+
+def current_organisation(request: HttpRequest) -> Organisation:
+    organisations = list(organisations_for_user(user=request.user))
+    if not organisations:
+        raise PermissionDenied("You are not a member of any organisation.")
+    chosen = request.session.get(SESSION_ORG)
+    for organisation in organisations:
+        if organisation.slug == chosen:
+            return organisation
+    return organisations[0]
+
+
+@login_required
+def document_list_view(request: HttpRequest) -> HttpResponse:
+    organisation = current_organisation(request)
+    form = UploadForm()
+    if request.method == "POST":
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                acceptance = document_accept(
+                    organisation=organisation,
+                    upload=form.cleaned_data["file"],
+                    filename=client_file_name(request, form.cleaned_data["file"]),
+                    source=RunSource.WEB,
+                    user=request.user,
+                )
+            except ServiceError as exc:
+                messages.error(request, exc.message)
+                status = exc.status_code
+            else:
+                messages.success(
+                    request,
+                    f"“{acceptance.document.filename}” was accepted and is queued for processing.",
+                )
+                return redirect("documents:list")
+        else:
+            status = 400
+    else:
+        status = 200
+    documents = list(document_list(organisation=organisation)[:100])
+    runs = latest_runs_by_document(document_ids=[d.id for d in documents])
+    rows = [(document, runs.get(document.id)) for document in documents]
+    context = {
+        "organisation": organisation,
+        "organisations": organisations_for_user(user=request.user),
+        "form": form,
+        "rows": rows,
+        "quota": quota_get(organisation_id=organisation.id),
+        "refresh": any(run and run.status in ACTIVE_STATUSES for _, run in rows),
+    }
+    return render(request, "documents/list.html", context, status=status)
+
+
+@login_required
+@require_POST
+def organisation_switch_view(request: HttpRequest) -> HttpResponse:
+    slug = request.POST.get("organisation", "")
+    if organisations_for_user(user=request.user).filter(slug=slug).exists():
+        request.session[SESSION_ORG] = slug
+    return redirect("documents:list")

@@ -1,0 +1,195 @@
+"""Import runs, their stage attempts and their transition history."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class Stage(models.TextChoices):
+    CREATE = "create", "Create"
+    STORE = "store", "Store"
+    EXTRACT = "extract", "Extract"
+    EMBED = "embed", "Embed"
+    SETTLE = "settle", "Settle"
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    PROCESSING = "processing", "Processing"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    DEAD_LETTER = "dead_letter", "Dead letter"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+TERMINAL_STATUSES = (
+    RunStatus.SUCCEEDED,
+    RunStatus.FAILED,
+    RunStatus.DEAD_LETTER,
+    RunStatus.CANCELLED,
+)
+ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.PROCESSING)
+
+
+class RunSource(models.TextChoices):
+    WEB = "web", "Web upload"
+    API = "api", "API"
+    CONNECTOR = "connector", "Connector"
+
+
+class RunPriority(models.TextChoices):
+    INTERACTIVE = "interactive", "Interactive"
+    BULK = "bulk", "Bulk"
+
+
+class ImportRun(models.Model):
+    """One attempt to bring a document through the pipeline.
+
+    `stage` is the stage that is due (status queued/processing) or the one the
+    run ended in. A worker holds the stage while `lease_expires_at` is in the
+    future; an expired lease means the worker died and the stage is due again.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organisation = models.ForeignKey(
+        "documents.Organisation", on_delete=models.CASCADE, related_name="runs"
+    )
+    # Uploads create the document at accept; connector imports create it in
+    # the `create` stage.
+    document = models.ForeignKey(
+        "documents.Document", null=True, blank=True, on_delete=models.CASCADE, related_name="runs"
+    )
+    source = models.CharField(max_length=16, choices=RunSource.choices)
+    priority = models.CharField(
+        max_length=16, choices=RunPriority.choices, default=RunPriority.INTERACTIVE
+    )
+    # Connector imports: organisation, connection, file id and content version.
+    import_key = models.CharField(max_length=400, null=True, blank=True, unique=True)
+    # Where a connector import fetches its bytes from (file id, download hints).
+    source_ref = models.JSONField(default=dict, blank=True)
+    # NULL, not "", when absent: the unique constraint ignores NULLs.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    # SHA-256 of the uploaded bytes: a replayed Idempotency-Key must send the same file.
+    request_sha256 = models.CharField(max_length=64, blank=True)
+
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    stage = models.CharField(max_length=16, choices=Stage.choices, default=Stage.CREATE)
+    due_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    # Attempts of the current stage in a row whose worker died; poison detection.
+    crashes = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    api_token = models.ForeignKey(
+        "documents.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["status", "due_at"], name="run_status_due"),
+            models.Index(fields=["organisation", "-created_at"], name="run_org_recent"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="run_idempotency_key_unique",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.values), name="run_status_valid"
+            ),
+            models.CheckConstraint(condition=Q(stage__in=Stage.values), name="run_stage_valid"),
+            models.CheckConstraint(
+                condition=Q(progress_done__lte=F("progress_total")), name="run_progress_bounded"
+            ),
+            models.CheckConstraint(
+                condition=Q(source=RunSource.CONNECTOR) | Q(document__isnull=False),
+                name="run_upload_has_document",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.id} ({self.status}/{self.stage})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class StageAttempt(models.Model):
+    """One try of one stage of a run, by one worker."""
+
+    class Outcome(models.TextChoices):
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        TRANSIENT_ERROR = "transient_error", "Transient error"
+        PERMANENT_ERROR = "permanent_error", "Permanent error"
+        TIMEOUT = "timeout", "Timed out"
+        ABANDONED = "abandoned", "Abandoned (worker died)"
+        SKIPPED = "skipped", "Skipped (run changed meanwhile)"
+
+    run = models.ForeignKey(ImportRun, on_delete=models.CASCADE, related_name="attempts_log")
+    stage = models.CharField(max_length=16, choices=Stage.choices)
+    number = models.PositiveIntegerField()
+    job_id = models.CharField(max_length=200, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.RUNNING)
+    error_message = models.TextField(blank=True)
+    traceback = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "stage", "number"], name="attempt_unique_number"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.stage} #{self.number} of run {self.run_id}: {self.outcome}"
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.finished_at is None:
+            return None
+        return int((self.finished_at - self.started_at).total_seconds() * 1000)
+
+
+class RunTransition(models.Model):
+    """The history of a run: every status or stage change, who made it and why."""
+
+    run = models.ForeignKey(ImportRun, on_delete=models.CASCADE, related_name="transitions")
+    from_status = models.CharField(max_length=16, blank=True)
+    to_status = models.CharField(max_length=16)
+    from_stage = models.CharField(max_length=16, blank=True)
+    to_stage = models.CharField(max_length=16)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # "api-token:ab12cd34", "worker:host.123", "sweeper", "user:alice".
+    actor_label = models.CharField(max_length=200)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["run", "created_at"], name="transition_run_time")]
+
+    def __str__(self) -> str:
+        return f"{self.from_status or '-'} -> {self.to_status} ({self.actor_label})"

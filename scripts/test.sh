@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite, on PostgreSQL and a Redis database of its own (db 15).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PY:-.venv/bin/python}"
+source scripts/redis.sh
+
+export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/paperlane}"
+export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}"
+
+ensure_redis 127.0.0.1 6379
+"$PY" -c "import psycopg, os, sys; psycopg.connect(os.environ['DATABASE_URL'].replace('/paperlane', '/postgres'), connect_timeout=3).close()" || {
+    echo "PostgreSQL does not answer at $DATABASE_URL; start it or set TEST_DATABASE_URL." >&2
+    exit 1
+}
+.venv/bin/ruff check .
+exec "$PY" -m pytest "$@"

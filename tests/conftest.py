@@ -1,0 +1,78 @@
+import shutil
+
+import django_rq
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from documents.services.organisations import member_add, organisation_create
+from documents.services.tokens import api_token_create
+
+
+@pytest.fixture(autouse=True)
+def _media_root(tmp_path, settings):
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    yield
+    shutil.rmtree(tmp_path / "media", ignore_errors=True)
+
+
+@pytest.fixture
+def redis_conn():
+    connection = django_rq.get_connection("default")
+    assert connection.connection_pool.connection_kwargs.get("db") == 15, "tests use Redis db 15"
+    connection.flushdb()
+    yield connection
+    connection.flushdb()
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis(request):
+    # Every test that can enqueue gets an empty test database.
+    connection = django_rq.get_connection("default")
+    if connection.connection_pool.connection_kwargs.get("db") == 15:
+        connection.flushdb()
+
+
+@pytest.fixture
+def org(db):
+    return organisation_create(slug="acme", page_limit=1000, name="Acme")
+
+
+@pytest.fixture
+def other_org(db):
+    return organisation_create(slug="globex", page_limit=1000, name="Globex")
+
+
+def _api_client(organisation) -> Client:
+    _, raw = api_token_create(organisation=organisation, name="test")
+    return Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+
+@pytest.fixture
+def api(org) -> Client:
+    return _api_client(org)
+
+
+@pytest.fixture
+def other_api(other_org) -> Client:
+    return _api_client(other_org)
+
+
+@pytest.fixture
+def member_client(org) -> Client:
+    member_add(organisation=org, username="alice", password="correct horse battery")
+    client = Client()
+    assert client.login(username="alice", password="correct horse battery")
+    return client
+
+
+@pytest.fixture
+def media_files():
+    """Every file under MEDIA_ROOT, relative; a test uses it to prove nothing stray was stored."""
+    from pathlib import Path
+
+    def listing() -> list[str]:
+        root = Path(settings.MEDIA_ROOT)
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+    return listing

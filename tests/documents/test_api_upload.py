@@ -1,0 +1,220 @@
+import django_rq
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from documents.models import Document, QuotaReservation
+from jobs.models import ImportRun, RunTransition
+from tests.support.files import (
+    HTML_AS_PDF,
+    make_docx,
+    make_encrypted_pdf,
+    make_owner_only_encrypted_pdf,
+    make_pdf,
+    multipart_body,
+)
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/documents"
+
+
+def upload(client, data: bytes, name: str = "report.pdf", **headers):
+    if "/" in name or "\\" in name:
+        # Django's test client strips folders from names; send what a hostile client would.
+        body, content_type = multipart_body(name, data)
+        return client.post(URL, body, content_type=content_type, headers=headers)
+    return client.post(URL, {"file": SimpleUploadedFile(name, data)}, headers=headers)
+
+
+def assert_nothing_left(org, media_files):
+    assert not ImportRun.objects.filter(organisation=org).exists()
+    assert not Document.objects.filter(organisation=org).exists()
+    assert not QuotaReservation.objects.filter(organisation=org).exists()
+    org.refresh_from_db()
+    assert (org.pages_reserved, org.pages_used) == (0, 0)
+    assert media_files() == []
+
+
+def test_it_accepts_a_pdf_and_reserves_its_pages(api, org, media_files):
+    response = upload(api, make_pdf(4))
+
+    assert response.status_code == 202, response.content
+    body = response.json()
+    run = ImportRun.objects.get(id=body["run_id"])
+    assert body == {
+        "run_id": str(run.id),
+        "document_id": str(run.document_id),
+        "status": "queued",
+        "status_url": f"/api/v1/runs/{run.id}",
+    }
+    assert (run.status, run.stage, run.source) == ("queued", "create", "api")
+    assert run.reservation.pages == 4 and not run.reservation.estimated
+    org.refresh_from_db()
+    assert org.pages_reserved == 4
+    assert media_files() == [run.document.storage_key]
+    assert RunTransition.objects.filter(run=run, to_status="queued", reason="accepted").exists()
+
+
+def test_it_enqueues_the_first_stage_after_commit(
+    api, redis_conn, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        body = upload(api, make_pdf(1)).json()
+
+    queue = django_rq.get_queue("create")
+    assert queue.job_ids == [f"run-{body['run_id']}-create-0"]
+
+
+def test_the_run_can_be_polled(api):
+    body = upload(api, make_pdf(2)).json()
+
+    response = api.get(body["status_url"])
+
+    assert response.status_code == 200
+    run = response.json()
+    assert run["id"] == body["run_id"]
+    assert run["status"] == "queued"
+    assert run["stage"] == "create"
+    assert run["progress"] == {"done": 0, "total": 0}
+    assert run["attempts"] == 0
+    assert run["error"] is None
+    assert run["document_id"] == body["document_id"]
+    assert run["page_count"] is None
+
+
+def test_a_docx_reserves_the_page_count_its_properties_state(api, org):
+    response = upload(api, make_docx(3, pages_property=7), name="notes.docx")
+
+    assert response.status_code == 202, response.content
+    run = ImportRun.objects.get(id=response.json()["run_id"])
+    assert run.document.kind == "docx"
+    assert (run.reservation.pages, run.reservation.estimated) == (7, True)
+
+
+def test_a_docx_without_page_property_is_estimated_from_its_words(api, settings):
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+    # 12 paragraphs of 2 + 80 words = 984 words -> 10 pages at 100 words a page.
+    response = upload(api, make_docx(12, words_per_paragraph=80), name="notes.docx")
+
+    run = ImportRun.objects.get(id=response.json()["run_id"])
+    assert run.reservation.pages == 10
+
+
+def test_an_owner_password_only_pdf_is_accepted(api):
+    response = upload(api, make_owner_only_encrypted_pdf(3))
+
+    assert response.status_code == 202, response.content
+    assert ImportRun.objects.get(id=response.json()["run_id"]).reservation.pages == 3
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "status", "code"),
+    [
+        (b"", "empty.pdf", 400, "empty_file"),
+        (HTML_AS_PDF, "invoice.pdf", 415, "unsupported_type"),
+        (make_pdf(5)[:-400], "truncated.pdf", 422, "truncated_pdf"),
+        (make_pdf(5)[:400] + b"\n%%EOF\n", "gutted.pdf", 422, "damaged_pdf"),
+        (make_encrypted_pdf(), "secret.pdf", 422, "encrypted_pdf"),
+        (make_pdf(1), "../../etc/passwd.pdf", 400, "invalid_filename"),
+        (make_pdf(1), "..\\..\\boot.pdf", 400, "invalid_filename"),
+        (make_pdf(1), "bad\x00name.pdf", 400, "invalid_filename"),
+        (b"PK\x03\x04" + b"\x00" * 100, "broken.docx", 422, "damaged_docx"),
+        (b"\xd0\xcf\x11\xe0" + b"\x00" * 100, "old.doc", 415, "unsupported_type"),
+    ],
+    ids=[
+        "empty",
+        "html-renamed-pdf",
+        "truncated-pdf",
+        "gutted-pdf",
+        "encrypted-pdf",
+        "path-traversal",
+        "windows-traversal",
+        "nul-in-name",
+        "corrupt-docx",
+        "legacy-doc",
+    ],
+)
+def test_bad_input_is_refused_and_leaves_nothing(api, org, media_files, data, name, status, code):
+    response = upload(api, data, name=name)
+
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert body["code"] == code
+    assert len(body["detail"]) > 10
+    assert_nothing_left(org, media_files)
+
+
+def test_an_oversized_file_gets_413(api, org, media_files, settings):
+    settings.PAPERLANE_MAX_UPLOAD_BYTES = 50_000
+
+    response = upload(api, make_pdf(100))
+
+    assert response.status_code == 413
+    assert "50000" in response.json()["detail"]
+    assert_nothing_left(org, media_files)
+
+
+def test_a_missing_file_field_is_a_422_not_a_500(api):
+    response = api.post(URL, {"other": "x"})
+
+    assert response.status_code == 422
+    assert "detail" in response.json()
+
+
+def test_a_zip_that_is_not_a_word_document_gets_415(api, org, media_files):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("hello.txt", "hello")
+
+    response = upload(api, buffer.getvalue(), name="archive.docx")
+
+    assert response.status_code == 415
+    assert "not a Word document" in response.json()["detail"]
+    assert_nothing_left(org, media_files)
+
+
+def test_over_quota_gets_402_with_pages_left(api, org, media_files):
+    org.page_limit = 3
+    org.save(update_fields=["page_limit"])
+
+    response = upload(api, make_pdf(4))
+
+    assert response.status_code == 402
+    body = response.json()
+    assert (body["pages_requested"], body["pages_available"]) == (4, 3)
+    assert "3" in body["detail"]
+    assert_nothing_left(org, media_files)
+
+
+def test_idempotency_key_replays_the_first_answer(api, org, media_files):
+    pdf = make_pdf(2)
+    first = upload(api, pdf, **{"Idempotency-Key": "abc-123"})
+    second = upload(api, pdf, **{"Idempotency-Key": "abc-123"})
+
+    assert first.status_code == second.status_code == 202
+    assert first.json() == second.json()
+    assert ImportRun.objects.filter(organisation=org).count() == 1
+    org.refresh_from_db()
+    assert org.pages_reserved == 2
+    assert len(media_files()) == 1
+
+
+def test_idempotency_key_reused_for_another_file_is_refused(api, org):
+    assert upload(api, make_pdf(2), **{"Idempotency-Key": "k1"}).status_code == 202
+
+    response = upload(api, make_pdf(3), **{"Idempotency-Key": "k1"})
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "idempotency_key_reused"
+    assert ImportRun.objects.filter(organisation=org).count() == 1
+
+
+def test_the_same_idempotency_key_in_two_organisations_is_two_runs(api, other_api):
+    pdf = make_pdf(1)
+    a = upload(api, pdf, **{"Idempotency-Key": "shared"}).json()
+    b = upload(other_api, pdf, **{"Idempotency-Key": "shared"}).json()
+
+    assert a["run_id"] != b["run_id"]

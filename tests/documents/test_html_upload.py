@@ -1,0 +1,69 @@
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from documents.services.organisations import member_add
+from jobs.models import ImportRun
+from tests.support.files import HTML_AS_PDF, make_pdf
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_documents_page_needs_a_login(client):
+    response = client.get("/")
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_a_member_uploads_a_pdf_and_sees_it_queued(member_client, org):
+    response = member_client.post(
+        "/", {"file": SimpleUploadedFile("minutes.pdf", make_pdf(3))}, follow=True
+    )
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "minutes.pdf" in page and "accepted" in page and "Queued" in page
+    run = ImportRun.objects.get(organisation=org)
+    assert (run.source, run.created_by.username) == ("web", "alice")
+    assert "997 of 1000 pages left" in page
+
+
+def test_a_bad_file_gets_a_plain_message_and_nothing_is_created(member_client, org):
+    response = member_client.post("/", {"file": SimpleUploadedFile("fake.pdf", HTML_AS_PDF)})
+
+    assert response.status_code == 415
+    assert "this file is an HTML page" in response.content.decode()
+    assert not ImportRun.objects.exists()
+
+
+def test_a_member_sees_only_their_organisations_documents(
+    member_client, org, other_org, api, other_api
+):
+    other_api.post("/api/v1/documents", {"file": SimpleUploadedFile("secret.pdf", make_pdf(1))})
+
+    page = member_client.get("/").content.decode()
+
+    assert "secret.pdf" not in page
+
+
+def test_a_user_without_an_organisation_is_refused(org):
+    from django.contrib.auth.models import User
+
+    User.objects.create_user("bob", password="pw-for-bob-123")
+    client = Client()
+    client.login(username="bob", password="pw-for-bob-123")
+
+    assert client.get("/").status_code == 403
+
+
+def test_a_member_of_two_organisations_switches_between_them(org, other_org):
+    member_add(organisation=org, username="carol", password="pw-for-carol-1")
+    member_add(organisation=other_org, username="carol")
+    client = Client()
+    client.login(username="carol", password="pw-for-carol-1")
+
+    client.post("/organisation/", {"organisation": "globex"})
+    client.post("/", {"file": SimpleUploadedFile("g.pdf", make_pdf(1))})
+
+    assert ImportRun.objects.get().organisation == other_org
