@@ -105,6 +105,16 @@ def _check_page_count(pages: object) -> int:
     return pages
 
 
+def _open_pdf(stream: BinaryIO) -> PdfReader:
+    # Strict parsing reads only the xref table; the tolerant mode also visits
+    # every object, so it is kept for files the strict parser refuses.
+    try:
+        return PdfReader(stream, strict=True)
+    except Exception:  # any complaint: let the tolerant parser decide
+        stream.seek(0)
+        return PdfReader(stream, strict=False)
+
+
 def _pdf_page_count(stream: BinaryIO) -> int:
     stream.seek(0, 2)
     size = stream.tell()
@@ -118,7 +128,7 @@ def _pdf_page_count(stream: BinaryIO) -> int:
             code="truncated_pdf",
         )
     try:
-        reader = PdfReader(stream, strict=False)
+        reader = _open_pdf(stream)
         if reader.is_encrypted and not reader.decrypt(""):
             raise UnreadableDocument(
                 "The PDF is protected by a password. Remove the password and upload it again.",

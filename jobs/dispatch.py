@@ -8,11 +8,11 @@ exists. Enqueue failures are logged, never raised: the sweeper repairs them.
 import logging
 import uuid
 
-import django_rq
 from redis.exceptions import RedisError
 from rq.exceptions import DuplicateJobError
 
 from jobs.pipeline import stage_spec
+from jobs.queues import get_queue
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def stage_enqueue(*, run_id: uuid.UUID | str, stage: str, attempt: int) -> bool:
     spec = stage_spec(stage)
     job_id = stage_job_id(run_id=run_id, stage=stage, attempt=attempt)
     try:
-        queue = django_rq.get_queue(spec.queue)
+        queue = get_queue(spec.queue)
         queue.enqueue(
             EXECUTE,
             str(run_id),

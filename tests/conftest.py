@@ -1,12 +1,12 @@
 import shutil
 
-import django_rq
 import pytest
 from django.conf import settings
 from django.test import Client
 
 from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create
+from jobs.queues import redis_connection
 
 
 @pytest.fixture(autouse=True)
@@ -18,7 +18,7 @@ def _media_root(tmp_path, settings):
 
 @pytest.fixture
 def redis_conn():
-    connection = django_rq.get_connection("default")
+    connection = redis_connection()
     assert connection.connection_pool.connection_kwargs.get("db") == 15, "tests use Redis db 15"
     connection.flushdb()
     yield connection
@@ -28,7 +28,7 @@ def redis_conn():
 @pytest.fixture(autouse=True)
 def _clean_redis(request):
     # Every test that can enqueue gets an empty test database.
-    connection = django_rq.get_connection("default")
+    connection = redis_connection()
     if connection.connection_pool.connection_kwargs.get("db") == 15:
         connection.flushdb()
 
@@ -76,3 +76,31 @@ def media_files():
         return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
     return listing
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian Chromium driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()

@@ -97,7 +97,7 @@ def document_accept(
     ):
         return found
     inspection = inspect_upload(upload.file)
-    quota_check(organisation_id=organisation.id, pages=inspection.pages)
+    quota_check(organisation=organisation, pages=inspection.pages)
 
     document_id = uuid.uuid4()
     key = document_storage_key(

@@ -42,10 +42,14 @@ def _refuse(*, organisation_id: int, pages: int) -> QuotaExceeded:
     )
 
 
-def quota_check(*, organisation_id: int, pages: int) -> None:
-    """Refuse early, before any bytes are stored; `quota_reserve` is the real guard."""
-    if quota_get(organisation_id=organisation_id).pages_available < pages:
-        raise _refuse(organisation_id=organisation_id, pages=pages)
+def quota_check(*, organisation: Organisation, pages: int) -> None:
+    """Refuse early, before any bytes are stored; `quota_reserve` is the real guard.
+
+    Uses the organisation row as loaded with the request: a stale read only
+    decides whether to try, never whether pages are taken.
+    """
+    if organisation.pages_available < pages:
+        raise _refuse(organisation_id=organisation.id, pages=pages)
 
 
 def _take(*, organisation_id: int, pages: int) -> bool:

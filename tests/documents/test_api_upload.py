@@ -1,9 +1,9 @@
-import django_rq
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from documents.models import Document, QuotaReservation
 from jobs.models import ImportRun, RunTransition
+from jobs.queues import get_queue
 from tests.support.files import (
     HTML_AS_PDF,
     make_docx,
@@ -61,7 +61,7 @@ def test_it_enqueues_the_first_stage_after_commit(
     with django_capture_on_commit_callbacks(execute=True):
         body = upload(api, make_pdf(1)).json()
 
-    queue = django_rq.get_queue("create")
+    queue = get_queue("create")
     assert queue.job_ids == [f"run-{body['run_id']}-create-0"]
 
 

@@ -9,8 +9,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from django.conf import settings
-from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,10 +21,13 @@ def free_port() -> int:
 
 def process_env(**extra: str) -> dict[str, str]:
     """Environment for a child process that talks to the same test database and Redis."""
+    from django.conf import settings
+    from django.db import connection
+
     db = connection.settings_dict
     env = dict(os.environ)
     env.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
+        DJANGO_SETTINGS_MODULE="tests.settings",
         DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         REDIS_URL=settings.REDIS_URL,
         MEDIA_ROOT=str(settings.MEDIA_ROOT),
@@ -39,8 +40,16 @@ def process_env(**extra: str) -> dict[str, str]:
 
 @contextmanager
 def web_server(*, workers: int = 4, threads: int = 1, env: dict[str, str] | None = None):
-    """A gunicorn serving the project on a free loopback port; yields its base URL."""
-    port = free_port()
+    """A gunicorn serving the project against the test database; yields its base URL."""
+    with start_web_server(
+        port=free_port(), env=env or process_env(), workers=workers, threads=threads
+    ) as base:
+        yield base
+
+
+@contextmanager
+def start_web_server(*, port: int, env: dict[str, str], workers: int, threads: int):
+    """A gunicorn serving the project on a loopback port; yields its base URL."""
     command = [
         sys.executable,
         "-m",
@@ -57,7 +66,7 @@ def web_server(*, workers: int = 4, threads: int = 1, env: dict[str, str] | None
         "--log-level",
         "warning",
     ]
-    process = subprocess.Popen(command, cwd=ROOT, env=env or process_env())
+    process = subprocess.Popen(command, cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30

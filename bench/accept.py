@@ -1,0 +1,132 @@
+"""Accept-path latency: N uploads from C concurrent clients, against a real gunicorn.
+
+    .venv/bin/python bench/accept.py [--uploads 200] [--clients 20] [--workers 4]
+
+Starts gunicorn on PostgreSQL (database `paperlane_bench`, recreated) with no
+stage workers running, so only the accept path is measured: validation,
+storage, the quota reservation transaction and the enqueue. Prints p50/p95/p99
+per document size. Target: p99 under 150 ms on two cores, and the 300-page p99
+within 1.5x of the 1-page p99.
+"""
+
+import argparse
+import http.client
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+from _common import (
+    bench_env,
+    fresh_database,
+    median,
+    organisation_with_token,
+    percentile,
+    print_table,
+)
+
+from tests.support.files import make_pdf, multipart_body
+from tests.support.processes import free_port, start_web_server
+
+
+def run_set(base: str, token: str, pdf: bytes, uploads: int, clients: int) -> dict:
+    body, content_type = multipart_body("bench.pdf", pdf)
+    host = urlsplit(base)
+    local = threading.local()
+    counter = iter(range(uploads))
+    lock = threading.Lock()
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+
+    def connection() -> http.client.HTTPConnection:
+        if getattr(local, "conn", None) is None:
+            local.conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+        return local.conn
+
+    def client_loop() -> None:
+        while True:
+            with lock:
+                if next(counter, None) is None:
+                    return
+            conn = connection()
+            started = time.perf_counter()
+            try:
+                conn.request(
+                    "POST",
+                    "/api/v1/documents",
+                    body=body,
+                    headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
+                )
+                response = conn.getresponse()
+                response.read()
+                status = response.status
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                local.conn = None
+                status = 0
+            elapsed = (time.perf_counter() - started) * 1000
+            with lock:
+                latencies.append(elapsed)
+                statuses[status] = statuses.get(status, 0) + 1
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        for _ in range(clients):
+            pool.submit(client_loop)
+    wall = time.perf_counter() - started
+    return {"latencies": latencies, "statuses": statuses, "wall": wall}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--uploads", type=int, default=200)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument("--threads", type=int, default=1, help="threads per gunicorn worker")
+    parser.add_argument("--warmup", type=int, default=40)
+    args = parser.parse_args()
+
+    media = tempfile.mkdtemp(prefix="paperlane-bench-")
+    env = bench_env(media)
+    fresh_database(env)
+    token = organisation_with_token(env, "bench", pages=10_000_000)
+    sets = [("1 page", make_pdf(1)), ("300 pages", make_pdf(300))]
+
+    rows = []
+    with start_web_server(
+        port=free_port(), env=env, workers=args.workers, threads=args.threads
+    ) as base:
+        run_set(base, token, sets[0][1], args.warmup, args.clients)
+        for label, pdf in sets:
+            result = run_set(base, token, pdf, args.uploads, args.clients)
+            lat = result["latencies"]
+            rows.append(
+                [
+                    label,
+                    f"{len(pdf) / 1024:.0f} KiB",
+                    str(len(lat)),
+                    " ".join(f"{k}x{v}" for k, v in sorted(result["statuses"].items())),
+                    f"{median(lat):.1f}",
+                    f"{percentile(lat, 95):.1f}",
+                    f"{percentile(lat, 99):.1f}",
+                    f"{max(lat):.1f}",
+                    f"{len(lat) / result['wall']:.0f}",
+                ]
+            )
+    print(
+        f"\nAccept path: {args.uploads} uploads, {args.clients} concurrent clients, "
+        f"gunicorn {args.workers} workers x {args.threads} threads, PostgreSQL\n"
+    )
+    print_table(
+        ["set", "size", "n", "statuses", "p50 ms", "p95 ms", "p99 ms", "max ms", "req/s"], rows
+    )
+    p99_small, p99_large = float(rows[0][6]), float(rows[1][6])
+    print(
+        f"\n300-page p99 / 1-page p99 = {p99_large / p99_small:.2f} (target <= 1.5); "
+        f"worst p99 {max(p99_small, p99_large):.1f} ms (target < 150)"
+    )
+
+
+if __name__ == "__main__":
+    main()

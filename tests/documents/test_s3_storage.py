@@ -1,0 +1,77 @@
+"""Documents stored in S3 (moto's S3 server on a loopback port)."""
+
+import uuid
+from types import SimpleNamespace
+
+import boto3
+import pytest
+from django.core.files.storage import storages
+from django.core.files.uploadedfile import SimpleUploadedFile
+from moto.server import ThreadedMotoServer
+
+from documents.storage import storage_exists, storage_open
+from jobs.models import ImportRun
+from tests.support.files import HTML_AS_PDF, make_pdf
+from tests.support.processes import free_port
+
+
+@pytest.fixture
+def s3(settings, monkeypatch):
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    # moto keeps one in-memory backend per process: a bucket of our own per test.
+    bucket = f"paperlane-test-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    settings.AWS_STORAGE_BUCKET_NAME = bucket
+    settings.AWS_S3_ENDPOINT_URL = endpoint
+    settings.AWS_S3_FILE_OVERWRITE = True
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "storages.backends.s3.S3Storage"},
+    }
+    storages._storages.pop("default", None)
+    try:
+        yield SimpleNamespace(client=client, bucket=bucket)
+    finally:
+        storages._storages.pop("default", None)
+        server.stop()
+
+
+def _keys(s3) -> list[str]:
+    listing = s3.client.list_objects_v2(Bucket=s3.bucket)
+    return [o["Key"] for o in listing.get("Contents", [])]
+
+
+@pytest.mark.django_db
+def test_an_accepted_upload_is_stored_in_s3_at_its_stable_key(s3, api):
+    pdf = make_pdf(3)
+
+    response = api.post("/api/v1/documents", {"file": SimpleUploadedFile("s3.pdf", pdf)})
+
+    assert response.status_code == 202, response.content
+    document = ImportRun.objects.get(id=response.json()["run_id"]).document
+    assert _keys(s3) == [document.storage_key]
+    assert storage_exists(key=document.storage_key)
+    with storage_open(key=document.storage_key) as fh:
+        assert fh.read() == pdf
+
+
+@pytest.mark.django_db
+def test_a_refused_upload_leaves_no_object_in_s3(s3, api, org):
+    org.page_limit = 1
+    org.save(update_fields=["page_limit"])
+
+    over_quota = api.post("/api/v1/documents", {"file": SimpleUploadedFile("a.pdf", make_pdf(2))})
+    wrong_type = api.post("/api/v1/documents", {"file": SimpleUploadedFile("b.pdf", HTML_AS_PDF)})
+
+    assert (over_quota.status_code, wrong_type.status_code) == (402, 415)
+    assert _keys(s3) == []
