@@ -79,7 +79,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+# Set STATIC_ROOT to run collectstatic; without it WhiteNoise serves from the app folders.
+STATIC_ROOT = env("STATIC_ROOT", default=None)
 # WhiteNoise serves static files from the finders too, so no collectstatic is
 # needed to run; production deployments may still collect them.
 WHITENOISE_USE_FINDERS = True
