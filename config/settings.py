@@ -145,3 +145,30 @@ PAPERLANE_STAGE_TIMEOUTS = {
 PAPERLANE_STAGE_CONCURRENCY = {
     k: int(v) for k, v in env.dict("PAPERLANE_STAGE_CONCURRENCY", default={}).items()
 }
+# Transient errors: retried with exponential backoff and full jitter, then dead letter.
+PAPERLANE_RETRY_MAX_ATTEMPTS = env.int("PAPERLANE_RETRY_MAX_ATTEMPTS", default=5)
+PAPERLANE_RETRY_BASE_SECONDS = env.float("PAPERLANE_RETRY_BASE_SECONDS", default=2.0)
+PAPERLANE_RETRY_CAP_SECONDS = env.float("PAPERLANE_RETRY_CAP_SECONDS", default=300.0)
+# A stage whose worker dies this many times in a row is poison: dead letter.
+PAPERLANE_POISON_CRASHES = env.int("PAPERLANE_POISON_CRASHES", default=3)
+# A worker holds a stage for this long and renews the hold every third of it;
+# a dead worker's stage is picked up again after at most lease + sweep interval.
+PAPERLANE_LEASE_SECONDS = env.int("PAPERLANE_LEASE_SECONDS", default=30)
+PAPERLANE_SWEEP_INTERVAL_SECONDS = env.float("PAPERLANE_SWEEP_INTERVAL_SECONDS", default=5.0)
+# A due stage whose job has not started after this long is delivered again.
+PAPERLANE_REDELIVER_AFTER_SECONDS = env.int("PAPERLANE_REDELIVER_AFTER_SECONDS", default=60)
+# Seconds a stopping worker may take to finish its current stage before it is
+# told to give the stage back.
+PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", default=30)
+
+# --- Text and embeddings ---------------------------------------------------
+PAPERLANE_CHUNK_CHARS = env.int("PAPERLANE_CHUNK_CHARS", default=1200)
+PAPERLANE_CHUNK_OVERLAP_CHARS = env.int("PAPERLANE_CHUNK_OVERLAP_CHARS", default=200)
+PAPERLANE_EMBEDDER = env("PAPERLANE_EMBEDDER", default="jobs.embedding.HashingEmbedder")
+PAPERLANE_EMBEDDING_DIMENSIONS = env.int("PAPERLANE_EMBEDDING_DIMENSIONS", default=384)
+PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
+# Embedding requests per second across all workers (0: no limit, as for the local embedder).
+PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
+# rq.worker.SimpleWorker runs stages in the worker process (no fork per job);
+# rq.Worker forks a work horse per job. See bench/pipeline.py for the cost.
+PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="rq.worker.SimpleWorker")

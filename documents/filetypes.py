@@ -166,7 +166,7 @@ def _docx_page_estimate(stream: BinaryIO) -> int:
                 raise UnreadableDocument(
                     "The Word document expands to more data than we accept.", code="docx_too_large"
                 )
-            pages, words = _docx_app_properties(archive, names)
+            pages, words = docx_app_properties(archive, names)
             if pages:
                 return _check_page_count(pages)
             if words is None:
@@ -187,7 +187,7 @@ _APP_PAGES = re.compile(rb"<(?:\w+:)?Pages>\s*(\d{1,9})\s*</(?:\w+:)?Pages>")
 _APP_WORDS = re.compile(rb"<(?:\w+:)?Words>\s*(\d{1,12})\s*</(?:\w+:)?Words>")
 
 
-def _docx_app_properties(archive: zipfile.ZipFile, names: set[str]) -> tuple[int, int | None]:
+def docx_app_properties(archive: zipfile.ZipFile, names: set[str]) -> tuple[int, int | None]:
     if "docProps/app.xml" not in names:
         return 0, None
     with archive.open("docProps/app.xml") as fh:

@@ -214,3 +214,21 @@ class UsageEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pages} pages for {self.document_id} v{self.document_version}"
+
+
+class DocumentText(models.Model):
+    """The extracted text of one document version, kept apart from the document row."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="texts")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    page_count = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["document", "version"], name="text_once_per_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"text of {self.document_id} v{self.version}"

@@ -1,47 +1,94 @@
 """Deliver due stages to RQ. The database says what is due; Redis only delivers.
 
-Job ids are deterministic per (run, stage, attempt), so the callback, the
-sweeper and the accept path can all enqueue the same stage and only one job
-exists. Enqueue failures are logged, never raised: the sweeper repairs them.
+Job ids are deterministic per (run, stage, attempt), so the accept path, the
+`on_success` callback and the sweeper can all ask for the same delivery and
+only one job exists. Enqueue failures are logged, never raised: the sweeper
+repairs them.
 """
 
 import logging
 import uuid
+from datetime import datetime, timedelta
 
+from django.utils import timezone
 from redis.exceptions import RedisError
+from rq import Callback
 from rq.exceptions import DuplicateJobError
+from rq.job import Job
 
+from jobs.models import ACTIVE_STATUSES, ImportRun
 from jobs.pipeline import stage_spec
-from jobs.queues import get_queue
+from jobs.queues import get_queue, redis_connection
 
 logger = logging.getLogger(__name__)
 
 EXECUTE = "jobs.engine.execute_stage"
+ON_SUCCESS = Callback("jobs.dispatch.on_stage_job_success", timeout=30)
 
 
 def stage_job_id(*, run_id: uuid.UUID | str, stage: str, attempt: int) -> str:
     return f"run-{run_id}-{stage}-{attempt}"
 
 
-def stage_enqueue(*, run_id: uuid.UUID | str, stage: str, attempt: int) -> bool:
-    """Enqueue one stage of a run. Returns True if a new job was queued."""
+def _job_options(stage: str, job_id: str) -> dict:
     spec = stage_spec(stage)
+    return {
+        "job_id": job_id,
+        # RQ's hard limit; the engine records a timeout as a failed attempt.
+        "job_timeout": spec.timeout,
+        "result_ttl": 600,
+        "failure_ttl": 7 * 24 * 3600,
+        "on_success": ON_SUCCESS,
+    }
+
+
+def stage_enqueue(
+    *, run_id: uuid.UUID | str, stage: str, attempt: int, at: datetime | None = None
+) -> bool:
+    """Enqueue one stage of a run (now, or at `at`). True if a new job was queued."""
     job_id = stage_job_id(run_id=run_id, stage=stage, attempt=attempt)
+    queue = get_queue(stage_spec(stage).queue)
     try:
-        queue = get_queue(spec.queue)
-        queue.enqueue(
-            EXECUTE,
-            str(run_id),
-            stage,
-            job_id=job_id,
-            unique=True,
-            job_timeout=spec.timeout + 30,
-            result_ttl=300,
-            failure_ttl=24 * 3600,
-        )
+        if at is not None and at > timezone.now():
+            if Job.exists(job_id, connection=queue.connection):
+                return False
+            # RQ keeps whole seconds for scheduled times; round up so the job is
+            # never delivered before the run is due (the claim would drop it).
+            at = at.replace(microsecond=0) + timedelta(seconds=1)
+            queue.enqueue_at(at, EXECUTE, str(run_id), stage, **_job_options(stage, job_id))
+        else:
+            queue.enqueue(EXECUTE, str(run_id), stage, unique=True, **_job_options(stage, job_id))
     except DuplicateJobError:
         return False
     except RedisError:
         logger.warning("could not enqueue %s; the sweeper will retry", job_id, exc_info=True)
         return False
     return True
+
+
+def dispatch_due(*, run_id: uuid.UUID | str) -> bool:
+    """Enqueue whatever the run has due: its current stage, now or at its retry time."""
+    run = (
+        ImportRun.objects.filter(id=run_id, status__in=ACTIVE_STATUSES, lease_owner="")
+        .only("id", "stage", "attempts", "due_at")
+        .first()
+    )
+    if run is None:
+        return False
+    return stage_enqueue(run_id=run.id, stage=run.stage, attempt=run.attempts, at=run.due_at)
+
+
+def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:
+    """RQ `on_success` callback: hand the run to its next stage (or its retry).
+
+    RQ runs this before it marks the job finished, so a worker killed here
+    runs the stage job again later; the claim guard makes that a no-op and the
+    deterministic job id makes the second enqueue a duplicate.
+    """
+    dispatch_due(run_id=job.args[0])
+
+
+def job_is_live(job_id: str) -> bool:
+    """True if RQ holds the job waiting for a worker (queued, scheduled or deferred)."""
+    status = redis_connection().hget(f"rq:job:{job_id}", "status")
+    return status in (b"queued", b"scheduled", b"deferred")

@@ -154,3 +154,18 @@ def quota_release(*, run) -> bool:
     if reservation is None:
         return False
     return _release_locked(reservation)
+
+
+@transaction.atomic
+def quota_rehold(*, run) -> QuotaReservation:
+    """Hold a retried run's pages again if they were given back; QuotaExceeded if they no
+    longer fit. A run whose pages are still held or already charged is left as it is."""
+    reservation = QuotaReservation.objects.select_for_update().get(run=run)
+    if reservation.status != QuotaReservation.Status.RELEASED:
+        return reservation
+    if not _take(organisation_id=run.organisation_id, pages=reservation.pages):
+        raise _refuse(organisation_id=run.organisation_id, pages=reservation.pages)
+    reservation.status = QuotaReservation.Status.HELD
+    reservation.resolved_at = None
+    reservation.save(update_fields=["status", "resolved_at"])
+    return reservation

@@ -1,0 +1,186 @@
+"""Run one stage of one run: claim, work, record, hand over.
+
+`execute_stage` is the RQ job function. It claims the stage with a
+conditional UPDATE (a duplicate or late delivery drops itself), holds a lease
+while the stage body works, records every try as a StageAttempt and lets the
+stage commit its result together with "next stage due". Errors are
+classified here, once, for every stage.
+"""
+
+import logging
+import os
+import socket
+import traceback
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    transaction,
+)
+from django.utils.module_loading import import_string
+from redis.exceptions import RedisError
+from rq import get_current_job
+from rq.timeouts import JobTimeoutException
+
+from jobs.errors import LeaseLost, PermanentError, TransientError
+from jobs.lease import keeper
+from jobs.models import StageAttempt
+from jobs.pipeline import stage_spec
+from jobs.services import (
+    Claim,
+    run_claim,
+    run_complete_stage,
+    run_record_failure,
+    run_release,
+    run_set_progress,
+)
+
+logger = logging.getLogger(__name__)
+
+Outcome = StageAttempt.Outcome
+
+# Errors of the infrastructure rather than the document: always worth a retry.
+TRANSIENT_TYPES = (
+    TransientError,
+    OperationalError,
+    InterfaceError,
+    RedisError,
+    ConnectionError,
+    TimeoutError,
+)
+
+
+@dataclass
+class StageContext:
+    """What a stage body gets: the claimed run and ways to report and finish."""
+
+    claim: Claim
+    completed: bool = field(default=False)
+
+    @property
+    def run(self):
+        return self.claim.run
+
+    @property
+    def document(self):
+        return self.claim.run.document
+
+    def check(self) -> None:
+        """Stop early if this worker no longer holds the run (cancelled, or taken over)."""
+        if keeper.lost:
+            raise LeaseLost(str(self.run.id))
+
+    def progress(self, done: int, total: int) -> None:
+        self.check()
+        run_set_progress(run_id=self.run.id, owner=self.claim.owner, done=done, total=total)
+
+    @contextmanager
+    def complete(self) -> Iterator[None]:
+        """Write the stage's result and mark the next stage due, in one transaction."""
+        self.check()
+        with transaction.atomic():
+            yield
+            run_complete_stage(claim=self.claim)
+        self.completed = True
+
+
+def worker_name() -> str:
+    job = get_current_job()
+    if job is not None and job.worker_name:
+        return job.worker_name
+    return f"{socket.gethostname()}.{os.getpid()}"
+
+
+def execute_stage(run_id: str, stage: str) -> str:
+    """RQ job: do `stage` of run `run_id` if it is due. Returns what happened."""
+    close_old_connections()
+    job = get_current_job()
+    job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
+    claim = run_claim(run_id=uuid.UUID(run_id), stage=stage, job_id=job_id, worker=worker_name())
+    if claim is None:
+        logger.info(
+            "run %s: %s is not due or is held elsewhere; dropping %s", run_id, stage, job_id
+        )
+        return "skipped"
+    keeper.hold(run_id=claim.run.id, owner=claim.owner)
+    try:
+        return _run_body(claim, stage)
+    finally:
+        keeper.release()
+        close_old_connections()
+
+
+def _run_body(claim: Claim, stage: str) -> str:
+    context = StageContext(claim=claim)
+    try:
+        import_string(stage_spec(stage).function)(context)
+        if not context.completed:
+            raise RuntimeError(f"stage {stage} returned without completing")
+        return Outcome.SUCCEEDED
+    except LeaseLost:
+        logger.warning("run %s: lost the hold during %s; leaving it", claim.run.id, stage)
+        return "lease_lost"
+    except PermanentError as exc:
+        return _fail(claim, Outcome.PERMANENT_ERROR, exc.message, exc.code, permanent=True)
+    except JobTimeoutException:
+        message = f"{stage} took longer than {stage_spec(stage).timeout} seconds"
+        return _fail(claim, Outcome.TIMEOUT, message, "timeout", permanent=False)
+    except TRANSIENT_TYPES as exc:
+        code = getattr(exc, "code", "transient_error")
+        return _fail(claim, Outcome.TRANSIENT_ERROR, _describe(exc), code, permanent=False)
+    except (SystemExit, KeyboardInterrupt):
+        # The worker is being stopped: give the stage back so it resumes elsewhere now.
+        _safely(run_release, claim=claim, reason="worker stopped during the stage")
+        raise
+    except Exception as exc:
+        # A bug or an input we did not foresee: retried up to the bound, then an
+        # operator decides (dead letter) with the traceback in hand.
+        return _fail(
+            claim, Outcome.TRANSIENT_ERROR, _describe(exc), "unexpected_error", permanent=False
+        )
+
+
+def _describe(exc: BaseException) -> str:
+    message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
+    return (
+        f"{exc.__class__.__name__}: {message}" if not isinstance(exc, TransientError) else message
+    )
+
+
+def _fail(claim: Claim, outcome: str, message: str, code: str, *, permanent: bool) -> str:
+    tb = traceback.format_exc()
+    logger.log(
+        logging.INFO if permanent else logging.WARNING,
+        "run %s: %s attempt %s %s: %s",
+        claim.run.id,
+        claim.run.stage,
+        claim.attempt.number,
+        outcome,
+        message,
+    )
+    _safely(
+        run_record_failure,
+        claim=claim,
+        outcome=outcome,
+        message=message,
+        code=code,
+        tb=tb,
+        permanent=permanent,
+    )
+    return outcome
+
+
+def _safely(fn, **kwargs) -> None:
+    # Recording must not turn one failure into two; if the database is away,
+    # the lease expires and the sweeper records the attempt instead.
+    try:
+        close_old_connections()
+        fn(**kwargs)
+    except DatabaseError:
+        logger.exception("could not record the outcome of run %s", kwargs["claim"].run.id)

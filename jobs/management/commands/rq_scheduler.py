@@ -1,0 +1,23 @@
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from rq.scheduler import RQScheduler
+
+from jobs.pipeline import STAGES
+from jobs.queues import redis_connection
+
+
+class Command(BaseCommand):
+    help = "Move scheduled jobs (retries waiting out their backoff) onto their queues."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--interval", type=int, default=1, help="seconds between checks")
+
+    def handle(self, *args, interval, **options):
+        scheduler = RQScheduler(
+            [spec.queue for spec in STAGES],
+            connection=redis_connection(),
+            interval=interval,
+            logging_level=settings.LOGGING["root"]["level"],
+        )
+        scheduler.acquire_locks()
+        scheduler.work()

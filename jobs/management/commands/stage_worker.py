@@ -1,0 +1,24 @@
+import os
+import socket
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.utils.module_loading import import_string
+
+from jobs.queues import get_queue, redis_connection
+
+
+class Command(BaseCommand):
+    help = "Run one RQ worker for the given stage queues (run_workers starts these)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("queues", nargs="+")
+        parser.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+
+    def handle(self, *args, queues, burst, **options):
+        worker_class = import_string(settings.PAPERLANE_WORKER_CLASS)
+        name = f"{socket.gethostname()}.{os.getpid()}.{'+'.join(queues)}"
+        worker = worker_class(
+            [get_queue(q) for q in queues], connection=redis_connection(), name=name
+        )
+        worker.work(burst=burst, logging_level=settings.LOGGING["root"]["level"])

@@ -1,0 +1,17 @@
+"""create: make sure the run has its document record, with stable ids.
+
+An upload made the document at accept time (its id is in the 202 answer),
+so here it is only confirmed; it must belong to the run's organisation.
+"""
+
+from jobs.errors import PermanentError
+
+
+def run(ctx) -> None:
+    document = ctx.document
+    if document is None or document.organisation_id != ctx.run.organisation_id:
+        raise PermanentError(
+            "The document record for this upload is missing.", code="document_missing"
+        )
+    with ctx.complete():
+        pass

@@ -1,0 +1,132 @@
+"""`run_workers`: every stage worker, the scheduler and the sweeper, kept alive.
+
+Each is a child process. A child that dies is started again (with a growing
+pause if it keeps dying at once). SIGTERM or SIGINT stops everything cleanly:
+workers finish their current stage (RQ's warm shutdown); after the grace
+period they are told again and give their stage back at once so it resumes
+elsewhere; whatever is still running after that is killed, and the lease
+brings its stage back.
+"""
+
+import logging
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+
+from jobs.pipeline import STAGES
+
+logger = logging.getLogger(__name__)
+
+MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
+QUICK_DEATH_SECONDS = 10
+MAX_RESTART_PAUSE = 30.0
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen | None = None
+    started_at: float = 0.0
+    pause: float = 0.0
+    next_start: float = 0.0
+    restarts: int = field(default=0)
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.argv)
+        self.started_at = time.monotonic()
+        logger.info("started %s (pid %s)", self.name, self.process.pid)
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+def default_children(*, concurrency: dict[str, int] | None = None) -> list[Child]:
+    python = sys.executable
+    children = []
+    for spec in STAGES:
+        count = (concurrency or {}).get(spec.name, spec.concurrency)
+        for number in range(1, count + 1):
+            children.append(
+                Child(f"{spec.name}-{number}", [python, MANAGE, "stage_worker", spec.queue])
+            )
+    children.append(Child("scheduler", [python, MANAGE, "rq_scheduler"]))
+    children.append(Child("sweeper", [python, MANAGE, "sweep", "--loop"]))
+    return children
+
+
+class Supervisor:
+    def __init__(self, children: list[Child], *, grace: float | None = None) -> None:
+        self.children = children
+        self.grace = settings.PAPERLANE_SHUTDOWN_GRACE_SECONDS if grace is None else grace
+        self.stopping = False
+
+    def _request_stop(self, signum, frame) -> None:
+        logger.info("received %s; stopping", signal.Signals(signum).name)
+        self.stopping = True
+
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, self._request_stop)
+        signal.signal(signal.SIGINT, self._request_stop)
+        for child in self.children:
+            child.start()
+        while not self.stopping:
+            self._restart_dead()
+            time.sleep(0.5)
+        self.stop()
+
+    def _restart_dead(self) -> None:
+        now = time.monotonic()
+        for child in self.children:
+            if child.alive:
+                continue
+            if child.next_start == 0.0:
+                code = child.process.returncode if child.process else None
+                quick = now - child.started_at < QUICK_DEATH_SECONDS
+                child.pause = min(max(child.pause * 2, 1.0), MAX_RESTART_PAUSE) if quick else 0.0
+                child.next_start = now + child.pause
+                logger.warning(
+                    "%s exited (code %s); restarting in %.0fs", child.name, code, child.pause
+                )
+            if now >= child.next_start:
+                child.next_start = 0.0
+                child.restarts += 1
+                child.start()
+
+    def _signal_alive(self, sig: int) -> None:
+        for child in self.children:
+            if child.alive:
+                try:
+                    child.process.send_signal(sig)
+                except ProcessLookupError:
+                    pass
+
+    def _wait(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not any(child.alive for child in self.children):
+                return True
+            time.sleep(0.1)
+        return not any(child.alive for child in self.children)
+
+    def stop(self) -> None:
+        # Warm: finish the current stage.
+        self._signal_alive(signal.SIGTERM)
+        if self._wait(self.grace):
+            return
+        # Cold: give the current stage back now (the engine releases its lease).
+        logger.warning(
+            "workers still busy after %ss; asking them to give their stage back", self.grace
+        )
+        time.sleep(1.1)  # RQ ignores a second signal within one second
+        self._signal_alive(signal.SIGTERM)
+        if self._wait(10):
+            return
+        self._signal_alive(signal.SIGKILL)
+        self._wait(5)

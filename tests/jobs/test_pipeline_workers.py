@@ -1,0 +1,216 @@
+"""The whole pipeline with real worker processes, real Redis and PostgreSQL.
+
+Each test starts `manage.py run_workers` (every stage worker, the scheduler and
+the sweeper, each its own process) and drives it from outside: uploads,
+SIGKILLs, a flushed Redis.
+"""
+
+import os
+import signal
+from collections import Counter
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from documents.models import Chunk, QuotaReservation, UsageEntry
+from jobs.engine import execute_stage
+from jobs.models import ImportRun, StageAttempt
+from jobs.queues import redis_connection
+from tests.support.files import make_pdf
+from tests.support.pipeline import running_workers, wait_for, wait_terminal
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def upload(api, data: bytes, name: str = "doc.pdf") -> ImportRun:
+    response = api.post("/api/v1/documents", {"file": SimpleUploadedFile(name, data)})
+    assert response.status_code == 202, response.content
+    return ImportRun.objects.get(id=response.json()["run_id"])
+
+
+def outcomes(run: ImportRun) -> list[tuple[str, str]]:
+    return list(run.attempts_log.order_by("started_at", "id").values_list("stage", "outcome"))
+
+
+def assert_charged_once(run: ImportRun, pages: int) -> None:
+    entries = UsageEntry.objects.filter(document=run.document_id)
+    assert [e.pages for e in entries] == [pages]
+    assert QuotaReservation.objects.get(run=run).status == "settled"
+
+
+def assert_no_duplicate_chunks(run: ImportRun) -> None:
+    chunks = Chunk.objects.filter(document=run.document_id)
+    positions = Counter(chunks.values_list("version", "index"))
+    assert positions and max(positions.values()) == 1
+    run.document.refresh_from_db()
+    assert chunks.count() == run.document.chunk_count
+    assert sorted(i for _, i in positions) == list(range(len(positions)))
+
+
+def test_a_multi_page_pdf_is_processed_end_to_end(api, org):
+    with running_workers():
+        run = upload(api, make_pdf(7, words_per_page=250))
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+
+    assert finished.status == "succeeded", finished.error_message
+    assert finished.document.page_count == 7
+    assert finished.document.chunk_count >= 7
+    assert outcomes(finished) == [
+        (stage, "succeeded") for stage in ("create", "store", "extract", "embed", "settle")
+    ]
+    assert_no_duplicate_chunks(finished)
+    assert_charged_once(finished, 7)
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (7, 0)
+    body = api.get(f"/api/v1/runs/{run.id}").json()
+    assert body["status"] == "succeeded" and body["page_count"] == 7
+    assert body["progress"]["done"] == body["progress"]["total"]
+
+
+def test_a_worker_killed_during_embed_is_resumed_elsewhere(api, org):
+    env = {
+        "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
+        "PAPERLANE_EMBED_BATCH_SIZE": "2",
+        "EMBED_DELAY": "0.4",
+    }
+    with running_workers(**env):
+        run = upload(api, make_pdf(12, words_per_page=300))
+        holder = wait_for(
+            lambda: (
+                ImportRun.objects.filter(id=run.id, stage="embed", progress_done__gte=4)
+                .exclude(lease_owner="")
+                .values_list("lease_owner", flat=True)
+                .first()
+            ),
+            timeout=60,
+            what="embed to be half way",
+        )
+        worker_pid = int(holder.split("@", 1)[1].split(".")[-2])
+        os.kill(worker_pid, signal.SIGKILL)
+        killed_at = ImportRun.objects.get(id=run.id).updated_at
+
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+
+    assert finished.status == "succeeded", finished.error_message
+    assert (finished.finished_at - killed_at).total_seconds() < 60
+    embed = [outcome for stage, outcome in outcomes(finished) if stage == "embed"]
+    assert embed == ["abandoned", "succeeded"]
+    assert_no_duplicate_chunks(finished)
+    assert_charged_once(finished, 12)
+
+
+def test_a_stage_whose_callback_never_ran_is_repaired_by_the_sweeper(api, org):
+    run = upload(api, make_pdf(2))
+    redis_connection().flushdb()  # the accept path's enqueue is lost too
+    # The create stage commits "store is due" but, run outside RQ, no callback follows:
+    # exactly what a worker killed between its commit and its callback leaves behind.
+    assert execute_stage(str(run.id), "create") == "succeeded"
+    run.refresh_from_db()
+    assert (run.stage, run.status) == ("store", "processing")
+
+    with running_workers():
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+
+    assert finished.status == "succeeded", finished.error_message
+    assert_charged_once(finished, 2)
+
+
+def test_twenty_runs_in_flight_survive_a_redis_flush(api, org):
+    env = {"PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder", "EMBED_DELAY": "0.2"}
+    with running_workers(**env):
+        runs = [upload(api, make_pdf(3, label=f"Doc {n}")) for n in range(20)]
+        wait_for(
+            lambda: ImportRun.objects.filter(status="succeeded").count() >= 2,
+            timeout=60,
+            what="the first runs to finish",
+        )
+        redis_connection().flushdb()
+        finished = wait_terminal([r.id for r in runs], timeout=120)
+
+    assert Counter(r.status for r in finished.values()) == {"succeeded": 20}
+    for run in finished.values():
+        assert_no_duplicate_chunks(run)
+        assert_charged_once(run, 3)
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (60, 0)
+
+
+def test_transient_errors_are_retried_with_backoff_then_succeed(api, org):
+    env = {"PAPERLANE_EMBEDDER": "tests.support.embedders.FlakyEmbedder", "EMBED_FAILURES": "3"}
+    with running_workers(**env):
+        run = upload(api, make_pdf(2))
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+
+    assert finished.status == "succeeded", finished.error_message
+    attempts = list(StageAttempt.objects.filter(run=run, stage="embed").order_by("number"))
+    assert [a.outcome for a in attempts] == ["transient_error"] * 3 + ["succeeded"]
+    assert "429" in attempts[0].error_message
+    # Each wait is drawn from [0, base * 2^(n-1)] (full jitter), base 0.5 s.
+    waits = [
+        (b.started_at - a.finished_at).total_seconds()
+        for a, b in zip(attempts, attempts[1:], strict=False)
+    ]
+    for n, wait in enumerate(waits, start=1):
+        # Plus up to 2 s of delivery slack: whole-second scheduling and the scheduler poll.
+        assert 0 <= wait <= 0.5 * 2 ** (n - 1) + 2.5, waits
+    reasons = list(
+        finished.transitions.filter(reason__contains="retry in").values_list("reason", flat=True)
+    )
+    assert len(reasons) == 3
+
+
+def test_always_transient_goes_to_dead_letter_after_the_bound(api, org):
+    env = {
+        "PAPERLANE_EMBEDDER": "tests.support.embedders.AlwaysBusyEmbedder",
+        "PAPERLANE_RETRY_MAX_ATTEMPTS": "3",
+    }
+    with running_workers(**env):
+        run = upload(api, make_pdf(4))
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+
+    assert finished.status == "dead_letter"
+    assert "503" in finished.error_message
+    assert [o for s, o in outcomes(finished) if s == "embed"] == ["transient_error"] * 3
+    assert QuotaReservation.objects.get(run=run).status == "released"
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (0, 0)
+
+
+def test_a_stage_that_keeps_killing_its_worker_is_poison(api, org):
+    env = {
+        "PAPERLANE_EMBEDDER": "tests.support.embedders.CrashingEmbedder",
+        "PAPERLANE_POISON_CRASHES": "2",
+        "PAPERLANE_LEASE_SECONDS": "3",
+    }
+    with running_workers(**env):
+        run = upload(api, make_pdf(1))
+        finished = wait_terminal([run.id], timeout=90)[run.id]
+
+    assert finished.status == "dead_letter"
+    assert finished.error_code == "poison"
+    assert [o for s, o in outcomes(finished) if s == "embed"] == ["abandoned", "abandoned"]
+    assert QuotaReservation.objects.get(run=run).status == "released"
+
+
+def test_a_stage_over_its_timeout_is_recorded_and_retried(api, org):
+    env = {
+        "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
+        "EMBED_DELAY": "3",
+        "PAPERLANE_STAGE_TIMEOUTS": "embed=1",
+        "PAPERLANE_RETRY_MAX_ATTEMPTS": "2",
+    }
+    with running_workers(**env):
+        run = upload(api, make_pdf(1))
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+
+    assert finished.status == "dead_letter"
+    assert [o for s, o in outcomes(finished) if s == "embed"] == ["timeout", "timeout"]
+    assert "longer than 1 seconds" in finished.error_message
+
+
+def test_run_workers_stops_cleanly_on_sigterm(api, org):
+    with running_workers() as process:
+        run = upload(api, make_pdf(2))
+        wait_terminal([run.id], timeout=60)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0

@@ -1,0 +1,48 @@
+"""Embedding providers that misbehave the way hosted ones do, for worker tests.
+
+Workers load them through PAPERLANE_EMBEDDER; each wraps the real local
+embedder, so everything but the provider's behaviour is the product's code.
+"""
+
+import hashlib
+import os
+import signal
+import time
+
+from jobs.embedding import HashingEmbedder
+from jobs.errors import TransientError
+from jobs.queues import redis_connection
+
+
+def _calls(texts: list[str], tag: str) -> int:
+    key = "test:embed:" + tag + ":" + hashlib.sha1(texts[0].encode()).hexdigest()
+    return redis_connection().incr(key)
+
+
+class SlowEmbedder(HashingEmbedder):
+    """Takes EMBED_DELAY seconds a batch, like a remote model."""
+
+    def embed(self, texts):
+        time.sleep(float(os.environ.get("EMBED_DELAY", "0.5")))
+        return super().embed(texts)
+
+
+class FlakyEmbedder(HashingEmbedder):
+    """Answers 'busy' (a 429) to the first EMBED_FAILURES calls for a batch."""
+
+    def embed(self, texts):
+        if _calls(texts, "flaky") <= int(os.environ.get("EMBED_FAILURES", "2")):
+            raise TransientError("embedding provider answered 429 Too Many Requests")
+        return super().embed(texts)
+
+
+class AlwaysBusyEmbedder(HashingEmbedder):
+    def embed(self, texts):
+        raise TransientError("embedding provider answered 503 Service Unavailable")
+
+
+class CrashingEmbedder(HashingEmbedder):
+    """Takes its worker down, as a native library crash or the OOM killer would."""
+
+    def embed(self, texts):
+        os.kill(os.getpid(), signal.SIGKILL)
