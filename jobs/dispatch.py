@@ -26,8 +26,8 @@ EXECUTE = "jobs.engine.execute_stage"
 ON_SUCCESS = Callback("jobs.dispatch.on_stage_job_success", timeout=30)
 
 
-def stage_job_id(*, run_id: uuid.UUID | str, stage: str, attempt: int) -> str:
-    return f"run-{run_id}-{stage}-{attempt}"
+def stage_job_id(*, run_id: uuid.UUID | str, stage: str, attempt: int, generation: int = 0) -> str:
+    return f"run-{run_id}-{generation}-{stage}-{attempt}"
 
 
 def _job_options(stage: str, job_id: str) -> dict:
@@ -43,10 +43,15 @@ def _job_options(stage: str, job_id: str) -> dict:
 
 
 def stage_enqueue(
-    *, run_id: uuid.UUID | str, stage: str, attempt: int, at: datetime | None = None
+    *,
+    run_id: uuid.UUID | str,
+    stage: str,
+    attempt: int,
+    generation: int = 0,
+    at: datetime | None = None,
 ) -> bool:
     """Enqueue one stage of a run (now, or at `at`). True if a new job was queued."""
-    job_id = stage_job_id(run_id=run_id, stage=stage, attempt=attempt)
+    job_id = stage_job_id(run_id=run_id, stage=stage, attempt=attempt, generation=generation)
     queue = get_queue(stage_spec(stage).queue)
     try:
         if at is not None and at > timezone.now():
@@ -70,12 +75,18 @@ def dispatch_due(*, run_id: uuid.UUID | str) -> bool:
     """Enqueue whatever the run has due: its current stage, now or at its retry time."""
     run = (
         ImportRun.objects.filter(id=run_id, status__in=ACTIVE_STATUSES, lease_owner="")
-        .only("id", "stage", "attempts", "due_at")
+        .only("id", "stage", "attempts", "generation", "due_at")
         .first()
     )
     if run is None:
         return False
-    return stage_enqueue(run_id=run.id, stage=run.stage, attempt=run.attempts, at=run.due_at)
+    return stage_enqueue(
+        run_id=run.id,
+        stage=run.stage,
+        attempt=run.attempts,
+        generation=run.generation,
+        at=run.due_at,
+    )
 
 
 def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:

@@ -77,7 +77,10 @@ class ImportRun(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     stage = models.CharField(max_length=16, choices=Stage.choices, default=Stage.CREATE)
     due_at = models.DateTimeField(null=True, blank=True)
+    # Tries of the current stage since it became due; the retry budget.
     attempts = models.PositiveIntegerField(default=0)
+    # Bumped when an operator retries an ended run, so its deliveries get new job ids.
+    generation = models.PositiveIntegerField(default=0)
     # Attempts of the current stage in a row whose worker died; poison detection.
     crashes = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=200, blank=True)

@@ -104,8 +104,11 @@ def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Cla
     if run.started_at is None:
         ImportRun.objects.filter(id=run_id).update(started_at=now)
         run.started_at = now
+    # Numbered across the run's whole life: an operator's retry starts a new budget
+    # (`attempts`), not a new numbering.
+    number = StageAttempt.objects.filter(run=run, stage=stage).count() + 1
     attempt = StageAttempt.objects.create(
-        run=run, stage=stage, number=run.attempts, job_id=job_id, worker=worker, started_at=now
+        run=run, stage=stage, number=number, job_id=job_id, worker=worker, started_at=now
     )
     if from_queued:
         _record(

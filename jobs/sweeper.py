@@ -70,20 +70,21 @@ def _redeliver_lost_jobs() -> int:
     runs = list(
         ImportRun.objects.filter(
             status__in=ACTIVE_STATUSES, lease_owner="", updated_at__lt=settled_before
-        ).values_list("id", "stage", "attempts", "due_at")[: BATCH * 20]
+        ).only("id", "stage", "attempts", "generation", "due_at")[: BATCH * 20]
     )
     connection = redis_connection()
     redelivered = 0
     for offset in range(0, len(runs), BATCH):
         batch = runs[offset : offset + BATCH]
-        job_ids = [stage_job_id(run_id=r[0], stage=r[1], attempt=r[2]) for r in batch]
+        job_ids = [
+            stage_job_id(run_id=r.id, stage=r.stage, attempt=r.attempts, generation=r.generation)
+            for r in batch
+        ]
         with connection.pipeline(transaction=False) as pipe:
             for job_id in job_ids:
                 pipe.hmget(f"rq:job:{job_id}", "status", "enqueued_at", "started_at")
             states = pipe.execute()
-        for (run_id, stage, attempts, due_at), job_id, (status, enqueued, started) in zip(
-            batch, job_ids, states, strict=True
-        ):
+        for run, job_id, (status, enqueued, started) in zip(batch, job_ids, states, strict=True):
             if status in WAITING:
                 continue
             if status is not None:
@@ -93,7 +94,13 @@ def _redeliver_lost_jobs() -> int:
                 if stamp and _parse_rq_time(stamp) > stale_before:
                     continue
                 Job(job_id, connection=connection).delete(remove_from_queue=True)
-            if stage_enqueue(run_id=run_id, stage=stage, attempt=attempts, at=due_at):
+            if stage_enqueue(
+                run_id=run.id,
+                stage=run.stage,
+                attempt=run.attempts,
+                generation=run.generation,
+                at=run.due_at,
+            ):
                 redelivered += 1
     return redelivered
 

@@ -38,7 +38,7 @@ def extract_pdf(data: bytes, *, on_page=None) -> Extracted:
     except Exception as exc:
         raise UnreadableInput("The PDF could not be read; the file appears to be damaged.") from exc
     if total < 1:
-        raise UnreadableInput("The PDF has no pages.")
+        raise UnreadableInput("The PDF's pages could not be found; the file appears to be damaged.")
     texts = []
     for number, page in enumerate(pages, start=1):
         try:

@@ -62,7 +62,7 @@ def test_it_enqueues_the_first_stage_after_commit(
         body = upload(api, make_pdf(1)).json()
 
     queue = get_queue("create")
-    assert queue.job_ids == [f"run-{body['run_id']}-create-0"]
+    assert queue.job_ids == [f"run-{body['run_id']}-0-create-0"]
 
 
 def test_the_run_can_be_polled(api):

@@ -69,6 +69,16 @@ def make_pdf(pages: int = 1, *, words_per_page: int = 60, label: str = "Page") -
     return out.getvalue()
 
 
+def make_damaged_pdf(pages: int = 3) -> bytes:
+    """Looks whole (header, trailer, page count) but its page tree points nowhere:
+    accepted at upload, refused by extraction."""
+    return re.sub(
+        rb"/Kids \[[^\]]*\]",
+        b"/Kids [" + b" ".join(b"%d 0 R" % (900 + n) for n in range(pages)) + b"]",
+        make_pdf(pages),
+    )
+
+
 def make_encrypted_pdf(pages: int = 2, *, password: str = "secret") -> bytes:
     writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(pages))))
     writer.encrypt(user_password=password, owner_password=password + "-owner")

@@ -1,0 +1,54 @@
+"""Drive runs through the stages in the test process, and make runs the accept path would refuse."""
+
+import time
+import uuid
+
+from django.utils import timezone
+
+from documents.models import Document, Organisation
+from documents.services.quota import quota_reserve
+from documents.storage import document_storage_key, storage_put
+from jobs.engine import execute_stage
+from jobs.models import TERMINAL_STATUSES, ImportRun, RunSource
+
+
+def drive(run_id, *, max_steps: int = 50) -> ImportRun:
+    """Run each due stage in turn, as workers would, until the run ends."""
+    for _ in range(max_steps):
+        run = ImportRun.objects.get(id=run_id)
+        if run.status in TERMINAL_STATUSES:
+            return run
+        if run.due_at and run.due_at > timezone.now():
+            time.sleep((run.due_at - timezone.now()).total_seconds())
+        execute_stage(str(run.id), run.stage)
+    raise AssertionError(f"run {run_id} did not end in {max_steps} steps")
+
+
+def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: int) -> ImportRun:
+    """A queued run for bytes that skipped upload validation, as an import from a
+    connected folder does; lets tests feed the stages input the accept path refuses."""
+    import hashlib
+    import io
+
+    document_id = uuid.uuid4()
+    key = document_storage_key(
+        organisation_id=organisation.id, document_id=document_id, version=1, kind=kind
+    )
+    storage_put(key=key, content=io.BytesIO(data))
+    document = Document.objects.create(
+        id=document_id,
+        organisation=organisation,
+        filename=f"unchecked.{kind}",
+        kind=kind,
+        size_bytes=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        storage_key=key,
+    )
+    run = ImportRun.objects.create(
+        organisation=organisation,
+        document=document,
+        source=RunSource.CONNECTOR,
+        due_at=timezone.now(),
+    )
+    quota_reserve(run=run, pages=pages, estimated=False)
+    return run
