@@ -15,7 +15,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from documents.models import Chunk, QuotaReservation, UsageEntry
 from jobs.engine import execute_stage
 from jobs.models import ImportRun, StageAttempt
-from jobs.queues import redis_connection
+from jobs.dispatch import stage_job_id
+from jobs.queues import get_queue, redis_connection
 from tests.support.files import make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
 
@@ -214,3 +215,18 @@ def test_run_workers_stops_cleanly_on_sigterm(api, org):
         wait_terminal([run.id], timeout=60)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
+
+
+def test_a_worker_killed_after_its_callback_but_before_rq_finished_the_job(api, org):
+    env = {"PAPERLANE_WORKER_CLASS": "tests.support.workers.DiesAfterCallbackWorker"}
+    with running_workers(**env):
+        run = upload(api, make_pdf(3))
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+        # RQ still lists the store job as started by a worker that is gone.
+        stuck = get_queue("store").started_job_registry.get_job_ids()
+
+    assert redis_connection().get("test:died:after-callback") == b"1"
+    assert finished.status == "succeeded", finished.error_message
+    assert [o for s, o in outcomes(finished) if s == "store"] == ["succeeded"]
+    assert stuck == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
+    assert_charged_once(finished, 3)
