@@ -13,9 +13,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from documents.models import Chunk, QuotaReservation, UsageEntry
+from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.models import ImportRun, StageAttempt
-from jobs.dispatch import stage_job_id
 from jobs.queues import get_queue, redis_connection
 from tests.support.files import make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
