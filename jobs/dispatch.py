@@ -71,15 +71,15 @@ def stage_enqueue(
     return True
 
 
-def dispatch_due(*, run_id: uuid.UUID | str) -> bool:
-    """Enqueue whatever the run has due: its current stage, now or at its retry time."""
-    run = (
-        ImportRun.objects.filter(id=run_id, status__in=ACTIVE_STATUSES, lease_owner="")
-        .only("id", "stage", "attempts", "generation", "due_at")
-        .first()
+def current_job_id(run: ImportRun) -> str:
+    """The job id of the delivery the run is waiting for now."""
+    return stage_job_id(
+        run_id=run.id, stage=run.stage, attempt=run.attempts, generation=run.generation
     )
-    if run is None:
-        return False
+
+
+def enqueue_current(run: ImportRun) -> bool:
+    """Enqueue the run's current stage, now or at its retry time."""
     return stage_enqueue(
         run_id=run.id,
         stage=run.stage,
@@ -87,6 +87,19 @@ def dispatch_due(*, run_id: uuid.UUID | str) -> bool:
         generation=run.generation,
         at=run.due_at,
     )
+
+
+DISPATCH_FIELDS = ("id", "stage", "attempts", "generation", "due_at")
+
+
+def dispatch_due(*, run_id: uuid.UUID | str) -> bool:
+    """Enqueue whatever the run has due, if it is active and no worker holds it."""
+    run = (
+        ImportRun.objects.filter(id=run_id, status__in=ACTIVE_STATUSES, lease_owner="")
+        .only(*DISPATCH_FIELDS)
+        .first()
+    )
+    return run is not None and enqueue_current(run)
 
 
 def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:

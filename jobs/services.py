@@ -363,6 +363,7 @@ def run_retry(*, run: ImportRun, actor: AbstractBaseUser | None, actor_label: st
     from_status = run.status
     run.status, run.due_at, run.finished_at = RunStatus.QUEUED, timezone.now(), None
     run.attempts = run.crashes = 0
+    run.generation += 1
     run.error_code = run.error_message = ""
     run.save(
         update_fields=[
@@ -371,6 +372,7 @@ def run_retry(*, run: ImportRun, actor: AbstractBaseUser | None, actor_label: st
             "finished_at",
             "attempts",
             "crashes",
+            "generation",
             "error_code",
             "error_message",
             "updated_at",

@@ -20,7 +20,7 @@ from rq.utils import utcparse
 
 from documents.models import QuotaReservation
 from documents.services.quota import quota_release
-from jobs.dispatch import stage_enqueue, stage_job_id
+from jobs.dispatch import DISPATCH_FIELDS, current_job_id, enqueue_current
 from jobs.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun
 from jobs.queues import redis_connection
 from jobs.services import run_abandon_expired
@@ -70,16 +70,13 @@ def _redeliver_lost_jobs() -> int:
     runs = list(
         ImportRun.objects.filter(
             status__in=ACTIVE_STATUSES, lease_owner="", updated_at__lt=settled_before
-        ).only("id", "stage", "attempts", "generation", "due_at")[: BATCH * 20]
+        ).only(*DISPATCH_FIELDS)[: BATCH * 20]
     )
     connection = redis_connection()
     redelivered = 0
     for offset in range(0, len(runs), BATCH):
         batch = runs[offset : offset + BATCH]
-        job_ids = [
-            stage_job_id(run_id=r.id, stage=r.stage, attempt=r.attempts, generation=r.generation)
-            for r in batch
-        ]
+        job_ids = [current_job_id(run) for run in batch]
         with connection.pipeline(transaction=False) as pipe:
             for job_id in job_ids:
                 pipe.hmget(f"rq:job:{job_id}", "status", "enqueued_at", "started_at")
@@ -94,13 +91,7 @@ def _redeliver_lost_jobs() -> int:
                 if stamp and _parse_rq_time(stamp) > stale_before:
                     continue
                 Job(job_id, connection=connection).delete(remove_from_queue=True)
-            if stage_enqueue(
-                run_id=run.id,
-                stage=run.stage,
-                attempt=run.attempts,
-                generation=run.generation,
-                at=run.due_at,
-            ):
+            if enqueue_current(run):
                 redelivered += 1
     return redelivered
 

@@ -4,8 +4,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from documents.models import Chunk, QuotaReservation, UsageEntry
+from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.models import ImportRun, RunTransition, StageAttempt
+from jobs.queues import get_queue
 from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf, make_pdf
 from tests.support.runs import drive, unchecked_run
 
@@ -176,6 +178,10 @@ def test_an_operator_retry_of_a_dead_letter_run_finishes_it(api, org, settings):
 
     settings.PAPERLANE_EMBEDDER = "jobs.embedding.HashingEmbedder"
     assert api.post(f"/api/v1/runs/{run.id}/retry").status_code == 200
+    # A new generation: the delivery gets a job id RQ has not seen for this run.
+    assert get_queue("embed").job_ids[-1] == stage_job_id(
+        run_id=run.id, stage="embed", attempt=0, generation=1
+    )
     run = drive(run.id)
 
     assert run.status == "succeeded"
