@@ -36,7 +36,8 @@ def _job_options(stage: str, job_id: str) -> dict:
         "job_id": job_id,
         # RQ's hard limit; the engine records a timeout as a failed attempt.
         "job_timeout": spec.timeout,
-        "result_ttl": 600,
+        # The outcome lives in StageAttempt rows; RQ need not keep job results.
+        "result_ttl": 0,
         "failure_ttl": 7 * 24 * 3600,
         "on_success": ON_SUCCESS,
     }
@@ -102,14 +103,30 @@ def dispatch_due(*, run_id: uuid.UUID | str) -> bool:
     return run is not None and enqueue_current(run)
 
 
-def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:
-    """RQ `on_success` callback: hand the run to its next stage (or its retry).
+def next_delivery(run: ImportRun) -> dict | None:
+    """What the run waits for after a stage job, as the job's result for its callback."""
+    if run.status not in ACTIVE_STATUSES or run.lease_owner:
+        return None
+    return {
+        "run_id": str(run.id),
+        "stage": run.stage,
+        "attempt": run.attempts,
+        "generation": run.generation,
+        "at": run.due_at,
+    }
 
-    RQ runs this before it marks the job finished, so a worker killed here
-    runs the stage job again later; the claim guard makes that a no-op and the
-    deterministic job id makes the second enqueue a duplicate.
+
+def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:
+    """RQ `on_success` callback: enqueue the next stage (or the retry) the job committed.
+
+    The job returns what its own transaction made due, so no second read is
+    needed. RQ runs this before it marks the job finished: a worker killed here
+    leaves a started job behind and may enqueue twice; the deterministic job id
+    makes the second enqueue a duplicate and the claim guard drops a re-run.
     """
-    dispatch_due(run_id=job.args[0])
+    delivery = (result or {}).get("next")
+    if delivery:
+        stage_enqueue(**delivery)
 
 
 def job_is_live(job_id: str) -> bool:

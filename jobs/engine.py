@@ -10,6 +10,7 @@ classified here, once, for every stage.
 import logging
 import os
 import socket
+import time
 import traceback
 import uuid
 from collections.abc import Iterator
@@ -28,9 +29,10 @@ from redis.exceptions import RedisError
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
+from jobs.dispatch import next_delivery
 from jobs.errors import LeaseLost, PermanentError, TransientError
 from jobs.lease import keeper
-from jobs.models import StageAttempt
+from jobs.models import ImportRun, StageAttempt
 from jobs.pipeline import stage_spec
 from jobs.services import (
     Claim,
@@ -62,6 +64,12 @@ class StageContext:
 
     claim: Claim
     completed: bool = field(default=False)
+    # The run as the stage's own transaction left it.
+    finished_run: ImportRun | None = None
+    cpu_started: float = field(default_factory=time.thread_time)
+
+    def note_cpu(self) -> None:
+        self.claim.attempt.cpu_ms = int((time.thread_time() - self.cpu_started) * 1000)
 
     @property
     def run(self):
@@ -86,7 +94,8 @@ class StageContext:
         self.check()
         with transaction.atomic():
             yield
-            run_complete_stage(claim=self.claim)
+            self.note_cpu()
+            self.finished_run = run_complete_stage(claim=self.claim)
         self.completed = True
 
 
@@ -97,8 +106,12 @@ def worker_name() -> str:
     return f"{socket.gethostname()}.{os.getpid()}"
 
 
-def execute_stage(run_id: str, stage: str) -> str:
-    """RQ job: do `stage` of run `run_id` if it is due. Returns what happened."""
+def execute_stage(run_id: str, stage: str) -> dict:
+    """RQ job: do `stage` of run `run_id` if it is due.
+
+    Returns what happened and what the run waits for next, which the job's
+    `on_success` callback enqueues.
+    """
     close_old_connections()
     job = get_current_job()
     job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
@@ -107,43 +120,50 @@ def execute_stage(run_id: str, stage: str) -> str:
         logger.info(
             "run %s: %s is not due or is held elsewhere; dropping %s", run_id, stage, job_id
         )
-        return "skipped"
+        return {"outcome": "skipped", "next": None}
     keeper.hold(run_id=claim.run.id, owner=claim.owner)
     try:
-        return _run_body(claim, stage)
+        outcome, run = _run_body(claim, stage)
     finally:
         keeper.release()
         close_old_connections()
+    return {"outcome": outcome, "next": next_delivery(run) if run is not None else None}
 
 
-def _run_body(claim: Claim, stage: str) -> str:
+def _run_body(claim: Claim, stage: str) -> tuple[str, ImportRun | None]:
     context = StageContext(claim=claim)
     try:
         import_string(stage_spec(stage).function)(context)
         if not context.completed:
             raise RuntimeError(f"stage {stage} returned without completing")
-        return Outcome.SUCCEEDED
-    except LeaseLost:
+        return Outcome.SUCCEEDED, context.finished_run
+    except BaseException as exc:
+        context.note_cpu()
+        return _handle_error(claim, stage, exc)
+
+
+def _handle_error(claim: Claim, stage: str, exc: BaseException) -> tuple[str, ImportRun | None]:
+    """Classify what the stage raised, once for every stage. Called while handling it."""
+    if isinstance(exc, LeaseLost):
         logger.warning("run %s: lost the hold during %s; leaving it", claim.run.id, stage)
-        return "lease_lost"
-    except PermanentError as exc:
-        return _fail(claim, Outcome.PERMANENT_ERROR, exc.message, exc.code, permanent=True)
-    except JobTimeoutException:
-        message = f"{stage} took longer than {stage_spec(stage).timeout} seconds"
-        return _fail(claim, Outcome.TIMEOUT, message, "timeout", permanent=False)
-    except TRANSIENT_TYPES as exc:
-        code = getattr(exc, "code", "transient_error")
-        return _fail(claim, Outcome.TRANSIENT_ERROR, _describe(exc), code, permanent=False)
-    except (SystemExit, KeyboardInterrupt):
+        return "lease_lost", None
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
         # The worker is being stopped: give the stage back so it resumes elsewhere now.
         _safely(run_release, claim=claim, reason="worker stopped during the stage")
-        raise
-    except Exception as exc:
-        # A bug or an input we did not foresee: retried up to the bound, then an
-        # operator decides (dead letter) with the traceback in hand.
-        return _fail(
-            claim, Outcome.TRANSIENT_ERROR, _describe(exc), "unexpected_error", permanent=False
-        )
+        raise exc
+    if isinstance(exc, PermanentError):
+        return _fail(claim, Outcome.PERMANENT_ERROR, exc.message, exc.code, permanent=True)
+    if isinstance(exc, JobTimeoutException):
+        message = f"{stage} took longer than {stage_spec(stage).timeout} seconds"
+        return _fail(claim, Outcome.TIMEOUT, message, "timeout", permanent=False)
+    if isinstance(exc, TRANSIENT_TYPES):
+        code = getattr(exc, "code", "transient_error")
+        return _fail(claim, Outcome.TRANSIENT_ERROR, _describe(exc), code, permanent=False)
+    # A bug or an input we did not foresee: retried up to the bound, then an
+    # operator decides (dead letter) with the traceback in hand.
+    return _fail(
+        claim, Outcome.TRANSIENT_ERROR, _describe(exc), "unexpected_error", permanent=False
+    )
 
 
 def _describe(exc: BaseException) -> str:
@@ -153,7 +173,9 @@ def _describe(exc: BaseException) -> str:
     )
 
 
-def _fail(claim: Claim, outcome: str, message: str, code: str, *, permanent: bool) -> str:
+def _fail(
+    claim: Claim, outcome: str, message: str, code: str, *, permanent: bool
+) -> tuple[str, ImportRun | None]:
     tb = traceback.format_exc()
     logger.log(
         logging.INFO if permanent else logging.WARNING,
@@ -164,7 +186,7 @@ def _fail(claim: Claim, outcome: str, message: str, code: str, *, permanent: boo
         outcome,
         message,
     )
-    _safely(
+    run = _safely(
         run_record_failure,
         claim=claim,
         outcome=outcome,
@@ -173,14 +195,15 @@ def _fail(claim: Claim, outcome: str, message: str, code: str, *, permanent: boo
         tb=tb,
         permanent=permanent,
     )
-    return outcome
+    return outcome, run
 
 
-def _safely(fn, **kwargs) -> None:
+def _safely(fn, **kwargs):
     # Recording must not turn one failure into two; if the database is away,
     # the lease expires and the sweeper records the attempt instead.
     try:
         close_old_connections()
-        fn(**kwargs)
+        return fn(**kwargs)
     except DatabaseError:
         logger.exception("could not record the outcome of run %s", kwargs["claim"].run.id)
+        return None

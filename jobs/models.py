@@ -147,12 +147,16 @@ class StageAttempt(models.Model):
 
     run = models.ForeignKey(ImportRun, on_delete=models.CASCADE, related_name="attempts_log")
     stage = models.CharField(max_length=16, choices=Stage.choices)
+    # The run's generation (bumped by an operator's retry) and the try within it.
+    generation = models.PositiveIntegerField(default=0)
     number = models.PositiveIntegerField()
     job_id = models.CharField(max_length=200, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
     outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.RUNNING)
+    # CPU time the stage body used (its thread only), to tell work from waiting.
+    cpu_ms = models.PositiveIntegerField(null=True, blank=True)
     error_message = models.TextField(blank=True)
     traceback = models.TextField(blank=True)
 
@@ -160,7 +164,7 @@ class StageAttempt(models.Model):
         ordering = ["started_at", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["run", "stage", "number"], name="attempt_unique_number"
+                fields=["run", "generation", "stage", "number"], name="attempt_unique_number"
             ),
         ]
 

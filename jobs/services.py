@@ -13,7 +13,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from documents.errors import Conflict
@@ -26,7 +27,7 @@ from jobs.models import (
     RunTransition,
     StageAttempt,
 )
-from jobs.pipeline import next_stage
+from jobs.pipeline import STAGES, next_stage
 
 Outcome = StageAttempt.Outcome
 
@@ -93,22 +94,27 @@ def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Cla
         "lease_owner": owner,
         "lease_expires_at": now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
         "attempts": F("attempts") + 1,
+        "started_at": Coalesce("started_at", Value(now)),
         "updated_at": now,
     }
     # Two guarded tries instead of one so that the queued -> processing change,
-    # and only it, is written to the history.
-    from_queued = due.filter(status=RunStatus.QUEUED).update(**take) == 1
-    if not from_queued and due.filter(status=RunStatus.PROCESSING).update(**take) != 1:
+    # and only it, is written to the history. The likely one goes first.
+    order = [RunStatus.PROCESSING, RunStatus.QUEUED]
+    if stage == STAGES[0].name:
+        order.reverse()
+    claimed_from = next((s for s in order if due.filter(status=s).update(**take) == 1), None)
+    if claimed_from is None:
         return None
+    from_queued = claimed_from == RunStatus.QUEUED
     run = ImportRun.objects.select_related("document", "organisation").get(id=run_id)
-    if run.started_at is None:
-        ImportRun.objects.filter(id=run_id).update(started_at=now)
-        run.started_at = now
-    # Numbered across the run's whole life: an operator's retry starts a new budget
-    # (`attempts`), not a new numbering.
-    number = StageAttempt.objects.filter(run=run, stage=stage).count() + 1
     attempt = StageAttempt.objects.create(
-        run=run, stage=stage, number=number, job_id=job_id, worker=worker, started_at=now
+        run=run,
+        stage=stage,
+        generation=run.generation,
+        number=run.attempts,
+        job_id=job_id,
+        worker=worker,
+        started_at=now,
     )
     if from_queued:
         _record(
@@ -143,7 +149,7 @@ def _finish_attempt(
     attempt.finished_at = timezone.now()
     attempt.error_message = message[:10000]
     attempt.traceback = tb[:50000]
-    attempt.save(update_fields=["outcome", "finished_at", "error_message", "traceback"])
+    attempt.save(update_fields=["outcome", "finished_at", "error_message", "traceback", "cpu_ms"])
 
 
 def run_complete_stage(*, claim: Claim) -> ImportRun:
@@ -224,8 +230,7 @@ def run_record_failure(
     )
     if run.status in (RunStatus.FAILED, RunStatus.DEAD_LETTER):
         quota_release(run=run)
-    else:
-        _dispatch_on_commit(run.id)
+    # A retry is delivered by the stage job's on_success callback (or the sweeper).
     _record(
         run,
         from_status=from_status,

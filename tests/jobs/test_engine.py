@@ -2,6 +2,7 @@
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models import F
 
 from documents.models import Chunk, QuotaReservation, UsageEntry
 from jobs.dispatch import stage_job_id
@@ -23,12 +24,12 @@ def upload(api, data: bytes, name: str = "doc.pdf") -> ImportRun:
 def test_the_same_stage_delivered_twice_does_its_work_once(api):
     run = upload(api, make_pdf(2))
 
-    assert execute_stage(str(run.id), "create") == "succeeded"
-    assert execute_stage(str(run.id), "create") == "skipped"
+    assert execute_stage(str(run.id), "create")["outcome"] == "succeeded"
+    assert execute_stage(str(run.id), "create")["outcome"] == "skipped"
     for stage in ("store", "extract", "embed", "settle"):
-        assert execute_stage(str(run.id), stage) == "succeeded"
-    assert execute_stage(str(run.id), "embed") == "skipped"
-    assert execute_stage(str(run.id), "settle") == "skipped"
+        assert execute_stage(str(run.id), stage)["outcome"] == "succeeded"
+    assert execute_stage(str(run.id), "embed")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), "settle")["outcome"] == "skipped"
 
     assert StageAttempt.objects.filter(run=run).count() == 5
     assert UsageEntry.objects.filter(document=run.document_id).count() == 1
@@ -37,7 +38,7 @@ def test_the_same_stage_delivered_twice_does_its_work_once(api):
 def test_a_stage_that_is_not_due_yet_is_not_claimed(api):
     run = upload(api, make_pdf(1))
 
-    assert execute_stage(str(run.id), "extract") == "skipped"
+    assert execute_stage(str(run.id), "extract")["outcome"] == "skipped"
     assert not StageAttempt.objects.filter(run=run).exists()
 
 
@@ -59,7 +60,10 @@ def test_the_history_records_every_transition(api):
 def test_re_running_embed_overwrites_chunks_instead_of_adding(api):
     run = drive(upload(api, make_pdf(6, words_per_page=300)).id)
     before = list(Chunk.objects.filter(document=run.document_id).values_list("id", "index"))
-    ImportRun.objects.filter(id=run.id).update(status="processing", stage="embed")
+    # As an operator's retry from embed would: a new generation of the same run.
+    ImportRun.objects.filter(id=run.id).update(
+        status="processing", stage="embed", generation=F("generation") + 1
+    )
 
     execute_stage(str(run.id), "embed")
 
@@ -117,7 +121,7 @@ def test_cancel_stops_a_queued_run_and_releases_its_pages(api, org):
 
     assert response.status_code == 200
     assert response.json()["status"] == "cancelled"
-    assert execute_stage(str(run.id), "create") == "skipped"
+    assert execute_stage(str(run.id), "create")["outcome"] == "skipped"
     org.refresh_from_db()
     assert org.pages_reserved == 0
     again = api.post(f"/api/v1/runs/{run.id}/cancel")
@@ -185,7 +189,10 @@ def test_an_operator_retry_of_a_dead_letter_run_finishes_it(api, org, settings):
     run = drive(run.id)
 
     assert run.status == "succeeded"
-    embed = StageAttempt.objects.filter(run=run, stage="embed").order_by("number")
-    assert [(a.number, a.outcome) for a in embed] == [(1, "transient_error"), (2, "succeeded")]
+    embed = StageAttempt.objects.filter(run=run, stage="embed").order_by("started_at")
+    assert [(a.generation, a.number, a.outcome) for a in embed] == [
+        (0, 1, "transient_error"),
+        (1, 1, "succeeded"),
+    ]
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (2, 0)

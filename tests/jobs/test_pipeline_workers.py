@@ -105,7 +105,7 @@ def test_a_stage_whose_callback_never_ran_is_repaired_by_the_sweeper(api, org):
     redis_connection().flushdb()  # the accept path's enqueue is lost too
     # The create stage commits "store is due" but, run outside RQ, no callback follows:
     # exactly what a worker killed between its commit and its callback leaves behind.
-    assert execute_stage(str(run.id), "create") == "succeeded"
+    assert execute_stage(str(run.id), "create")["outcome"] == "succeeded"
     run.refresh_from_db()
     assert (run.stage, run.status) == ("store", "processing")
 
