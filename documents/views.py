@@ -15,7 +15,8 @@ from documents.services.accept import document_accept
 from documents.services.quota import quota_get
 from documents.uploads import client_file_name
 from jobs.models import ACTIVE_STATUSES, RunSource
-from jobs.selectors import latest_runs_by_document
+from jobs.selectors import latest_runs_by_document, run_get
+from jobs.services import run_cancel, run_retry
 
 SESSION_ORG = "paperlane_org"
 
@@ -75,6 +76,24 @@ def document_list_view(request: HttpRequest) -> HttpResponse:
         "refresh": any(run and run.status in ACTIVE_STATUSES for _, run in rows),
     }
     return render(request, "documents/list.html", context, status=status)
+
+
+@login_required
+@require_POST
+def run_action_view(request: HttpRequest, run_id, action: str) -> HttpResponse:
+    """Retry or cancel one of the member's organisation's runs from the documents page."""
+    organisation = current_organisation(request)
+    try:
+        run = run_get(organisation=organisation, run_id=run_id)
+        act = {"retry": run_retry, "cancel": run_cancel}[action]
+        act(run=run, actor=request.user, actor_label=f"user:{request.user.get_username()}")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        name = run.document.filename if run.document else "the document"
+        done = "will be processed again" if action == "retry" else "was cancelled"
+        messages.success(request, f"“{name}” {done}.")
+    return redirect("documents:list")
 
 
 @login_required

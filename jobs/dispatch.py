@@ -18,7 +18,7 @@ from rq.job import Job
 
 from jobs.models import ACTIVE_STATUSES, ImportRun
 from jobs.pipeline import stage_spec
-from jobs.queues import get_queue, redis_connection
+from jobs.queues import get_queue
 
 logger = logging.getLogger(__name__)
 
@@ -127,9 +127,3 @@ def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:
     delivery = (result or {}).get("next")
     if delivery:
         stage_enqueue(**delivery)
-
-
-def job_is_live(job_id: str) -> bool:
-    """True if RQ holds the job waiting for a worker (queued, scheduled or deferred)."""
-    status = redis_connection().hget(f"rq:job:{job_id}", "status")
-    return status in (b"queued", b"scheduled", b"deferred")

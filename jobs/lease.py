@@ -7,6 +7,7 @@ another worker once the lease has expired.
 
 import logging
 import threading
+import time
 import uuid
 
 from django.conf import settings
@@ -20,7 +21,6 @@ class LeaseKeeper:
         self._lock = threading.Lock()
         self._current: tuple[uuid.UUID, str] | None = None
         self._lost = False
-        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     def hold(self, *, run_id: uuid.UUID, owner: str) -> None:
@@ -43,7 +43,7 @@ class LeaseKeeper:
 
         interval = max(settings.PAPERLANE_LEASE_SECONDS / 3, 0.2)
         while True:
-            self._wake.wait(interval)
+            time.sleep(interval)
             with self._lock:
                 current = self._current
             if current is None:

@@ -14,7 +14,7 @@ from jobs.models import Stage
 @dataclass(frozen=True)
 class StageSpec:
     name: str
-    # Dotted path of `fn(run) -> None`; imported by the engine when it runs.
+    # Dotted path of `fn(ctx: StageContext) -> None`; imported when the stage runs.
     function: str
     default_timeout: int
     default_concurrency: int

@@ -67,3 +67,28 @@ def test_a_member_of_two_organisations_switches_between_them(org, other_org):
     client.post("/", {"file": SimpleUploadedFile("g.pdf", make_pdf(1))})
 
     assert ImportRun.objects.get().organisation == other_org
+
+
+def test_a_member_cancels_and_retries_a_run_from_the_page(member_client, org):
+    member_client.post("/", {"file": SimpleUploadedFile("minutes.pdf", make_pdf(3))})
+    run = ImportRun.objects.get(organisation=org)
+
+    page = member_client.post(f"/runs/{run.id}/cancel/", follow=True).content.decode()
+    assert "was cancelled" in page and "Retry" in page
+    assert ImportRun.objects.get(id=run.id).status == "cancelled"
+
+    page = member_client.post(f"/runs/{run.id}/retry/", follow=True).content.decode()
+    assert "will be processed again" in page
+    assert ImportRun.objects.get(id=run.id).status == "queued"
+
+
+def test_a_member_cannot_act_on_another_organisations_run(member_client, other_api):
+    response = other_api.post(
+        "/api/v1/documents", {"file": SimpleUploadedFile("theirs.pdf", make_pdf(1))}
+    )
+    run_id = response.json()["run_id"]
+
+    page = member_client.post(f"/runs/{run_id}/cancel/", follow=True).content.decode()
+
+    assert "Run not found" in page
+    assert ImportRun.objects.get(id=run_id).status == "queued"
