@@ -73,6 +73,9 @@ def test_a_worker_killed_during_embed_is_resumed_elsewhere(api, org):
         "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
         "PAPERLANE_EMBED_BATCH_SIZE": "2",
         "EMBED_DELAY": "0.4",
+        # The shipped defaults: the 60 s promise must hold without tuning.
+        "PAPERLANE_LEASE_SECONDS": "30",
+        "PAPERLANE_SWEEP_INTERVAL_SECONDS": "5",
     }
     with running_workers(**env):
         run = upload(api, make_pdf(12, words_per_page=300))
@@ -215,6 +218,37 @@ def test_run_workers_stops_cleanly_on_sigterm(api, org):
         wait_terminal([run.id], timeout=60)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
+
+
+def test_a_stage_still_running_after_the_grace_period_is_handed_back(api, org):
+    env = {
+        "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
+        "PAPERLANE_EMBED_BATCH_SIZE": "1",
+        "EMBED_DELAY": "1",
+        "PAPERLANE_SHUTDOWN_GRACE_SECONDS": "2",
+    }
+    with running_workers(**env) as process:
+        run = upload(api, make_pdf(8, words_per_page=300))
+        wait_for(
+            lambda: ImportRun.objects.filter(
+                id=run.id, stage="embed", progress_done__gte=1
+            ).exists(),
+            timeout=60,
+            what="embed to start",
+        )
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+
+    run.refresh_from_db()
+    assert (run.status, run.stage, run.lease_owner) == ("processing", "embed", "")
+    handed_back = StageAttempt.objects.get(run=run, stage="embed")
+    assert handed_back.outcome == "abandoned"
+    assert "worker stopped" in handed_back.error_message
+
+    with running_workers(EMBED_DELAY="0", **{k: v for k, v in env.items() if k != "EMBED_DELAY"}):
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+    assert finished.status == "succeeded"
+    assert_no_duplicate_chunks(finished)
 
 
 def test_a_worker_killed_after_its_callback_but_before_rq_finished_the_job(api, org):
