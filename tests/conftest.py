@@ -78,14 +78,22 @@ def media_files():
     return listing
 
 
+CHROMIUM = "/usr/bin/chromium"
+
+
 @pytest.fixture(scope="session")
 def browser():
     """Headless Debian Chromium driven by Playwright."""
+    import os
+
     from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package chromium)")
 
     with sync_playwright() as playwright:
         instance = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium",
+            executable_path=CHROMIUM,
             args=[
                 "--no-sandbox",
                 "--disable-gpu",
