@@ -104,3 +104,17 @@ def test_it_releases_pages_held_by_a_run_that_ended_without_settling(api, org):
     assert sweep_once().released == 1
     org.refresh_from_db()
     assert org.pages_reserved == 0
+
+
+def test_an_upload_is_accepted_while_redis_is_down_and_delivered_later(api, settings):
+    from tests.support.processes import free_port
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/15"  # nothing listens there
+    response = api.post("/api/v1/documents", {"file": SimpleUploadedFile("a.pdf", make_pdf(1))})
+    assert response.status_code == 202
+    run = ImportRun.objects.get(id=response.json()["run_id"])
+
+    settings.REDIS_URL = "redis://127.0.0.1:6379/15"
+    age(run)
+    assert sweep_once().redelivered == 1
+    assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
