@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench bench-pipeline install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ lint: install
 
 bench: install
 	$(PY) bench/accept.py
+
+bench-pipeline: install
+	$(PY) bench/pipeline.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media var staticfiles
