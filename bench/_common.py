@@ -70,6 +70,11 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def format_counts(counts: dict) -> str:
+    """{202: 30, 0: 1} -> "0x1 202x30"."""
+    return " ".join(f"{k}x{v}" for k, v in sorted(counts.items()))
+
+
 def print_table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))

@@ -10,79 +10,49 @@ within 1.5x of the 1-page p99.
 """
 
 import argparse
-import http.client
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlsplit
+from collections import Counter
 
 from _common import (
     bench_env,
+    format_counts,
     fresh_database,
     median,
     organisation_with_token,
     percentile,
     print_table,
 )
+from _http import UploadClient, from_clients
 
 from tests.support.files import make_pdf, multipart_body
 from tests.support.processes import free_port, start_web_server
 
 
 def run_set(base: str, token: str, pdf: bytes, uploads: int, clients: int) -> dict:
+    """POST the same PDF `uploads` times from `clients` threads; latencies in ms, statuses."""
     body, content_type = multipart_body("bench.pdf", pdf)
-    host = urlsplit(base)
-    local = threading.local()
-    counter = iter(range(uploads))
-    lock = threading.Lock()
-    latencies: list[float] = []
-    statuses: dict[int, int] = {}
 
-    def connection() -> http.client.HTTPConnection:
-        if getattr(local, "conn", None) is None:
-            local.conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
-        return local.conn
-
-    def client_loop() -> None:
-        while True:
-            with lock:
-                if next(counter, None) is None:
-                    return
-            conn = connection()
-            started = time.perf_counter()
-            try:
-                conn.request(
-                    "POST",
-                    "/api/v1/documents",
-                    body=body,
-                    headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
-                )
-                response = conn.getresponse()
-                response.read()
-                status = response.status
-            except (OSError, http.client.HTTPException):
-                conn.close()
-                local.conn = None
-                status = 0
-            elapsed = (time.perf_counter() - started) * 1000
-            with lock:
-                latencies.append(elapsed)
-                statuses[status] = statuses.get(status, 0) + 1
+    def timed_post(client: UploadClient, _number: int) -> tuple[int, float]:
+        started = time.perf_counter()
+        status = client.post(body, content_type)[0]
+        return status, (time.perf_counter() - started) * 1000
 
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=clients) as pool:
-        for _ in range(clients):
-            pool.submit(client_loop)
+    results = from_clients(base, token, clients, range(uploads), timed_post, timeout=30)
     wall = time.perf_counter() - started
-    return {"latencies": latencies, "statuses": statuses, "wall": wall}
+    return {
+        "latencies": [elapsed for _, elapsed in results],
+        "statuses": Counter(status for status, _ in results),
+        "wall": wall,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uploads", type=int, default=200)
     parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=1, help="threads per gunicorn worker")
     parser.add_argument("--warmup", type=int, default=40)
     args = parser.parse_args()
@@ -106,7 +76,7 @@ def main() -> None:
                     label,
                     f"{len(pdf) / 1024:.0f} KiB",
                     str(len(lat)),
-                    " ".join(f"{k}x{v}" for k, v in sorted(result["statuses"].items())),
+                    format_counts(result["statuses"]),
                     f"{median(lat):.1f}",
                     f"{percentile(lat, 95):.1f}",
                     f"{percentile(lat, 99):.1f}",

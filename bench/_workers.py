@@ -1,0 +1,149 @@
+"""The pipeline under measurement: `manage.py run_workers`, its stages, waiting on its runs."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from _common import ROOT
+from _cpu import CpuMeter
+from _http import UploadClient
+
+from tests.support.files import make_pdf
+
+POLL_SECONDS = 0.2
+WARMUP_TIMEOUT = 120.0
+START_TIMEOUT = 60.0
+
+
+def stage_order() -> list[str]:
+    from jobs.pipeline import STAGES
+
+    return [spec.name for spec in STAGES]
+
+
+def transitions() -> list[str]:
+    order = stage_order()
+    return [f"{a}>{b}" for a, b in zip(order, order[1:], strict=False)]
+
+
+def stage_worker_count() -> int:
+    from jobs.pipeline import STAGES
+
+    return sum(spec.concurrency for spec in STAGES)
+
+
+@contextmanager
+def running_workers(env: dict[str, str], log_path: Path):
+    """`manage.py run_workers` in its own process group; SIGTERM at the end, then SIGKILL.
+
+    Unlike tests.support.pipeline.running_workers this keeps the bench environment and
+    default concurrency, logs to `log_path`, and kills whatever is left of the group.
+    """
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "run_workers"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                print(f"run_workers did not stop within 60 s; killing group {process.pid}")
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # whatever is left of the group
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
+def log_problems(log_path: Path) -> int:
+    """Warning, error and traceback lines in a run_workers log."""
+    text = log_path.read_text(errors="replace")
+    words = ("WARNING", "ERROR", "Traceback")
+    return sum(1 for line in text.splitlines() if any(word in line for word in words))
+
+
+def wait_workers(supervisor: subprocess.Popen, *, suspended: bool = False) -> None:
+    """Wait until every stage worker is registered (and, if asked, reports `suspended`)."""
+    from jobs.queues import redis_connection
+
+    expected = stage_worker_count()
+    connection = redis_connection()
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        keys = connection.smembers("rq:workers")
+        ready = len(keys) >= expected
+        if ready and suspended:
+            with connection.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.hget(key, "state")
+                ready = all(state == b"suspended" for state in pipe.execute())
+        if ready:
+            return
+        if supervisor.poll() is not None:
+            raise RuntimeError("run_workers exited while starting")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{expected} RQ workers not ready after {START_TIMEOUT:.0f} s")
+        time.sleep(POLL_SECONDS)
+
+
+def warm_up(base: str, token: str, supervisor: subprocess.Popen, log_path: Path) -> None:
+    """Send one document through every stage, so first-job costs stay out of the figures."""
+    from django.db import close_old_connections
+
+    from jobs.models import ImportRun, RunStatus
+
+    client = UploadClient(base, token)
+    status, run_id = client.upload("warm-up.pdf", make_pdf(1))
+    client.close()
+    if run_id is None:
+        raise RuntimeError(f"warm-up upload failed with HTTP {status}")
+    deadline = time.monotonic() + WARMUP_TIMEOUT
+    while True:
+        close_old_connections()
+        state = ImportRun.objects.get(id=run_id).status
+        if state == RunStatus.SUCCEEDED:
+            return
+        if state not in (RunStatus.QUEUED, RunStatus.PROCESSING):
+            raise RuntimeError(f"warm-up run ended {state}; see {log_path}")
+        if time.monotonic() > deadline or supervisor.poll() is not None:
+            raise RuntimeError(f"warm-up run still {state}; see {log_path}")
+        time.sleep(POLL_SECONDS)
+
+
+def wait_terminal(
+    run_ids: list[str],
+    timeout: float,
+    supervisor: subprocess.Popen,
+    meter: CpuMeter | None = None,
+) -> dict[str, int]:
+    """Poll until every run has ended; returns {status/stage: count} of those that did not."""
+    from django.db import close_old_connections
+    from django.db.models import Count
+
+    from jobs.models import TERMINAL_STATUSES, ImportRun
+
+    deadline = time.monotonic() + timeout
+    while True:
+        close_old_connections()
+        if meter is not None:
+            meter.sample()
+        active = ImportRun.objects.filter(id__in=run_ids).exclude(status__in=TERMINAL_STATUSES)
+        if not active.exists():
+            return {}
+        if time.monotonic() > deadline or supervisor.poll() is not None:
+            rows = active.values("status", "stage").annotate(n=Count("id"))
+            return {f"{r['status']}/{r['stage']}": r["n"] for r in rows}
+        time.sleep(POLL_SECONDS)
