@@ -123,6 +123,11 @@ PAPERLANE_DOCX_WORDS_PER_PAGE = env.int("PAPERLANE_DOCX_WORDS_PER_PAGE", default
 PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES = env.int(
     "PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
 )
+FILE_UPLOAD_HANDLERS = [
+    "documents.uploads.SizeLimitUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 # Files above this size are spooled to disk while the request is parsed.
 FILE_UPLOAD_MAX_MEMORY_SIZE = env.int("FILE_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
 # API tokens: only write last_used_at when it is older than this.

@@ -6,6 +6,7 @@ from django.urls import reverse
 from ninja import File, Header, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
+from documents.errors import InvalidUpload
 from documents.schemas import (
     AcceptOut,
     DocumentOut,
@@ -17,7 +18,7 @@ from documents.schemas import (
 from documents.selectors import document_get, document_list
 from documents.services.accept import document_accept
 from documents.services.quota import quota_get
-from documents.uploads import client_file_name
+from documents.uploads import client_file_name, upload_size_error
 from jobs.models import RunSource
 from jobs.selectors import latest_runs_by_document
 
@@ -49,14 +50,22 @@ def accept_body(request, acceptance) -> dict:
 )
 def document_upload(
     request,
-    file: File[UploadedFile],
+    # Optional here so that a missing or oversized file gets our own clear answer.
+    file: File[UploadedFile] = None,
     idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
 ):
-    """Accept a document and return at once; poll `status_url` for progress.
+    """Accept a document (multipart field `file`) and return at once; poll
+    `status_url` for progress.
 
     Repeating a request with the same `Idempotency-Key` returns the first
     answer and creates nothing new.
     """
+    if too_large := upload_size_error(request):
+        raise too_large
+    if file is None:
+        raise InvalidUpload(
+            "Send the document in a multipart field named 'file'.", code="missing_file"
+        )
     acceptance = document_accept(
         organisation=request.organisation,
         upload=file,

@@ -1,13 +1,39 @@
-"""Keep the file name a client sent.
+"""How uploads are read: size refused early, and the file name the client sent kept.
 
 Django strips folders and unprintable characters from upload names before
 application code sees them. The accept path refuses such names with a clear
 error instead of storing a silently renamed file, so it needs the original.
 """
 
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.http import HttpRequest
 from django.http.multipartparser import MultiPartParser
 from django.utils.datastructures import ImmutableList
+
+from documents.errors import FileTooLarge
+
+
+class SizeLimitUploadHandler(FileUploadHandler):
+    """First upload handler: stop keeping a file once it passes the size limit, so
+    an oversized upload is never spooled to disk; `upload_size_error` reports it."""
+
+    def receive_data_chunk(self, raw_data, start):
+        if start + len(raw_data) > settings.PAPERLANE_MAX_UPLOAD_BYTES:
+            self.request.upload_too_large = True
+            raise SkipFile()
+        return raw_data
+
+    def file_complete(self, file_size):
+        return None
+
+
+def upload_size_error(request: HttpRequest) -> FileTooLarge | None:
+    """The error for an upload the size limit skipped, if there was one."""
+    if not getattr(request, "upload_too_large", False):
+        return None
+    limit = settings.PAPERLANE_MAX_UPLOAD_BYTES
+    return FileTooLarge(f"The file is larger than the limit of {limit} bytes.", max_bytes=limit)
 
 
 class _NameKeepingParser(MultiPartParser):

@@ -13,7 +13,7 @@ from documents.models import Organisation
 from documents.selectors import document_list, organisations_for_user
 from documents.services.accept import document_accept
 from documents.services.quota import quota_get
-from documents.uploads import client_file_name
+from documents.uploads import client_file_name, upload_size_error
 from jobs.models import ACTIVE_STATUSES, RunSource
 from jobs.selectors import latest_runs_by_document, run_get
 from jobs.services import run_cancel, run_retry
@@ -36,34 +36,38 @@ def current_organisation(request: HttpRequest) -> Organisation:
     return organisations[0]
 
 
+def _upload(request: HttpRequest, organisation: Organisation) -> tuple[UploadForm, int]:
+    """Accept the posted file. Returns the form to show and the HTTP status it deserves."""
+    form = UploadForm(request.POST, request.FILES)
+    try:
+        if too_large := upload_size_error(request):
+            raise too_large
+        if not form.is_valid():
+            return form, 400
+        upload = form.cleaned_data["file"]
+        acceptance = document_accept(
+            organisation=organisation,
+            upload=upload,
+            filename=client_file_name(request, upload),
+            source=RunSource.WEB,
+            user=request.user,
+        )
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return UploadForm(), exc.status_code
+    name = acceptance.document.filename
+    messages.success(request, f"“{name}” was accepted and is queued for processing.")
+    return UploadForm(), 202
+
+
 @login_required
 def document_list_view(request: HttpRequest) -> HttpResponse:
     organisation = current_organisation(request)
-    form = UploadForm()
+    form, status = UploadForm(), 200
     if request.method == "POST":
-        form = UploadForm(request.POST, request.FILES)
-        if form.is_valid():
-            try:
-                acceptance = document_accept(
-                    organisation=organisation,
-                    upload=form.cleaned_data["file"],
-                    filename=client_file_name(request, form.cleaned_data["file"]),
-                    source=RunSource.WEB,
-                    user=request.user,
-                )
-            except ServiceError as exc:
-                messages.error(request, exc.message)
-                status = exc.status_code
-            else:
-                messages.success(
-                    request,
-                    f"“{acceptance.document.filename}” was accepted and is queued for processing.",
-                )
-                return redirect("documents:list")
-        else:
-            status = 400
-    else:
-        status = 200
+        form, status = _upload(request, organisation)
+        if status == 202:
+            return redirect("documents:list")
     documents = list(document_list(organisation=organisation)[:100])
     runs = latest_runs_by_document(document_ids=[d.id for d in documents])
     rows = [(document, runs.get(document.id)) for document in documents]

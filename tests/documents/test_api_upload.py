@@ -154,11 +154,11 @@ def test_an_oversized_file_gets_413(api, org, media_files, settings):
     assert_nothing_left(org, media_files)
 
 
-def test_a_missing_file_field_is_a_422_not_a_500(api):
+def test_a_missing_file_field_is_a_400_not_a_500(api):
     response = api.post(URL, {"other": "x"})
 
-    assert response.status_code == 422
-    assert "detail" in response.json()
+    assert response.status_code == 400
+    assert response.json()["code"] == "missing_file"
 
 
 def test_a_zip_that_is_not_a_word_document_gets_415(api, org, media_files):
@@ -218,3 +218,17 @@ def test_the_same_idempotency_key_in_two_organisations_is_two_runs(api, other_ap
     b = upload(other_api, pdf, **{"Idempotency-Key": "shared"}).json()
 
     assert a["run_id"] != b["run_id"]
+
+
+def test_an_oversized_upload_is_not_kept_while_it_is_read(api, settings):
+    from django.test import RequestFactory
+
+    from documents.uploads import SizeLimitUploadHandler, upload_size_error
+
+    settings.PAPERLANE_MAX_UPLOAD_BYTES = 10_000
+    body, content_type = multipart_body("big.pdf", make_pdf(40))
+    request = RequestFactory().post(URL, body, content_type=content_type)
+    request.upload_handlers = [SizeLimitUploadHandler(request)]
+
+    assert "file" not in request.FILES  # skipped, not spooled
+    assert upload_size_error(request).status_code == 413

@@ -92,3 +92,13 @@ def test_a_member_cannot_act_on_another_organisations_run(member_client, other_a
 
     assert "Run not found" in page
     assert ImportRun.objects.get(id=run_id).status == "queued"
+
+
+def test_an_oversized_file_gets_a_plain_message(member_client, org, settings):
+    settings.PAPERLANE_MAX_UPLOAD_BYTES = 20_000
+
+    response = member_client.post("/", {"file": SimpleUploadedFile("big.pdf", make_pdf(60))})
+
+    assert response.status_code == 413
+    assert "larger than the limit of 20000 bytes" in response.content.decode()
+    assert not ImportRun.objects.exists()
