@@ -59,6 +59,27 @@ def _record(
     )
 
 
+def _save_transition(
+    run: ImportRun,
+    fields: list[str],
+    *,
+    from_status: str,
+    actor_label: str,
+    reason: str,
+    actor: AbstractBaseUser | None = None,
+) -> None:
+    """Save the changed fields of a run and write the transition they make."""
+    run.save(update_fields=[*fields, "updated_at"])
+    _record(
+        run,
+        from_status=from_status,
+        from_stage=run.stage,
+        actor=actor,
+        actor_label=actor_label,
+        reason=reason,
+    )
+
+
 def run_record_created(*, run: ImportRun, actor: AbstractBaseUser | None, actor_label: str) -> None:
     """Record a new run's first transition and enqueue its first stage after commit."""
     _record(
@@ -216,28 +237,17 @@ def run_record_failure(
     else:
         run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
         reason = f"{run.stage} failed {run.attempts} times; last error: {message}"
-    run.save(
-        update_fields=[
-            "lease_owner",
-            "lease_expires_at",
-            "error_code",
-            "error_message",
-            "status",
-            "finished_at",
-            "due_at",
-            "updated_at",
-        ]
+    fields = ["lease_owner", "lease_expires_at", "error_code", "error_message", "status"]
+    _save_transition(
+        run,
+        [*fields, "finished_at", "due_at"],
+        from_status=from_status,
+        actor_label=f"worker:{claim.attempt.worker}",
+        reason=reason,
     )
     if run.status in (RunStatus.FAILED, RunStatus.DEAD_LETTER):
         quota_release(run=run)
     # A retry is delivered by the stage job's on_success callback (or the sweeper).
-    _record(
-        run,
-        from_status=from_status,
-        from_stage=run.stage,
-        actor_label=f"worker:{claim.attempt.worker}",
-        reason=reason,
-    )
     return run
 
 
@@ -290,26 +300,18 @@ def run_abandon_expired(*, run_id: uuid.UUID) -> ImportRun | None:
         run.due_at = now
         run.error_code, run.error_message = "worker_lost", message
         reason = f"{message}; resuming elsewhere"
-    run.save(
-        update_fields=[
-            "crashes",
-            "lease_owner",
-            "lease_expires_at",
-            "status",
-            "finished_at",
-            "due_at",
-            "error_code",
-            "error_message",
-            "updated_at",
-        ]
+    fields = ["crashes", "lease_owner", "lease_expires_at", "status", "finished_at", "due_at"]
+    _save_transition(
+        run,
+        [*fields, "error_code", "error_message"],
+        from_status=from_status,
+        actor_label="sweeper",
+        reason=reason,
     )
     if run.status == RunStatus.DEAD_LETTER:
         quota_release(run=run)
     else:
         _dispatch_on_commit(run.id)
-    _record(
-        run, from_status=from_status, from_stage=run.stage, actor_label="sweeper", reason=reason
-    )
     return run
 
 
@@ -327,25 +329,15 @@ def run_cancel(*, run: ImportRun, actor: AbstractBaseUser | None, actor_label: s
     from_status, now = run.status, timezone.now()
     run.status, run.finished_at, run.due_at = RunStatus.CANCELLED, now, None
     run.lease_owner, run.lease_expires_at = "", None
-    run.save(
-        update_fields=[
-            "status",
-            "finished_at",
-            "due_at",
-            "lease_owner",
-            "lease_expires_at",
-            "updated_at",
-        ]
-    )
-    quota_release(run=run)
-    _record(
+    _save_transition(
         run,
+        ["status", "finished_at", "due_at", "lease_owner", "lease_expires_at"],
         from_status=from_status,
-        from_stage=run.stage,
         actor=actor,
         actor_label=actor_label,
         reason="cancelled",
     )
+    quota_release(run=run)
     return run
 
 
@@ -370,23 +362,11 @@ def run_retry(*, run: ImportRun, actor: AbstractBaseUser | None, actor_label: st
     run.attempts = run.crashes = 0
     run.generation += 1
     run.error_code = run.error_message = ""
-    run.save(
-        update_fields=[
-            "status",
-            "due_at",
-            "finished_at",
-            "attempts",
-            "crashes",
-            "generation",
-            "error_code",
-            "error_message",
-            "updated_at",
-        ]
-    )
-    _record(
+    fields = ["status", "due_at", "finished_at", "attempts", "crashes", "generation"]
+    _save_transition(
         run,
+        [*fields, "error_code", "error_message"],
         from_status=from_status,
-        from_stage=run.stage,
         actor=actor,
         actor_label=actor_label,
         reason="retry requested",
