@@ -82,9 +82,14 @@ def _redeliver_lost_jobs() -> int:
                 pipe.hmget(f"rq:job:{job_id}", "status", "enqueued_at", "started_at")
             states = pipe.execute()
         for run, job_id, (status, enqueued, started) in zip(batch, job_ids, states, strict=True):
-            if status in WAITING:
+            if status == b"scheduled" and run.due_at and run.due_at < stale_before:
+                # A retry whose time passed long ago: the scheduler is not running,
+                # so deliver it straight to its queue instead of scheduling it again.
+                Job(job_id, connection=connection).delete(remove_from_queue=True)
+                run.due_at = None
+            elif status in WAITING:
                 continue
-            if status is not None:
+            elif status is not None:
                 # The job ran or started without moving the run on (a worker
                 # died before claiming): only redeliver once it is clearly stale.
                 stamp = started or enqueued

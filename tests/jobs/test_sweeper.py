@@ -118,3 +118,19 @@ def test_an_upload_is_accepted_while_redis_is_down_and_delivered_later(api, sett
     age(run)
     assert sweep_once().redelivered == 1
     assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+
+
+def test_a_retry_left_scheduled_long_after_its_time_is_delivered_now(api, settings):
+    settings.PAPERLANE_REDELIVER_AFTER_SECONDS = 10
+    run = upload(api)
+    redis_connection().flushdb()
+    past = timezone.now() - timedelta(seconds=30)
+    ImportRun.objects.filter(id=run.id).update(due_at=past, status="processing")
+    job_id = stage_job_id(run_id=run.id, stage="create", attempt=0)
+    get_queue("create").enqueue_at(
+        past, "jobs.engine.execute_stage", str(run.id), "create", job_id=job_id
+    )
+    age(run)
+
+    assert sweep_once().redelivered == 1
+    assert get_queue("create").job_ids == [job_id]
