@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin
 
 from documents.models import (
@@ -17,8 +18,40 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ["user"]
 
 
+class RecordAdmin(admin.ModelAdmin):
+    """Records the pipeline keeps (documents, quota, ledger): viewed here, never edited
+    or deleted by hand, which would leave held pages and the ledger out of step."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class OrganisationForm(forms.ModelForm):
+    class Meta:
+        model = Organisation
+        fields = ["slug", "name", "page_limit"]
+
+    def clean_page_limit(self):
+        limit = self.cleaned_data["page_limit"]
+        if self.instance.pk:
+            current = Organisation.objects.get(pk=self.instance.pk)
+            taken = current.pages_used + current.pages_reserved
+            if limit < taken:
+                raise forms.ValidationError(
+                    f"The page limit cannot go below the {taken} pages already used or held."
+                )
+        return limit
+
+
 @admin.register(Organisation)
 class OrganisationAdmin(admin.ModelAdmin):
+    form = OrganisationForm
     list_display = ["slug", "name", "page_limit", "pages_used", "pages_reserved", "created_at"]
     search_fields = ["slug", "name"]
     readonly_fields = ["pages_used", "pages_reserved"]
@@ -33,7 +66,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(RecordAdmin):
     list_display = ["filename", "organisation", "kind", "page_count", "chunk_count", "created_at"]
     list_filter = ["kind", "organisation"]
     search_fields = ["filename", "id", "sha256"]
@@ -41,20 +74,20 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(QuotaReservation)
-class QuotaReservationAdmin(admin.ModelAdmin):
+class QuotaReservationAdmin(RecordAdmin):
     list_display = ["run", "organisation", "pages", "estimated", "status", "created_at"]
     list_filter = ["status", "organisation"]
     readonly_fields = [f.name for f in QuotaReservation._meta.fields]
 
 
 @admin.register(UsageEntry)
-class UsageEntryAdmin(admin.ModelAdmin):
+class UsageEntryAdmin(RecordAdmin):
     list_display = ["organisation", "document", "document_version", "pages", "created_at"]
     list_filter = ["organisation"]
     readonly_fields = [f.name for f in UsageEntry._meta.fields]
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(RecordAdmin):
     list_display = ["document", "version", "index", "embedding_model"]
     readonly_fields = [f.name for f in Chunk._meta.fields]

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from documents.admin import RecordAdmin
 from jobs.models import ImportRun, RunTransition, StageAttempt
 
 
@@ -20,7 +21,7 @@ class RunTransitionInline(admin.TabularInline):
 
 
 @admin.register(ImportRun)
-class ImportRunAdmin(admin.ModelAdmin):
+class ImportRunAdmin(RecordAdmin):
     list_display = ["id", "organisation", "document", "status", "stage", "attempts", "created_at"]
     list_filter = ["status", "stage", "source", "organisation"]
     search_fields = ["id", "document__filename", "error_message"]
@@ -29,7 +30,7 @@ class ImportRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(StageAttempt)
-class StageAttemptAdmin(admin.ModelAdmin):
+class StageAttemptAdmin(RecordAdmin):
     list_display = ["run", "stage", "number", "outcome", "worker", "started_at", "finished_at"]
     list_filter = ["stage", "outcome"]
     readonly_fields = [f.name for f in StageAttempt._meta.fields]

@@ -36,6 +36,7 @@ from jobs.models import ImportRun, StageAttempt
 from jobs.pipeline import stage_spec
 from jobs.services import (
     Claim,
+    lock_claimed_run,
     run_claim,
     run_complete_stage,
     run_record_failure,
@@ -93,6 +94,9 @@ class StageContext:
         """Write the stage's result and mark the next stage due, in one transaction."""
         self.check()
         with transaction.atomic():
+            # Lock the run before the stage's own rows, the order cancel uses too.
+            if not lock_claimed_run(claim=self.claim):
+                raise LeaseLost(str(self.run.id))
             yield
             self.note_cpu()
             self.finished_run = run_complete_stage(claim=self.claim)
@@ -121,7 +125,7 @@ def execute_stage(run_id: str, stage: str) -> dict:
             "run %s: %s is not due or is held elsewhere; dropping %s", run_id, stage, job_id
         )
         return {"outcome": "skipped", "next": None}
-    keeper.hold(run_id=claim.run.id, owner=claim.owner)
+    keeper.hold(run_id=claim.run.id, owner=claim.owner, timeout=stage_spec(stage).timeout)
     try:
         outcome, run = _run_body(claim, stage)
     finally:

@@ -6,6 +6,8 @@ another worker once the lease has expired.
 """
 
 import logging
+import os
+import signal
 import threading
 import time
 import uuid
@@ -15,17 +17,31 @@ from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
 
+# How long past its timeout a stage may run before its worker is stopped.
+HUNG_MARGIN_SECONDS = 30
+
 
 class LeaseKeeper:
+    """Renews the current lease, and stops a stage that outlives its timeout.
+
+    RQ's timeout is an exception raised by an alarm; code that catches every
+    exception, or a long call into C, can outlast it. Past its deadline the
+    stage is hung: the keeper ends the worker process (the supervisor starts a
+    fresh one) and the expired lease counts as a crash, so a file that hangs
+    workers again and again becomes poison instead of holding a worker forever.
+    """
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._current: tuple[uuid.UUID, str] | None = None
+        self._deadline = 0.0
         self._lost = False
         self._thread: threading.Thread | None = None
 
-    def hold(self, *, run_id: uuid.UUID, owner: str) -> None:
+    def hold(self, *, run_id: uuid.UUID, owner: str, timeout: float) -> None:
         with self._lock:
             self._current, self._lost = (run_id, owner), False
+            self._deadline = time.monotonic() + timeout + HUNG_MARGIN_SECONDS
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
             self._thread.start()
@@ -45,9 +61,14 @@ class LeaseKeeper:
         while True:
             time.sleep(interval)
             with self._lock:
-                current = self._current
+                current, deadline = self._current, self._deadline
             if current is None:
                 continue
+            if time.monotonic() > deadline:
+                logger.error(
+                    "run %s: stage hung past its timeout; stopping this worker", current[0]
+                )
+                os.kill(os.getpid(), signal.SIGKILL)
             try:
                 close_old_connections()
                 if not run_renew_lease(run_id=current[0], owner=current[1]):

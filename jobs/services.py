@@ -173,6 +173,12 @@ def _finish_attempt(
     attempt.save(update_fields=["outcome", "finished_at", "error_message", "traceback", "cpu_ms"])
 
 
+def lock_claimed_run(*, claim: Claim) -> bool:
+    """Lock the claimed run's row for the rest of the transaction; False if it is not ours."""
+    locked = ImportRun.objects.select_for_update().filter(id=claim.run.id, lease_owner=claim.owner)
+    return bool(list(locked.values_list("id", flat=True)))
+
+
 def run_complete_stage(*, claim: Claim) -> ImportRun:
     """Mark the claimed stage done and the next one due. Call inside the stage's transaction."""
     run, now = claim.run, timezone.now()
@@ -227,6 +233,7 @@ def run_record_failure(
     now, from_status = timezone.now(), run.status
     run.lease_owner, run.lease_expires_at = "", None
     run.error_code, run.error_message = code, message
+    run.crashes = 0  # the worker lived to record this: the crash streak ends
     if permanent:
         run.status, run.finished_at, run.due_at = RunStatus.FAILED, now, None
         reason = f"{run.stage} failed: {message}"
@@ -237,7 +244,7 @@ def run_record_failure(
     else:
         run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
         reason = f"{run.stage} failed {run.attempts} times; last error: {message}"
-    fields = ["lease_owner", "lease_expires_at", "error_code", "error_message", "status"]
+    fields = ["lease_owner", "lease_expires_at", "error_code", "error_message", "status", "crashes"]
     _save_transition(
         run,
         [*fields, "finished_at", "due_at"],
@@ -338,6 +345,8 @@ def run_cancel(*, run: ImportRun, actor: AbstractBaseUser | None, actor_label: s
         reason="cancelled",
     )
     quota_release(run=run)
+    for attempt in StageAttempt.objects.filter(run=run, outcome=Outcome.RUNNING):
+        _finish_attempt(attempt, Outcome.SKIPPED, message="the run was cancelled")
     return run
 
 

@@ -8,6 +8,7 @@ import zipfile
 from dataclasses import dataclass
 
 from django.conf import settings
+from rq.timeouts import BaseTimeoutException
 
 from documents.filetypes import docx_app_properties
 
@@ -33,16 +34,21 @@ def extract_pdf(data: bytes, *, on_page=None) -> Extracted:
             )
         pages = reader.pages
         total = len(pages)
-    except UnreadableInput:
+    except (UnreadableInput, BaseTimeoutException):
         raise
     except Exception as exc:
         raise UnreadableInput("The PDF could not be read; the file appears to be damaged.") from exc
     if total < 1:
         raise UnreadableInput("The PDF's pages could not be found; the file appears to be damaged.")
+    limit = settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT
+    if total > limit:
+        raise UnreadableInput(f"The document has {total} pages; the most we accept is {limit}.")
     texts = []
     for number, page in enumerate(pages, start=1):
         try:
             texts.append(page.extract_text() or "")
+        except BaseTimeoutException:
+            raise
         except Exception as exc:
             raise UnreadableInput(
                 f"Page {number} of the PDF could not be read; the file appears to be damaged."
@@ -63,6 +69,8 @@ def extract_docx(data: bytes) -> Extracted:
                 parts.append("\t".join(cell.text for cell in row.cells))
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             stated_pages, _ = docx_app_properties(archive, set(archive.namelist()))
+    except BaseTimeoutException:
+        raise
     except Exception as exc:
         raise UnreadableInput(
             "The Word document could not be read; the file appears to be damaged."

@@ -3,8 +3,9 @@
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.db import transaction
+from django.db.models import F
 
-from documents.errors import NotFound
+from documents.errors import Conflict, NotFound
 from documents.models import Membership, Organisation
 
 
@@ -20,8 +21,14 @@ def organisation_create(*, slug: str, page_limit: int, name: str = "") -> Organi
 
 
 def organisation_set_limit(*, organisation: Organisation, page_limit: int) -> None:
-    # The check constraint refuses a limit below what is already used and held.
-    Organisation.objects.filter(id=organisation.id).update(page_limit=page_limit)
+    """Change the page limit; never below the pages already used and held."""
+    updated = Organisation.objects.filter(
+        id=organisation.id, pages_used__lte=page_limit - F("pages_reserved")
+    ).update(page_limit=page_limit)
+    if not updated:
+        organisation.refresh_from_db()
+        taken = organisation.pages_used + organisation.pages_reserved
+        raise Conflict(f"The page limit cannot go below the {taken} pages already used or held.")
 
 
 def organisation_get(*, slug: str) -> Organisation:

@@ -196,3 +196,15 @@ def test_an_operator_retry_of_a_dead_letter_run_finishes_it(api, org, settings):
     ]
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (2, 0)
+
+
+def test_cancelling_a_run_mid_stage_closes_its_running_attempt(api):
+    from jobs.services import run_cancel, run_claim
+
+    run = upload(api, make_pdf(1))
+    claim = run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+
+    run_cancel(run=run, actor=None, actor_label="test")
+
+    attempt = StageAttempt.objects.get(id=claim.attempt.id)
+    assert (attempt.outcome, attempt.error_message) == ("skipped", "the run was cancelled")

@@ -90,3 +90,23 @@ def test_chunk_ids_are_stable_per_document_version_and_index():
     assert a == Chunk.stable_id(document_id=document, version=1, index=3)
     assert a != Chunk.stable_id(document_id=document, version=2, index=3)
     assert a != Chunk.stable_id(document_id=document, version=1, index=4)
+
+
+def test_a_timeout_during_extraction_is_not_mistaken_for_damage(monkeypatch):
+    from pypdf import PageObject
+    from rq.timeouts import JobTimeoutException
+
+    def slow(self, *args, **kwargs):
+        raise JobTimeoutException("took too long")
+
+    monkeypatch.setattr(PageObject, "extract_text", slow)
+
+    with pytest.raises(JobTimeoutException):
+        extract_pdf(make_pdf(2))
+
+
+def test_more_pages_than_allowed_is_unreadable_even_if_the_file_claimed_fewer(settings):
+    settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 3
+
+    with pytest.raises(UnreadableInput, match="the most we accept is 3"):
+        extract_pdf(make_pdf(5))

@@ -1,9 +1,8 @@
-from django.core.management.base import BaseCommand
-
+from documents.management.base import ServiceCommand
 from documents.services.organisations import member_add, organisation_get
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Add a user to an organisation, creating the user if needed."
 
     def add_arguments(self, parser):

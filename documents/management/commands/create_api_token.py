@@ -1,10 +1,9 @@
-from django.core.management.base import BaseCommand
-
+from documents.management.base import ServiceCommand
 from documents.services.organisations import organisation_get
 from documents.services.tokens import api_token_create
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Create an API token for an organisation. The token is the last line printed."
 
     def add_arguments(self, parser):

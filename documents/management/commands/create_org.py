@@ -1,9 +1,8 @@
-from django.core.management.base import BaseCommand
-
+from documents.management.base import ServiceCommand
 from documents.services.organisations import organisation_create
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Create an organisation with a page quota (or set the quota of an existing one)."
 
     def add_arguments(self, parser):

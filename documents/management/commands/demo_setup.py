@@ -1,5 +1,4 @@
-from django.core.management.base import BaseCommand
-
+from documents.management.base import ServiceCommand
 from documents.models import ApiToken
 from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create, api_token_revoke
@@ -9,7 +8,7 @@ DEMO_USER = "demo"
 DEMO_PASSWORD = "paperlane-demo"
 
 
-class Command(BaseCommand):
+class Command(ServiceCommand):
     help = "Create (or refresh) the demo organisation, user and API token, and print them."
 
     def add_arguments(self, parser):
