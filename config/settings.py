@@ -154,6 +154,8 @@ PAPERLANE_STAGE_CONCURRENCY = {
 PAPERLANE_RETRY_MAX_ATTEMPTS = env.int("PAPERLANE_RETRY_MAX_ATTEMPTS", default=5)
 PAPERLANE_RETRY_BASE_SECONDS = env.float("PAPERLANE_RETRY_BASE_SECONDS", default=2.0)
 PAPERLANE_RETRY_CAP_SECONDS = env.float("PAPERLANE_RETRY_CAP_SECONDS", default=300.0)
+# A stage still running this long past its timeout is hung: its worker is stopped.
+PAPERLANE_HUNG_MARGIN_SECONDS = env.int("PAPERLANE_HUNG_MARGIN_SECONDS", default=30)
 # A stage whose worker dies this many times in a row is poison: dead letter.
 PAPERLANE_POISON_CRASHES = env.int("PAPERLANE_POISON_CRASHES", default=3)
 # A worker holds a stage for this long and renews the hold every third of it;

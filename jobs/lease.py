@@ -17,9 +17,6 @@ from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
 
-# How long past its timeout a stage may run before its worker is stopped.
-HUNG_MARGIN_SECONDS = 30
-
 
 class LeaseKeeper:
     """Renews the current lease, and stops a stage that outlives its timeout.
@@ -41,7 +38,7 @@ class LeaseKeeper:
     def hold(self, *, run_id: uuid.UUID, owner: str, timeout: float) -> None:
         with self._lock:
             self._current, self._lost = (run_id, owner), False
-            self._deadline = time.monotonic() + timeout + HUNG_MARGIN_SECONDS
+            self._deadline = time.monotonic() + timeout + settings.PAPERLANE_HUNG_MARGIN_SECONDS
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
             self._thread.start()

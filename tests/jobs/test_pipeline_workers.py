@@ -196,6 +196,23 @@ def test_a_stage_that_keeps_killing_its_worker_is_poison(api, org):
     assert QuotaReservation.objects.get(run=run).status == "released"
 
 
+def test_a_stage_that_ignores_its_timeout_has_its_worker_stopped(api, org):
+    env = {
+        "PAPERLANE_EMBEDDER": "tests.support.embedders.HangingEmbedder",
+        "PAPERLANE_STAGE_TIMEOUTS": "embed=1",
+        "PAPERLANE_HUNG_MARGIN_SECONDS": "1",
+        "PAPERLANE_POISON_CRASHES": "2",
+        "PAPERLANE_LEASE_SECONDS": "3",
+    }
+    with running_workers(**env):
+        run = upload(api, make_pdf(1))
+        finished = wait_terminal([run.id], timeout=90)[run.id]
+
+    assert (finished.status, finished.error_code) == ("dead_letter", "poison")
+    assert [o for s, o in outcomes(finished) if s == "embed"] == ["abandoned", "abandoned"]
+    assert QuotaReservation.objects.get(run=run).status == "released"
+
+
 def test_a_stage_over_its_timeout_is_recorded_and_retried(api, org):
     env = {
         "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",

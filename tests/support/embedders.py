@@ -41,6 +41,17 @@ class AlwaysBusyEmbedder(HashingEmbedder):
         raise TransientError("embedding provider answered 503 Service Unavailable")
 
 
+class HangingEmbedder(HashingEmbedder):
+    """Never returns and swallows every exception, RQ's timeout included."""
+
+    def embed(self, texts):
+        while True:
+            try:
+                time.sleep(0.5)
+            except Exception:  # the point: it ignores the timeout too
+                pass
+
+
 class CrashingEmbedder(HashingEmbedder):
     """Takes its worker down, as a native library crash or the OOM killer would."""
 
