@@ -79,34 +79,12 @@ def current_job_id(run: ImportRun) -> str:
     )
 
 
-def enqueue_current(run: ImportRun) -> bool:
-    """Enqueue the run's current stage, now or at its retry time."""
-    return stage_enqueue(
-        run_id=run.id,
-        stage=run.stage,
-        attempt=run.attempts,
-        generation=run.generation,
-        at=run.due_at,
-    )
-
-
+# The fields of a run that say which delivery it waits for.
 DISPATCH_FIELDS = ("id", "stage", "attempts", "generation", "due_at")
 
 
-def dispatch_due(*, run_id: uuid.UUID | str) -> bool:
-    """Enqueue whatever the run has due, if it is active and no worker holds it."""
-    run = (
-        ImportRun.objects.filter(id=run_id, status__in=ACTIVE_STATUSES, lease_owner="")
-        .only(*DISPATCH_FIELDS)
-        .first()
-    )
-    return run is not None and enqueue_current(run)
-
-
-def next_delivery(run: ImportRun) -> dict | None:
-    """What the run waits for after a stage job, as the job's result for its callback."""
-    if run.status not in ACTIVE_STATUSES or run.lease_owner:
-        return None
+def delivery_of(run: ImportRun) -> dict:
+    """The `stage_enqueue` arguments for the run's current stage, now or at its retry time."""
     return {
         "run_id": str(run.id),
         "stage": run.stage,
@@ -114,6 +92,18 @@ def next_delivery(run: ImportRun) -> dict | None:
         "generation": run.generation,
         "at": run.due_at,
     }
+
+
+def enqueue_current(run: ImportRun) -> bool:
+    """Enqueue the run's current stage, now or at its retry time."""
+    return stage_enqueue(**delivery_of(run))
+
+
+def next_delivery(run: ImportRun) -> dict | None:
+    """What the run waits for after a stage job, as the job's result for its callback."""
+    if run.status not in ACTIVE_STATUSES or run.lease_owner:
+        return None
+    return delivery_of(run)
 
 
 def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:

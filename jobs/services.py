@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from documents.errors import Conflict
 from documents.services.quota import quota_rehold, quota_release
+from jobs.dispatch import delivery_of, stage_enqueue
 from jobs.errors import LeaseLost
 from jobs.models import (
     ACTIVE_STATUSES,
@@ -32,10 +33,10 @@ from jobs.pipeline import STAGES, next_stage
 Outcome = StageAttempt.Outcome
 
 
-def _dispatch_on_commit(run_id: uuid.UUID) -> None:
-    from jobs.dispatch import dispatch_due
-
-    transaction.on_commit(lambda: dispatch_due(run_id=run_id))
+def _dispatch_on_commit(run: ImportRun) -> None:
+    """Enqueue the stage this transaction made due, once it has committed."""
+    delivery = delivery_of(run)
+    transaction.on_commit(lambda: stage_enqueue(**delivery))
 
 
 def _record(
@@ -85,7 +86,7 @@ def run_record_created(*, run: ImportRun, actor: AbstractBaseUser | None, actor_
     _record(
         run, from_status="", from_stage="", actor=actor, actor_label=actor_label, reason="accepted"
     )
-    _dispatch_on_commit(run.id)
+    _dispatch_on_commit(run)
 
 
 # --- Worker side ---------------------------------------------------------------
@@ -261,12 +262,14 @@ def run_record_failure(
 @transaction.atomic
 def run_release(*, claim: Claim, reason: str) -> bool:
     """Give a claimed stage back at once (a worker stopping); it is due again now."""
-    if not ImportRun.objects.filter(id=claim.run.id, lease_owner=claim.owner).update(
-        lease_owner="", lease_expires_at=None, due_at=timezone.now(), updated_at=timezone.now()
+    run, now = claim.run, timezone.now()
+    if not ImportRun.objects.filter(id=run.id, lease_owner=claim.owner).update(
+        lease_owner="", lease_expires_at=None, due_at=now, updated_at=now
     ):
         return False
+    run.lease_owner, run.lease_expires_at, run.due_at = "", None, now
     _finish_attempt(claim.attempt, Outcome.ABANDONED, message=reason)
-    _dispatch_on_commit(claim.run.id)
+    _dispatch_on_commit(run)
     return True
 
 
@@ -318,7 +321,7 @@ def run_abandon_expired(*, run_id: uuid.UUID) -> ImportRun | None:
     if run.status == RunStatus.DEAD_LETTER:
         quota_release(run=run)
     else:
-        _dispatch_on_commit(run.id)
+        _dispatch_on_commit(run)
     return run
 
 
@@ -380,5 +383,5 @@ def run_retry(*, run: ImportRun, actor: AbstractBaseUser | None, actor_label: st
         actor_label=actor_label,
         reason="retry requested",
     )
-    _dispatch_on_commit(run.id)
+    _dispatch_on_commit(run)
     return run
