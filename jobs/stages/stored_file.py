@@ -1,0 +1,29 @@
+"""Read a document's stored bytes, with storage failures classified once for every stage."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import BinaryIO
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from documents.storage import storage_open
+from jobs.errors import PermanentError, TransientError
+
+MISSING = "The uploaded file is no longer in storage; please upload it again."
+
+
+@contextmanager
+def open_stored(document) -> Iterator[BinaryIO]:
+    """Open the document's bytes. A missing object is permanent; any other storage
+    failure (network, S3 errors) is transient."""
+    try:
+        with storage_open(key=document.storage_key) as fh:
+            yield fh
+    except FileNotFoundError:
+        raise PermanentError(MISSING, code="file_missing") from None
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+            raise PermanentError(MISSING, code="file_missing") from None
+        raise TransientError(f"storage error: {exc}", code="storage_unavailable") from exc
+    except (BotoCoreError, OSError) as exc:
+        raise TransientError(f"storage error: {exc}", code="storage_unavailable") from exc
