@@ -10,6 +10,7 @@ from documents.models import (
     QuotaReservation,
     UsageEntry,
 )
+from documents.services.organisations import organisation_limit_error, organisation_set_limit
 
 
 class MembershipInline(admin.TabularInline):
@@ -39,19 +40,28 @@ class OrganisationForm(forms.ModelForm):
 
     def clean_page_limit(self):
         limit = self.cleaned_data["page_limit"]
-        if self.instance.pk:
-            current = Organisation.objects.get(pk=self.instance.pk)
-            taken = current.pages_used + current.pages_reserved
-            if limit < taken:
-                raise forms.ValidationError(
-                    f"The page limit cannot go below the {taken} pages already used or held."
-                )
+        if self.instance.pk and (
+            error := organisation_limit_error(organisation=self.instance, page_limit=limit)
+        ):
+            raise forms.ValidationError(error.message)
         return limit
 
 
 @admin.register(Organisation)
 class OrganisationAdmin(admin.ModelAdmin):
     form = OrganisationForm
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            return super().save_model(request, obj, form, change)
+        # Save only what the form changed: the page totals move under concurrent
+        # uploads, and writing back the values loaded with the form would undo them.
+        edited = [name for name in form.changed_data if name != "page_limit"]
+        if edited:
+            obj.save(update_fields=edited)
+        if "page_limit" in form.changed_data:
+            organisation_set_limit(organisation=obj, page_limit=obj.page_limit)
+
     list_display = ["slug", "name", "page_limit", "pages_used", "pages_reserved", "created_at"]
     search_fields = ["slug", "name"]
     readonly_fields = ["pages_used", "pages_reserved"]

@@ -20,15 +20,22 @@ def organisation_create(*, slug: str, page_limit: int, name: str = "") -> Organi
     return organisation
 
 
+def organisation_limit_error(*, organisation: Organisation, page_limit: int) -> Conflict | None:
+    """Why `page_limit` cannot be set now (below the pages used and held), or None."""
+    current = Organisation.objects.values("pages_used", "pages_reserved").get(id=organisation.id)
+    taken = current["pages_used"] + current["pages_reserved"]
+    if page_limit >= taken:
+        return None
+    return Conflict(f"The page limit cannot go below the {taken} pages already used or held.")
+
+
 def organisation_set_limit(*, organisation: Organisation, page_limit: int) -> None:
     """Change the page limit; never below the pages already used and held."""
     updated = Organisation.objects.filter(
         id=organisation.id, pages_used__lte=page_limit - F("pages_reserved")
     ).update(page_limit=page_limit)
     if not updated:
-        organisation.refresh_from_db()
-        taken = organisation.pages_used + organisation.pages_reserved
-        raise Conflict(f"The page limit cannot go below the {taken} pages already used or held.")
+        raise organisation_limit_error(organisation=organisation, page_limit=page_limit)
 
 
 def organisation_get(*, slug: str) -> Organisation:

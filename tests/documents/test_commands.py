@@ -88,3 +88,17 @@ def test_the_admin_shows_runs_and_documents_read_only(org, api):
     assert delete_page.status_code == 403
     assert ImportRun.objects.filter(id=body["run_id"]).exists()
     assert "cannot go below the 2 pages" in limit.content.decode()
+
+    changed = client.post(
+        f"/admin/documents/organisation/{org.id}/change/",
+        {
+            "slug": org.slug,
+            "name": "Acme Ltd",
+            "page_limit": "500",
+            "memberships-TOTAL_FORMS": "0",
+            "memberships-INITIAL_FORMS": "0",
+        },
+    )
+    assert changed.status_code == 302
+    org.refresh_from_db()
+    assert (org.name, org.page_limit, org.pages_reserved) == ("Acme Ltd", 500, 2)
