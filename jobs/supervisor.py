@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -35,7 +35,6 @@ class Child:
     started_at: float = 0.0
     pause: float = 0.0
     next_start: float = 0.0
-    restarts: int = field(default=0)
 
     def start(self) -> None:
         self.process = subprocess.Popen(self.argv)
@@ -96,7 +95,6 @@ class Supervisor:
                 )
             if now >= child.next_start:
                 child.next_start = 0.0
-                child.restarts += 1
                 child.start()
 
     def _signal_alive(self, sig: int) -> None:

@@ -1,3 +1,4 @@
+import logging
 import time
 
 from django.conf import settings
@@ -5,6 +6,8 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from jobs.sweeper import sweep_once
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -22,7 +25,5 @@ class Command(BaseCommand):
                 close_old_connections()
                 sweep_once()
             except Exception:  # keep sweeping through database or Redis hiccups
-                import logging
-
-                logging.getLogger(__name__).exception("sweep failed; trying again")
+                logger.exception("sweep failed; trying again")
             time.sleep(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)
