@@ -1,18 +1,15 @@
 """The pipeline under measurement: `manage.py run_workers`, its stages, waiting on its runs."""
 
-import os
-import signal
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from _common import ROOT
 from _cpu import CpuMeter
 from _http import UploadClient
 
 from tests.support.files import make_pdf
+from tests.support.processes import run_workers_process
 
 POLL_SECONDS = 0.2
 WARMUP_TIMEOUT = 120.0
@@ -38,34 +35,13 @@ def stage_worker_count() -> int:
 
 @contextmanager
 def running_workers(env: dict[str, str], log_path: Path):
-    """`manage.py run_workers` in its own process group; SIGTERM at the end, then SIGKILL.
-
-    Unlike tests.support.pipeline.running_workers this keeps the bench environment and
-    default concurrency, logs to `log_path`, and kills whatever is left of the group.
-    """
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "run_workers"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
+    """`manage.py run_workers` with the bench environment and default concurrency,
+    logging to `log_path`; stopped (and its process group killed) at the end."""
+    with (
+        open(log_path, "wb") as log,
+        run_workers_process(env=env, stdout=log, stop_timeout=60) as process,
+    ):
         yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                print(f"run_workers did not stop within 60 s; killing group {process.pid}")
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # whatever is left of the group
-        except ProcessLookupError:
-            pass
-        process.wait()
 
 
 def log_problems(log_path: Path) -> int:

@@ -29,6 +29,13 @@ def upload(api, data: bytes, name: str = "doc.pdf") -> ImportRun:
     return ImportRun.objects.get(id=response.json()["run_id"])
 
 
+def process_with_workers(api, data: bytes, *, timeout: float = 60, **env: str) -> ImportRun:
+    """Upload one document with `run_workers` running (with `env`) and return its ended run."""
+    with running_workers(**env):
+        run = upload(api, data)
+        return wait_terminal([run.id], timeout=timeout)[run.id]
+
+
 def outcomes(run: ImportRun) -> list[tuple[str, str]]:
     return list(run.attempts_log.order_by("started_at", "id").values_list("stage", "outcome"))
 
@@ -49,9 +56,7 @@ def assert_no_duplicate_chunks(run: ImportRun) -> None:
 
 
 def test_a_multi_page_pdf_is_processed_end_to_end(api, org):
-    with running_workers():
-        run = upload(api, make_pdf(7, words_per_page=250))
-        finished = wait_terminal([run.id], timeout=60)[run.id]
+    finished = process_with_workers(api, make_pdf(7, words_per_page=250))
 
     assert finished.status == "succeeded", finished.error_message
     assert finished.document.page_count == 7
@@ -63,7 +68,7 @@ def test_a_multi_page_pdf_is_processed_end_to_end(api, org):
     assert_charged_once(finished, 7)
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (7, 0)
-    body = api.get(f"/api/v1/runs/{run.id}").json()
+    body = api.get(f"/api/v1/runs/{finished.id}").json()
     assert body["status"] == "succeeded" and body["page_count"] == 7
     assert body["progress"]["done"] == body["progress"]["total"]
 
@@ -141,12 +146,10 @@ def test_twenty_runs_in_flight_survive_a_redis_flush(api, org):
 
 def test_transient_errors_are_retried_with_backoff_then_succeed(api, org):
     env = {"PAPERLANE_EMBEDDER": "tests.support.embedders.FlakyEmbedder", "EMBED_FAILURES": "3"}
-    with running_workers(**env):
-        run = upload(api, make_pdf(2))
-        finished = wait_terminal([run.id], timeout=60)[run.id]
+    finished = process_with_workers(api, make_pdf(2), **env)
 
     assert finished.status == "succeeded", finished.error_message
-    attempts = list(StageAttempt.objects.filter(run=run, stage="embed").order_by("number"))
+    attempts = list(StageAttempt.objects.filter(run=finished, stage="embed").order_by("number"))
     assert [a.outcome for a in attempts] == ["transient_error"] * 3 + ["succeeded"]
     assert "429" in attempts[0].error_message
     # Each wait is drawn from [0, base * 2^(n-1)] (full jitter), base 0.5 s.
@@ -168,14 +171,12 @@ def test_always_transient_goes_to_dead_letter_after_the_bound(api, org):
         "PAPERLANE_EMBEDDER": "tests.support.embedders.AlwaysBusyEmbedder",
         "PAPERLANE_RETRY_MAX_ATTEMPTS": "3",
     }
-    with running_workers(**env):
-        run = upload(api, make_pdf(4))
-        finished = wait_terminal([run.id], timeout=60)[run.id]
+    finished = process_with_workers(api, make_pdf(4), **env)
 
     assert finished.status == "dead_letter"
     assert "503" in finished.error_message
     assert [o for s, o in outcomes(finished) if s == "embed"] == ["transient_error"] * 3
-    assert QuotaReservation.objects.get(run=run).status == "released"
+    assert QuotaReservation.objects.get(run=finished).status == "released"
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (0, 0)
 
@@ -186,14 +187,12 @@ def test_a_stage_that_keeps_killing_its_worker_is_poison(api, org):
         "PAPERLANE_POISON_CRASHES": "2",
         "PAPERLANE_LEASE_SECONDS": "3",
     }
-    with running_workers(**env):
-        run = upload(api, make_pdf(1))
-        finished = wait_terminal([run.id], timeout=90)[run.id]
+    finished = process_with_workers(api, make_pdf(1), timeout=90, **env)
 
     assert finished.status == "dead_letter"
     assert finished.error_code == "poison"
     assert [o for s, o in outcomes(finished) if s == "embed"] == ["abandoned", "abandoned"]
-    assert QuotaReservation.objects.get(run=run).status == "released"
+    assert QuotaReservation.objects.get(run=finished).status == "released"
 
 
 def test_a_stage_that_ignores_its_timeout_has_its_worker_stopped(api, org):
@@ -204,13 +203,11 @@ def test_a_stage_that_ignores_its_timeout_has_its_worker_stopped(api, org):
         "PAPERLANE_POISON_CRASHES": "2",
         "PAPERLANE_LEASE_SECONDS": "3",
     }
-    with running_workers(**env):
-        run = upload(api, make_pdf(1))
-        finished = wait_terminal([run.id], timeout=90)[run.id]
+    finished = process_with_workers(api, make_pdf(1), timeout=90, **env)
 
     assert (finished.status, finished.error_code) == ("dead_letter", "poison")
     assert [o for s, o in outcomes(finished) if s == "embed"] == ["abandoned", "abandoned"]
-    assert QuotaReservation.objects.get(run=run).status == "released"
+    assert QuotaReservation.objects.get(run=finished).status == "released"
 
 
 def test_a_stage_over_its_timeout_is_recorded_and_retried(api, org):
@@ -220,9 +217,7 @@ def test_a_stage_over_its_timeout_is_recorded_and_retried(api, org):
         "PAPERLANE_STAGE_TIMEOUTS": "embed=1",
         "PAPERLANE_RETRY_MAX_ATTEMPTS": "2",
     }
-    with running_workers(**env):
-        run = upload(api, make_pdf(1))
-        finished = wait_terminal([run.id], timeout=60)[run.id]
+    finished = process_with_workers(api, make_pdf(1), **env)
 
     assert finished.status == "dead_letter"
     assert [o for s, o in outcomes(finished) if s == "embed"] == ["timeout", "timeout"]

@@ -1,15 +1,12 @@
 """Run the real pipeline processes (run_workers) against the test database."""
 
-import signal
-import subprocess
-import sys
 import time
 from contextlib import contextmanager
 
 from django.db import close_old_connections
 
 from jobs.models import TERMINAL_STATUSES, ImportRun
-from tests.support.processes import ROOT, process_env
+from tests.support.processes import process_env, run_workers_process
 
 # Fast failure detection for tests; the defaults are in config/settings.py.
 TEST_PIPELINE_ENV = {
@@ -25,27 +22,10 @@ TEST_PIPELINE_ENV = {
 
 @contextmanager
 def running_workers(*, concurrency: str = "extract=1,embed=1", **env: str):
-    """`manage.py run_workers` in its own process group; stopped with SIGTERM at the end."""
+    """`manage.py run_workers` with the test settings (and `env`), stopped at the end."""
     environment = process_env(**{**TEST_PIPELINE_ENV, **env})
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "run_workers", "--concurrency", concurrency],
-        cwd=ROOT,
-        env=environment,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-    )
-    try:
+    with run_workers_process(env=environment, args=("--concurrency", concurrency)) as process:
         yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                import os
-
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
 
 
 def wait_for(predicate, *, timeout: float, interval: float = 0.2, what: str = "condition"):

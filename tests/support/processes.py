@@ -1,6 +1,7 @@
 """Start real Paperlane processes (web server, workers) against the test database."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -86,3 +87,33 @@ def start_web_server(*, port: int, env: dict[str, str], workers: int, threads: i
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def run_workers_process(
+    *, env: dict[str, str], args: tuple[str, ...] = (), stdout=None, stop_timeout: float = 40
+):
+    """`manage.py run_workers` in its own process group. At the end it gets SIGTERM
+    (workers finish or hand back their stage); whatever is left of the group is killed."""
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "run_workers", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL if stdout is None else stdout,
+        stderr=None if stdout is None else subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=stop_timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
