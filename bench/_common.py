@@ -1,10 +1,20 @@
-"""Shared by the benchmarks: a scratch PostgreSQL database, Redis db and media dir."""
+"""Shared by the benchmarks: a scratch PostgreSQL database, Redis db and media dir.
+
+Importing it sets Django up against the bench database, so every bench module
+can import the project (and the tests' helpers) at the top.
+"""
 
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import django
+import django.db
+import psycopg
+import redis
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -12,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 BENCH_DB = os.environ.get("BENCH_DB", "paperlane_bench")
 BENCH_REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+SCRATCH = Path(tempfile.mkdtemp(prefix="paperlane-bench-"))
 
 
 def bench_env(media_root: str, **extra: str) -> dict[str, str]:
@@ -29,6 +40,10 @@ def bench_env(media_root: str, **extra: str) -> dict[str, str]:
     return env
 
 
+os.environ.update(bench_env(str(SCRATCH / "media")))
+django.setup()
+
+
 def manage(env: dict[str, str], *args: str) -> str:
     result = subprocess.run(
         [sys.executable, "manage.py", *args],
@@ -43,9 +58,7 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 def fresh_database(env: dict[str, str]) -> None:
     """Drop and recreate the bench database, migrate it, flush the bench Redis db."""
-    import psycopg
-    import redis
-
+    django.db.connections.close_all()  # the database is dropped with FORCE next
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{BENCH_DB}"')

@@ -10,6 +10,7 @@ import os
 import time
 from pathlib import Path
 
+import psycopg
 from _common import BENCH_DB, PG_ADMIN_URL
 
 CORES = os.cpu_count() or 2
@@ -56,8 +57,6 @@ def _machine_ticks() -> tuple[int, int]:
 
 def _pg_sessions() -> int:
     """Sessions (connections) ever opened to the bench database, from pg_stat_database."""
-    import psycopg
-
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         row = conn.execute(
             "SELECT sessions FROM pg_stat_database WHERE datname = %s", (BENCH_DB,)

@@ -4,7 +4,10 @@ import threading
 import time
 from datetime import datetime
 
+import redis
 from _common import BENCH_REDIS_URL
+from redis.exceptions import RedisError
+from rq.utils import utcparse
 
 WATCH_INTERVAL = 0.01  # seconds between polls of Redis
 WATCH_TAIL = 20  # newest entries read per queue and poll; far more than one interval adds
@@ -22,8 +25,6 @@ class EnqueueWatcher:
     """
 
     def __init__(self, queues: list[str]) -> None:
-        import redis
-
         self.redis = redis.Redis.from_url(BENCH_REDIS_URL)
         self.queues = queues
         self.enqueued: dict[str, datetime] = {}
@@ -40,8 +41,6 @@ class EnqueueWatcher:
         self._thread.join(timeout=10)
 
     def _loop(self) -> None:
-        from redis.exceptions import RedisError
-
         started = time.thread_time()
         while not self._stop.wait(WATCH_INTERVAL):
             try:
@@ -51,8 +50,6 @@ class EnqueueWatcher:
         self.cpu_seconds = time.thread_time() - started
 
     def _poll(self) -> None:
-        from rq.utils import utcparse
-
         with self.redis.pipeline(transaction=False) as pipe:
             for queue in self.queues:
                 pipe.lrange(f"rq:queue:{queue}", -WATCH_TAIL, -1)

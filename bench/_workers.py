@@ -8,7 +8,11 @@ from pathlib import Path
 from _cpu import CpuMeter
 from _http import UploadClient
 
+from jobs.models import ImportRun, RunStatus
+from jobs.pipeline import STAGES
+from jobs.queues import redis_connection
 from tests.support.files import make_pdf
+from tests.support.pipeline import poll, runs_not_ended
 from tests.support.processes import run_workers_process
 
 POLL_SECONDS = 0.2
@@ -17,8 +21,6 @@ START_TIMEOUT = 60.0
 
 
 def stage_order() -> list[str]:
-    from jobs.pipeline import STAGES
-
     return [spec.name for spec in STAGES]
 
 
@@ -28,8 +30,6 @@ def transitions() -> list[str]:
 
 
 def stage_worker_count() -> int:
-    from jobs.pipeline import STAGES
-
     return sum(spec.concurrency for spec in STAGES)
 
 
@@ -53,8 +53,6 @@ def log_problems(log_path: Path) -> int:
 
 def wait_workers(supervisor: subprocess.Popen, *, suspended: bool = False) -> None:
     """Wait until every stage worker is registered (and, if asked, reports `suspended`)."""
-    from jobs.queues import redis_connection
-
     expected = stage_worker_count()
     connection = redis_connection()
     deadline = time.monotonic() + START_TIMEOUT
@@ -77,26 +75,16 @@ def wait_workers(supervisor: subprocess.Popen, *, suspended: bool = False) -> No
 
 def warm_up(base: str, token: str, supervisor: subprocess.Popen, log_path: Path) -> None:
     """Send one document through every stage, so first-job costs stay out of the figures."""
-    from django.db import close_old_connections
-
-    from jobs.models import ImportRun, RunStatus
-
     client = UploadClient(base, token)
     status, run_id = client.upload("warm-up.pdf", make_pdf(1))
     client.close()
     if run_id is None:
         raise RuntimeError(f"warm-up upload failed with HTTP {status}")
-    deadline = time.monotonic() + WARMUP_TIMEOUT
-    while True:
-        close_old_connections()
-        state = ImportRun.objects.get(id=run_id).status
-        if state == RunStatus.SUCCEEDED:
-            return
-        if state not in (RunStatus.QUEUED, RunStatus.PROCESSING):
-            raise RuntimeError(f"warm-up run ended {state}; see {log_path}")
-        if time.monotonic() > deadline or supervisor.poll() is not None:
-            raise RuntimeError(f"warm-up run still {state}; see {log_path}")
-        time.sleep(POLL_SECONDS)
+    if runs_not_ended([run_id]) and wait_terminal([run_id], WARMUP_TIMEOUT, supervisor):
+        raise RuntimeError(f"warm-up run did not finish; see {log_path}")
+    state = ImportRun.objects.get(id=run_id).status
+    if state != RunStatus.SUCCEEDED:
+        raise RuntimeError(f"warm-up run ended {state}; see {log_path}")
 
 
 def wait_terminal(
@@ -106,20 +94,11 @@ def wait_terminal(
     meter: CpuMeter | None = None,
 ) -> dict[str, int]:
     """Poll until every run has ended; returns {status/stage: count} of those that did not."""
-    from django.db import close_old_connections
-    from django.db.models import Count
 
-    from jobs.models import TERMINAL_STATUSES, ImportRun
-
-    deadline = time.monotonic() + timeout
-    while True:
-        close_old_connections()
+    def ended() -> bool:
         if meter is not None:
             meter.sample()
-        active = ImportRun.objects.filter(id__in=run_ids).exclude(status__in=TERMINAL_STATUSES)
-        if not active.exists():
-            return {}
-        if time.monotonic() > deadline or supervisor.poll() is not None:
-            rows = active.values("status", "stage").annotate(n=Count("id"))
-            return {f"{r['status']}/{r['stage']}": r["n"] for r in rows}
-        time.sleep(POLL_SECONDS)
+        return not runs_not_ended(run_ids)
+
+    poll(ended, timeout=timeout, interval=POLL_SECONDS, alive=lambda: supervisor.poll() is None)
+    return runs_not_ended(run_ids)

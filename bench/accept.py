@@ -10,11 +10,11 @@ within 1.5x of the 1-page p99.
 """
 
 import argparse
-import tempfile
 import time
 from collections import Counter
 
 from _common import (
+    SCRATCH,
     bench_env,
     format_counts,
     fresh_database,
@@ -57,8 +57,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=40)
     args = parser.parse_args()
 
-    media = tempfile.mkdtemp(prefix="paperlane-bench-")
-    env = bench_env(media)
+    env = bench_env(str(SCRATCH / "media"))
     fresh_database(env)
     token = organisation_with_token(env, "bench", pages=10_000_000)
     sets = [("1 page", make_pdf(1)), ("300 pages", make_pdf(300))]

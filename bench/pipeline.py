@@ -33,15 +33,14 @@ hand-off median under 20 ms; efficiency at least 0.8 on the twenty-page set.
 """
 
 import argparse
-import os
 import shutil
-import tempfile
 import time
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
-from _common import bench_env, fresh_database, median, organisation_with_token
+import django.db
+from _common import SCRATCH, bench_env, fresh_database, median, organisation_with_token
 from _cpu import CORES, CpuMeter, machine_load, wait_quiet
 from _enqueue_watcher import EnqueueWatcher
 from _http import upload_all, upload_paced
@@ -54,7 +53,12 @@ from _workers import (
     wait_workers,
     warm_up,
 )
+from django.db import close_old_connections
+from django.db.models import Count, Max
+from rq.suspension import resume, suspend
 
+from jobs.models import ImportRun, RunStatus, StageAttempt
+from jobs.queues import redis_connection
 from tests.support.files import make_pdf
 from tests.support.processes import free_port, start_web_server
 
@@ -74,10 +78,6 @@ def analyse(run_ids: list[str], enqueued: dict[str, datetime], first_upload=None
     `first_upload` starts the docs/s window when given (uploads overlapped the
     processing); otherwise the window starts at the first attempt.
     """
-    from django.db.models import Count, Max
-
-    from jobs.models import ImportRun, RunStatus, StageAttempt
-
     ok_outcome = StageAttempt.Outcome.SUCCEEDED
     order = stage_order()
     runs = ImportRun.objects.filter(id__in=run_ids)
@@ -164,14 +164,11 @@ def analyse(run_ids: list[str], enqueued: dict[str, datetime], first_upload=None
 
 def prepare(worker_class: str, label: str, scratch: Path) -> tuple[dict[str, str], str, Path]:
     """A fresh database and Redis db, an organisation; returns env, API token, log path."""
-    import django.db
-
     media = scratch / f"media-{worker_class}-{label}"
     media.mkdir()
     env = bench_env(
         str(media), PAPERLANE_WORKER_CLASS=WORKER_CLASSES[worker_class], LOG_LEVEL="WARNING"
     )
-    django.db.connections.close_all()  # the database is dropped with FORCE next
     fresh_database(env)
     token = organisation_with_token(env, "bench", pages=10_000_000)
     return env, token, scratch / f"run_workers-{worker_class}-{label}.log"
@@ -179,11 +176,6 @@ def prepare(worker_class: str, label: str, scratch: Path) -> tuple[dict[str, str
 
 def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path) -> dict:
     """Process one document set in one of the two upload modes; figures for the table."""
-    from django.db import close_old_connections
-    from rq.suspension import resume, suspend
-
-    from jobs.queues import redis_connection
-
     env, token, log_path = prepare(worker_class, str(len(pdfs)), scratch)
     watched = stage_order()[1:]  # the first stage's jobs are no hand-off's
     with start_web_server(port=free_port(), env=env, workers=args.web_workers, threads=1) as base:
@@ -248,8 +240,6 @@ def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path) -> dict
 
 def run_paced(worker_class: str, args, scratch: Path) -> dict:
     """Upload one-page PDFs at a steady rate to warm, idle workers; hand-off figures."""
-    from django.db import close_old_connections
-
     env, token, log_path = prepare(worker_class, "paced", scratch)
     pdfs = [make_pdf(1, label=f"Paced {i} page") for i in range(args.paced_count)]
     with start_web_server(port=free_port(), env=env, workers=args.web_workers, threads=1) as base:
@@ -297,12 +287,7 @@ def main() -> None:
     if args.paced_rate <= 0:
         parser.error("--paced-rate must be positive")
 
-    scratch = Path(tempfile.mkdtemp(prefix="paperlane-pipeline-bench-"))
-    os.environ.update(bench_env(str(scratch / "media")))
-    import django
-
-    django.setup()
-
+    scratch = SCRATCH
     print(f"Machine before the bench: {machine_load()}, {CORES} cores")
     classes = ["simple", "fork"] if args.worker_class == "both" else [args.worker_class]
     sets = []
@@ -330,8 +315,6 @@ def main() -> None:
                 results,
             )
     finally:
-        import django.db
-
         django.db.connections.close_all()
         for path in scratch.iterdir():
             if path.is_dir():

@@ -2,9 +2,9 @@
 
 from ninja import NinjaAPI
 
+from core.errors import ServiceError
 from documents.api import router as documents_router
 from documents.auth import ApiTokenAuth
-from documents.errors import ServiceError
 from jobs.api import router as jobs_router
 
 api = NinjaAPI(
@@ -14,8 +14,8 @@ api = NinjaAPI(
     auth=ApiTokenAuth(),
     urls_namespace="api",
 )
-api.add_router("", documents_router)
 api.add_router("", jobs_router)
+api.add_router("", documents_router)
 
 
 @api.exception_handler(ServiceError)

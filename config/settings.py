@@ -31,7 +31,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "documents.uploads.UploadNameMiddleware",
+    "jobs.uploads.UploadNameMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -89,7 +89,7 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "media")
 MEDIA_URL = "media/"
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "documents:list"
+LOGIN_REDIRECT_URL = "jobs:document_list"
 LOGOUT_REDIRECT_URL = "login"
 
 # Storage: local files by default, S3 when a bucket is named.
@@ -108,10 +108,7 @@ STORAGES = {
 }
 
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
-RQ_QUEUES = {
-    name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600}
-    for name in ("default", "create", "store", "extract", "embed", "settle")
-}
+# django-rq's RQ_QUEUES is derived from the stage list (jobs/pipeline.py) at start-up.
 
 # --- Accept path -----------------------------------------------------------
 PAPERLANE_MAX_UPLOAD_BYTES = env.int("PAPERLANE_MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
@@ -124,7 +121,7 @@ PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES = env.int(
     "PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
 )
 FILE_UPLOAD_HANDLERS = [
-    "documents.uploads.SizeLimitUploadHandler",
+    "jobs.uploads.SizeLimitUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]

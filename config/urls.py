@@ -10,4 +10,5 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("documents.urls")),
+    path("", include("jobs.urls")),
 ]

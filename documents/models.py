@@ -1,4 +1,8 @@
-"""Organisations, their members and tokens, documents, chunks and page quotas."""
+"""Organisations, their members and tokens, documents, their text and chunks, and page quotas.
+
+Nothing here refers to the pipeline: a run points at its reservation, not the
+other way round.
+"""
 
 import uuid
 
@@ -159,7 +163,8 @@ class Chunk(models.Model):
 
 
 class QuotaReservation(models.Model):
-    """Pages held for one run until it settles (charged) or ends (released)."""
+    """Pages held for one piece of work (an import run) until it settles (charged) or
+    ends (released)."""
 
     class Status(models.TextChoices):
         HELD = "held", "Held"
@@ -168,9 +173,6 @@ class QuotaReservation(models.Model):
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.CASCADE, related_name="reservations"
-    )
-    run = models.OneToOneField(
-        "jobs.ImportRun", on_delete=models.CASCADE, related_name="reservation"
     )
     pages = models.PositiveIntegerField()
     # True when the page count is a guess (DOCX before extraction).
@@ -189,7 +191,7 @@ class QuotaReservation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.pages} pages {self.status} for run {self.run_id}"
+        return f"{self.pages} pages {self.status}"
 
 
 class UsageEntry(models.Model):
@@ -199,8 +201,9 @@ class UsageEntry(models.Model):
     document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="usage")
     document_version = models.PositiveIntegerField()
     pages = models.PositiveIntegerField()
-    run = models.ForeignKey(
-        "jobs.ImportRun", null=True, on_delete=models.SET_NULL, related_name="+"
+    # The reservation this charge settled.
+    reservation = models.ForeignKey(
+        QuotaReservation, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

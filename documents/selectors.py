@@ -5,7 +5,7 @@ import uuid
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
-from documents.errors import NotFound
+from core.errors import NotFound
 from documents.models import Document, Organisation
 
 

@@ -1,31 +1,19 @@
-"""HTML pages for members: upload and follow documents. Thin callers of services."""
+"""HTML: which organisation a member is working in."""
 
-from django import forms
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from documents.errors import ServiceError
 from documents.models import Organisation
-from documents.selectors import document_list, organisations_for_user
-from documents.services.accept import document_accept
-from documents.services.quota import quota_get
-from documents.uploads import client_file_name, upload_size_error
-from jobs.models import ACTIVE_STATUSES, RunSource
-from jobs.selectors import latest_runs_by_document, run_get
-from jobs.services import run_cancel, run_retry
+from documents.selectors import organisations_for_user
 
 SESSION_ORG = "paperlane_org"
 
 
-class UploadForm(forms.Form):
-    file = forms.FileField(label="PDF or Word (.docx) file")
-
-
 def current_organisation(request: HttpRequest) -> Organisation:
+    """The organisation the member chose (or their first); 403 for a user with none."""
     organisations = list(organisations_for_user(user=request.user))
     if not organisations:
         raise PermissionDenied("You are not a member of any organisation.")
@@ -36,74 +24,10 @@ def current_organisation(request: HttpRequest) -> Organisation:
     return organisations[0]
 
 
-def _upload(request: HttpRequest, organisation: Organisation) -> tuple[UploadForm, int]:
-    """Accept the posted file. Returns the form to show and the HTTP status it deserves."""
-    form = UploadForm(request.POST, request.FILES)
-    try:
-        if too_large := upload_size_error(request):
-            raise too_large
-        if not form.is_valid():
-            return form, 400
-        upload = form.cleaned_data["file"]
-        acceptance = document_accept(
-            organisation=organisation,
-            upload=upload,
-            filename=client_file_name(request, upload),
-            source=RunSource.WEB,
-            user=request.user,
-        )
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return UploadForm(), exc.status_code
-    name = acceptance.document.filename
-    messages.success(request, f"“{name}” was accepted and is queued for processing.")
-    return UploadForm(), 202
-
-
-@login_required
-def document_list_view(request: HttpRequest) -> HttpResponse:
-    organisation = current_organisation(request)
-    form, status = UploadForm(), 200
-    if request.method == "POST":
-        form, status = _upload(request, organisation)
-        if status == 202:
-            return redirect("documents:list")
-    documents = list(document_list(organisation=organisation)[:100])
-    runs = latest_runs_by_document(document_ids=[d.id for d in documents])
-    rows = [(document, runs.get(document.id)) for document in documents]
-    context = {
-        "organisation": organisation,
-        "organisations": organisations_for_user(user=request.user),
-        "form": form,
-        "rows": rows,
-        "quota": quota_get(organisation_id=organisation.id),
-        "refresh": any(run and run.status in ACTIVE_STATUSES for _, run in rows),
-    }
-    return render(request, "documents/list.html", context, status=status)
-
-
-@login_required
-@require_POST
-def run_action_view(request: HttpRequest, run_id, action: str) -> HttpResponse:
-    """Retry or cancel one of the member's organisation's runs from the documents page."""
-    organisation = current_organisation(request)
-    try:
-        run = run_get(organisation=organisation, run_id=run_id)
-        act = {"retry": run_retry, "cancel": run_cancel}[action]
-        act(run=run, actor=request.user, actor_label=f"user:{request.user.get_username()}")
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    else:
-        name = run.document.filename if run.document else "the document"
-        done = "will be processed again" if action == "retry" else "was cancelled"
-        messages.success(request, f"“{name}” {done}.")
-    return redirect("documents:list")
-
-
 @login_required
 @require_POST
 def organisation_switch_view(request: HttpRequest) -> HttpResponse:
     slug = request.POST.get("organisation", "")
     if organisations_for_user(user=request.user).filter(slug=slug).exists():
         request.session[SESSION_ORG] = slug
-    return redirect("documents:list")
+    return redirect("jobs:document_list")

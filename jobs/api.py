@@ -1,19 +1,125 @@
-"""API: runs."""
+"""API: documents with their runs, and runs. Thin callers of services and selectors."""
 
 import uuid
 
-from ninja import Router
+from django.urls import reverse
+from ninja import File, Header, Query, Router, Schema, Status
+from ninja.files import UploadedFile
 
-from documents.schemas import ErrorOut, QuotaErrorOut
-from jobs.models import ImportRun
-from jobs.schemas import RunOut
-from jobs.selectors import run_get
-from jobs.services import run_cancel, run_retry
+from core.errors import ErrorOut, InvalidUpload, QuotaErrorOut
+from documents.selectors import document_get, document_list
+from jobs.models import ImportRun, RunSource
+from jobs.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut
+from jobs.selectors import documents_with_latest_runs, run_get
+from jobs.services.accept import Acceptance, document_accept
+from jobs.services.history import Actor
+from jobs.services.people import run_cancel, run_retry
+from jobs.uploads import client_file_name, upload_size_error
 
-router = Router(tags=["runs"])
+router = Router()
+
+_ACCEPT_ERRORS = {
+    400: ErrorOut,
+    402: QuotaErrorOut,
+    413: ErrorOut,
+    415: ErrorOut,
+    422: ErrorOut,
+}
 
 
-def run_out(run: ImportRun) -> dict:
+def _accept_out(acceptance: Acceptance) -> dict:
+    return {
+        "run_id": acceptance.run.id,
+        "document_id": acceptance.document.id,
+        "status": acceptance.run.status,
+        "status_url": reverse("api:run_get", kwargs={"run_id": acceptance.run.id}),
+    }
+
+
+@router.post(
+    "/documents",
+    response={202: AcceptOut, **_ACCEPT_ERRORS},
+    url_name="document_upload",
+    summary="Upload a PDF or DOCX for processing",
+    tags=["documents"],
+)
+def document_upload(
+    request,
+    # Optional here so that a missing or oversized file gets our own clear answer.
+    file: File[UploadedFile] = None,
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+):
+    """Accept a document (multipart field `file`) and return at once; poll
+    `status_url` for progress.
+
+    Repeating a request with the same `Idempotency-Key` returns the first
+    answer and creates nothing new.
+    """
+    if too_large := upload_size_error(request):
+        raise too_large
+    if file is None:
+        raise InvalidUpload(
+            "Send the document in a multipart field named 'file'.", code="missing_file"
+        )
+    acceptance = document_accept(
+        organisation=request.organisation,
+        upload=file,
+        filename=client_file_name(request, file),
+        source=RunSource.API,
+        api_token=request.api_token,
+        idempotency_key=idempotency_key,
+    )
+    return Status(202, _accept_out(acceptance))
+
+
+class Paging(Schema):
+    limit: int = 50
+    offset: int = 0
+
+
+def _document_out(document, run) -> dict:
+    return {
+        "id": document.id,
+        "filename": document.filename,
+        "kind": document.kind,
+        "size_bytes": document.size_bytes,
+        "version": document.version,
+        "page_count": document.page_count,
+        "chunk_count": document.chunk_count,
+        "created_at": document.created_at,
+        "updated_at": document.updated_at,
+        "latest_run_id": run.id if run else None,
+        "status": run.status if run else None,
+    }
+
+
+@router.get("/documents", response=DocumentPage, url_name="document_list", tags=["documents"])
+def documents_list(request, paging: Query[Paging]):
+    limit = min(max(paging.limit, 1), 200)
+    offset = max(paging.offset, 0)
+    queryset = document_list(organisation=request.organisation)
+    rows = documents_with_latest_runs(documents=list(queryset[offset : offset + limit]))
+    return {
+        "items": [_document_out(document, run) for document, run in rows],
+        "count": queryset.count(),
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+@router.get(
+    "/documents/{document_id}",
+    response={200: DocumentOut, 404: ErrorOut},
+    url_name="document_get",
+    tags=["documents"],
+)
+def documents_get(request, document_id: uuid.UUID):
+    document = document_get(organisation=request.organisation, document_id=document_id)
+    [(document, run)] = documents_with_latest_runs(documents=[document])
+    return _document_out(document, run)
+
+
+def _run_out(run: ImportRun) -> dict:
     return {
         "id": run.id,
         "status": run.status,
@@ -32,34 +138,34 @@ def run_out(run: ImportRun) -> dict:
     }
 
 
-@router.get("/runs/{run_id}", response={200: RunOut, 404: ErrorOut}, url_name="run_get")
+@router.get(
+    "/runs/{run_id}", response={200: RunOut, 404: ErrorOut}, url_name="run_get", tags=["runs"]
+)
 def runs_get(request, run_id: uuid.UUID):
-    return run_out(run_get(organisation=request.organisation, run_id=run_id))
-
-
-def _actor_label(request) -> str:
-    return f"api-token:{request.api_token.prefix}"
+    return _run_out(run_get(organisation=request.organisation, run_id=run_id))
 
 
 @router.post(
     "/runs/{run_id}/retry",
     response={200: RunOut, 402: QuotaErrorOut, 404: ErrorOut, 409: ErrorOut},
     url_name="run_retry",
+    tags=["runs"],
 )
 def runs_retry(request, run_id: uuid.UUID):
     """Start a failed, dead-lettered or cancelled run again from the stage it stopped in."""
     run = run_get(organisation=request.organisation, run_id=run_id)
-    run_retry(run=run, actor=None, actor_label=_actor_label(request))
-    return run_out(run_get(organisation=request.organisation, run_id=run_id))
+    run_retry(run=run, actor=Actor.of(api_token=request.api_token))
+    return _run_out(run_get(organisation=request.organisation, run_id=run_id))
 
 
 @router.post(
     "/runs/{run_id}/cancel",
     response={200: RunOut, 404: ErrorOut, 409: ErrorOut},
     url_name="run_cancel",
+    tags=["runs"],
 )
 def runs_cancel(request, run_id: uuid.UUID):
     """Stop a queued or processing run and give its reserved pages back."""
     run = run_get(organisation=request.organisation, run_id=run_id)
-    run_cancel(run=run, actor=None, actor_label=_actor_label(request))
-    return run_out(run_get(organisation=request.organisation, run_id=run_id))
+    run_cancel(run=run, actor=Actor.of(api_token=request.api_token))
+    return _run_out(run_get(organisation=request.organisation, run_id=run_id))

@@ -15,7 +15,6 @@ import traceback
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from django.db import (
     DatabaseError,
@@ -24,7 +23,6 @@ from django.db import (
     close_old_connections,
     transaction,
 )
-from django.utils.module_loading import import_string
 from redis.exceptions import RedisError
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
@@ -33,12 +31,12 @@ from jobs.dispatch import next_delivery
 from jobs.errors import LeaseLost, PermanentError, TransientError
 from jobs.lease import keeper
 from jobs.models import ImportRun, StageAttempt
-from jobs.pipeline import stage_spec
-from jobs.services import (
+from jobs.pipeline import StageSpec, is_first, next_stage, stage_spec
+from jobs.services.workers import (
     Claim,
-    lock_claimed_run,
     run_claim,
     run_complete_stage,
+    run_lock_claimed,
     run_record_failure,
     run_release,
     run_set_progress,
@@ -59,21 +57,21 @@ TRANSIENT_TYPES = (
 )
 
 
-@dataclass
-class StageContext:
-    """What a stage body gets: the claimed run and ways to report and finish."""
+class ClaimedStage:
+    """The StageContext a stage body gets: the claimed run and ways to report and finish."""
 
-    claim: Claim
-    completed: bool = field(default=False)
-    # The run as the stage's own transaction left it.
-    finished_run: ImportRun | None = None
-    cpu_started: float = field(default_factory=time.thread_time)
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self.completed = False
+        # The run as the stage's own transaction left it.
+        self.finished_run: ImportRun | None = None
+        self._cpu_started = time.thread_time()
 
     def note_cpu(self) -> None:
-        self.claim.attempt.cpu_ms = int((time.thread_time() - self.cpu_started) * 1000)
+        self.claim.attempt.cpu_ms = int((time.thread_time() - self._cpu_started) * 1000)
 
     @property
-    def run(self):
+    def run(self) -> ImportRun:
         return self.claim.run
 
     @property
@@ -81,25 +79,25 @@ class StageContext:
         return self.claim.run.document
 
     def check(self) -> None:
-        """Stop early if this worker no longer holds the run (cancelled, or taken over)."""
         if keeper.lost:
             raise LeaseLost(str(self.run.id))
 
     def progress(self, done: int, total: int) -> None:
         self.check()
-        run_set_progress(run_id=self.run.id, owner=self.claim.owner, done=done, total=total)
+        run_set_progress(claim=self.claim, done=done, total=total)
 
     @contextmanager
     def complete(self) -> Iterator[None]:
-        """Write the stage's result and mark the next stage due, in one transaction."""
         self.check()
         with transaction.atomic():
             # Lock the run before the stage's own rows, the order cancel uses too.
-            if not lock_claimed_run(claim=self.claim):
+            if not run_lock_claimed(claim=self.claim):
                 raise LeaseLost(str(self.run.id))
             yield
             self.note_cpu()
-            self.finished_run = run_complete_stage(claim=self.claim)
+            self.finished_run = run_complete_stage(
+                claim=self.claim, following=next_stage(self.run.stage)
+            )
         self.completed = True
 
 
@@ -119,37 +117,48 @@ def execute_stage(run_id: str, stage: str) -> dict:
     close_old_connections()
     job = get_current_job()
     job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
-    claim = run_claim(run_id=uuid.UUID(run_id), stage=stage, job_id=job_id, worker=worker_name())
+    claim = run_claim(
+        run_id=uuid.UUID(run_id),
+        stage=stage,
+        job_id=job_id,
+        worker=worker_name(),
+        queued_first=is_first(stage),
+    )
     if claim is None:
         logger.info(
             "run %s: %s is not due or is held elsewhere; dropping %s", run_id, stage, job_id
         )
         return {"outcome": "skipped", "next": None}
-    keeper.hold(run_id=claim.run.id, owner=claim.owner, timeout=stage_spec(stage).timeout)
+    spec = stage_spec(stage)
+    keeper.hold(run_id=claim.run.id, owner=claim.owner, timeout=spec.timeout)
     try:
-        outcome, run = _run_body(claim, stage)
+        outcome, run = _run_body(claim, spec)
     finally:
         keeper.release()
         close_old_connections()
     return {"outcome": outcome, "next": next_delivery(run) if run is not None else None}
 
 
-def _run_body(claim: Claim, stage: str) -> tuple[str, ImportRun | None]:
-    context = StageContext(claim=claim)
+def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:
+    context = ClaimedStage(claim)
     try:
-        import_string(stage_spec(stage).function)(context)
+        spec.run(context)
         if not context.completed:
-            raise RuntimeError(f"stage {stage} returned without completing")
+            # Nothing of its own to save: completing only marks the next stage due.
+            with context.complete():
+                pass
         return Outcome.SUCCEEDED, context.finished_run
     except BaseException as exc:
         context.note_cpu()
-        return _handle_error(claim, stage, exc)
+        return _handle_error(claim, spec, exc)
 
 
-def _handle_error(claim: Claim, stage: str, exc: BaseException) -> tuple[str, ImportRun | None]:
+def _handle_error(
+    claim: Claim, spec: StageSpec, exc: BaseException
+) -> tuple[str, ImportRun | None]:
     """Classify what the stage raised, once for every stage. Called while handling it."""
     if isinstance(exc, LeaseLost):
-        logger.warning("run %s: lost the hold during %s; leaving it", claim.run.id, stage)
+        logger.warning("run %s: lost the hold during %s; leaving it", claim.run.id, spec.name)
         return "lease_lost", None
     if isinstance(exc, (SystemExit, KeyboardInterrupt)):
         # The worker is being stopped: give the stage back so it resumes elsewhere now.
@@ -158,7 +167,7 @@ def _handle_error(claim: Claim, stage: str, exc: BaseException) -> tuple[str, Im
     if isinstance(exc, PermanentError):
         return _fail(claim, Outcome.PERMANENT_ERROR, exc.message, exc.code, permanent=True)
     if isinstance(exc, JobTimeoutException):
-        message = f"{stage} took longer than {stage_spec(stage).timeout} seconds"
+        message = f"{spec.name} took longer than {spec.timeout} seconds"
         return _fail(claim, Outcome.TIMEOUT, message, "timeout", permanent=False)
     if isinstance(exc, TRANSIENT_TYPES):
         code = getattr(exc, "code", "transient_error")

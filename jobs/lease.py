@@ -15,6 +15,8 @@ import uuid
 from django.conf import settings
 from django.db import close_old_connections
 
+from jobs.services.workers import run_renew_lease
+
 logger = logging.getLogger(__name__)
 
 
@@ -52,8 +54,6 @@ class LeaseKeeper:
         return self._lost
 
     def _loop(self) -> None:
-        from jobs.services import run_renew_lease
-
         interval = max(settings.PAPERLANE_LEASE_SECONDS / 3, 0.2)
         while True:
             time.sleep(interval)

@@ -61,14 +61,14 @@ class ImportRun(models.Model):
     document = models.ForeignKey(
         "documents.Document", null=True, blank=True, on_delete=models.CASCADE, related_name="runs"
     )
+    # The pages held for this run until it settles or ends.
+    reservation = models.OneToOneField(
+        "documents.QuotaReservation", on_delete=models.RESTRICT, related_name="run"
+    )
     source = models.CharField(max_length=16, choices=RunSource.choices)
     priority = models.CharField(
         max_length=16, choices=RunPriority.choices, default=RunPriority.INTERACTIVE
     )
-    # Connector imports: organisation, connection, file id and content version.
-    import_key = models.CharField(max_length=400, null=True, blank=True, unique=True)
-    # Where a connector import fetches its bytes from (file id, download hints).
-    source_ref = models.JSONField(default=dict, blank=True)
     # NULL, not "", when absent: the unique constraint ignores NULLs.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     # SHA-256 of the uploaded bytes: a replayed Idempotency-Key must send the same file.

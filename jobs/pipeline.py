@@ -1,21 +1,25 @@
 """The pipeline as data: one line per stage, in order.
 
 Adding a stage is writing its function in `jobs/stages/` and adding one line
-here. Queue names, timeouts and concurrency are settings with defaults.
+here. Queues, the django-rq queue settings and the workers `run_workers`
+starts are all derived from this list; timeouts and concurrency are
+settings with these defaults.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
 
 from jobs.models import Stage
+from jobs.stages import create, embed, extract, settle, store
+from jobs.stages.context import StageContext
 
 
 @dataclass(frozen=True)
 class StageSpec:
     name: str
-    # Dotted path of `fn(ctx: StageContext) -> None`; imported when the stage runs.
-    function: str
+    run: Callable[[StageContext], None]
     default_timeout: int
     default_concurrency: int
 
@@ -33,14 +37,15 @@ class StageSpec:
 
 
 STAGES: tuple[StageSpec, ...] = (
-    StageSpec(Stage.CREATE, "jobs.stages.create.run", default_timeout=30, default_concurrency=1),
-    StageSpec(Stage.STORE, "jobs.stages.store.run", default_timeout=120, default_concurrency=1),
-    StageSpec(Stage.EXTRACT, "jobs.stages.extract.run", default_timeout=300, default_concurrency=2),
-    StageSpec(Stage.EMBED, "jobs.stages.embed.run", default_timeout=600, default_concurrency=2),
-    StageSpec(Stage.SETTLE, "jobs.stages.settle.run", default_timeout=30, default_concurrency=1),
+    StageSpec(Stage.CREATE, create.run, default_timeout=30, default_concurrency=1),
+    StageSpec(Stage.STORE, store.run, default_timeout=120, default_concurrency=1),
+    StageSpec(Stage.EXTRACT, extract.run, default_timeout=300, default_concurrency=2),
+    StageSpec(Stage.EMBED, embed.run, default_timeout=600, default_concurrency=2),
+    StageSpec(Stage.SETTLE, settle.run, default_timeout=30, default_concurrency=1),
 )
 
 _BY_NAME = {spec.name: spec for spec in STAGES}
+_NEXT = {spec.name: following.name for spec, following in zip(STAGES, STAGES[1:], strict=False)}
 
 
 def stage_spec(name: str) -> StageSpec:
@@ -49,6 +54,16 @@ def stage_spec(name: str) -> StageSpec:
 
 def next_stage(name: str) -> str | None:
     """The stage after `name`, or None when `name` is the last."""
-    names = [spec.name for spec in STAGES]
-    position = names.index(name)
-    return names[position + 1] if position + 1 < len(names) else None
+    return _NEXT.get(name)
+
+
+def is_first(name: str) -> bool:
+    return name == STAGES[0].name
+
+
+def rq_queue_settings() -> dict[str, dict]:
+    """django-rq's RQ_QUEUES for every stage queue, so its staff pages show them all."""
+    return {
+        spec.queue: {"URL": settings.REDIS_URL, "DEFAULT_TIMEOUT": spec.timeout}
+        for spec in STAGES
+    }

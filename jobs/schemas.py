@@ -4,6 +4,34 @@ from datetime import datetime
 from ninja import Schema
 
 
+class AcceptOut(Schema):
+    run_id: uuid.UUID
+    document_id: uuid.UUID
+    status: str
+    status_url: str
+
+
+class DocumentOut(Schema):
+    id: uuid.UUID
+    filename: str
+    kind: str
+    size_bytes: int
+    version: int
+    page_count: int | None
+    chunk_count: int
+    created_at: datetime
+    updated_at: datetime
+    latest_run_id: uuid.UUID | None = None
+    status: str | None = None
+
+
+class DocumentPage(Schema):
+    items: list[DocumentOut]
+    count: int
+    limit: int
+    offset: int
+
+
 class ProgressOut(Schema):
     done: int
     total: int

@@ -1,11 +1,9 @@
-"""Reads of runs, scoped to one organisation."""
+"""Reads of runs and of documents with their runs, scoped to one organisation."""
 
 import uuid
 
-from django.db.models import QuerySet
-
-from documents.errors import NotFound
-from documents.models import Organisation
+from core.errors import NotFound
+from documents.models import Document, Organisation
 from jobs.models import ImportRun
 
 
@@ -18,16 +16,16 @@ def run_get(*, organisation: Organisation, run_id: uuid.UUID) -> ImportRun:
         raise NotFound("Run not found.") from None
 
 
-def run_list(*, organisation: Organisation) -> QuerySet[ImportRun]:
-    return (
-        ImportRun.objects.filter(organisation=organisation)
-        .select_related("document")
-        .order_by("-created_at", "id")
-    )
-
-
 def latest_runs_by_document(*, document_ids: list[uuid.UUID]) -> dict[uuid.UUID, ImportRun]:
     latest: dict[uuid.UUID, ImportRun] = {}
     for run in ImportRun.objects.filter(document_id__in=document_ids).order_by("created_at"):
         latest[run.document_id] = run
     return latest
+
+
+def documents_with_latest_runs(
+    *, documents: list[Document]
+) -> list[tuple[Document, ImportRun | None]]:
+    """Each document beside its latest run (None if it has none)."""
+    runs = latest_runs_by_document(document_ids=[d.id for d in documents])
+    return [(document, runs.get(document.id)) for document in documents]

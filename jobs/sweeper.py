@@ -21,9 +21,9 @@ from rq.utils import utcparse
 from documents.models import QuotaReservation
 from documents.services.quota import quota_release
 from jobs.dispatch import DISPATCH_FIELDS, current_job_id, enqueue_current
-from jobs.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun
+from jobs.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
 from jobs.queues import redis_connection
-from jobs.services import run_abandon_expired
+from jobs.services.sweeper import run_abandon_expired
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def _parse_rq_time(value: bytes):
 
 def _release_ended_reservations() -> int:
     stuck = ImportRun.objects.filter(
-        status__in=[s for s in TERMINAL_STATUSES if s != "succeeded"],
+        status__in=[s for s in TERMINAL_STATUSES if s != RunStatus.SUCCEEDED],
         reservation__status=QuotaReservation.Status.HELD,
-    )[:BATCH]
-    return sum(1 for run in stuck if quota_release(run=run))
+    ).select_related("reservation")[:BATCH]
+    return sum(1 for run in stuck if quota_release(reservation=run.reservation))

@@ -14,4 +14,6 @@ ensure_redis 127.0.0.1 6379
     exit 1
 }
 .venv/bin/ruff check .
+# Imports run one way: config -> jobs -> documents -> core (pyproject.toml).
+.venv/bin/lint-imports --no-cache
 exec "$PY" -m pytest "$@"

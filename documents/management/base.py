@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from documents.errors import ServiceError
+from core.errors import ServiceError
 
 
 class ServiceCommand(BaseCommand):

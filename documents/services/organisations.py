@@ -5,7 +5,7 @@ from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.db import transaction
 from django.db.models import F
 
-from documents.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound
 from documents.models import Membership, Organisation
 
 
@@ -49,10 +49,10 @@ OPERATORS_GROUP = "Operators"
 
 
 def operators_group() -> Group:
-    """The group staff members join: every permission on documents and runs."""
+    """The group staff members join: every permission on documents, runs and RQ's pages."""
     group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
     group.permissions.set(
-        Permission.objects.filter(content_type__app_label__in=["documents", "jobs"])
+        Permission.objects.filter(content_type__app_label__in=["documents", "jobs", "django_rq"])
     )
     return group
 

@@ -3,6 +3,8 @@
 The organisation row carries the running totals; every change to them is a
 single conditional UPDATE, so concurrent requests can never push
 `pages_used + pages_reserved` above `page_limit` (a check constraint backs it).
+A reservation holds pages for one piece of work; whoever does the work (an
+import run) keeps a reference to it.
 """
 
 from dataclasses import dataclass
@@ -11,8 +13,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from documents.errors import QuotaExceeded
+from core.errors import QuotaExceeded
 from documents.models import Document, Organisation, QuotaReservation, UsageEntry
+
+Held = QuotaReservation.Status
 
 
 @dataclass(frozen=True)
@@ -62,110 +66,104 @@ def _take(*, organisation_id: int, pages: int) -> bool:
     )
 
 
-def quota_reserve(*, run, pages: int, estimated: bool) -> QuotaReservation:
-    """Hold `pages` for a run, or raise QuotaExceeded. Call inside the run's transaction."""
-    if not _take(organisation_id=run.organisation_id, pages=pages):
-        raise _refuse(organisation_id=run.organisation_id, pages=pages)
+def quota_reserve(*, organisation_id: int, pages: int, estimated: bool) -> QuotaReservation:
+    """Hold `pages`, or raise QuotaExceeded. Call inside the transaction that records
+    the work the pages are for, so a refusal leaves nothing behind."""
+    if not _take(organisation_id=organisation_id, pages=pages):
+        raise _refuse(organisation_id=organisation_id, pages=pages)
     return QuotaReservation.objects.create(
-        organisation_id=run.organisation_id, run=run, pages=pages, estimated=estimated
+        organisation_id=organisation_id, pages=pages, estimated=estimated
     )
 
 
 @dataclass(frozen=True)
 class Settlement:
     entry: UsageEntry
-    # False when this document version had been charged already (by an earlier run).
+    # False when this document version had been charged already (by earlier work).
     charged: bool
 
 
+def _locked(reservation: QuotaReservation) -> QuotaReservation:
+    return QuotaReservation.objects.select_for_update().get(id=reservation.id)
+
+
 @transaction.atomic
-def quota_settle(*, run, document: Document, pages: int) -> Settlement:
-    """Turn the run's reservation into one ledger entry for the actual page count.
+def quota_settle(
+    *, reservation: QuotaReservation, document: Document, pages: int
+) -> Settlement:
+    """Turn a reservation into one ledger entry for the actual page count.
 
     Idempotent: settling again returns the existing entry. A document version is
-    charged at most once, whichever run settles it; a later run's reservation
-    is released instead. Raises QuotaExceeded when the actual count is above
-    the reservation and the difference no longer fits.
+    charged at most once, whichever reservation settles it; a later one is
+    released instead. Raises QuotaExceeded when the actual count is above the
+    reservation and the difference no longer fits.
     """
-    reservation = QuotaReservation.objects.select_for_update().get(run=run)
-    existing = UsageEntry.objects.filter(
-        organisation_id=run.organisation_id, document=document, document_version=document.version
-    ).first()
-    if reservation.status == QuotaReservation.Status.SETTLED:
+    reservation = _locked(reservation)
+    organisation_id = reservation.organisation_id
+    version = {
+        "organisation_id": organisation_id,
+        "document": document,
+        "document_version": document.version,
+    }
+    existing = UsageEntry.objects.filter(**version).first()
+    if reservation.status == Held.SETTLED:
         return Settlement(entry=existing, charged=False)
     if existing is not None:
         _release_locked(reservation)
         return Settlement(entry=existing, charged=False)
-    if reservation.status == QuotaReservation.Status.RELEASED:
-        # The hold was given back (cancel, sweep); charge only if the pages still fit.
-        held = 0
-    else:
-        held = reservation.pages
+    # A hold already given back (cancel, sweep) is charged only if the pages still fit.
+    held = reservation.pages if reservation.status == Held.HELD else 0
     extra = pages - held
     updated = Organisation.objects.filter(
-        id=run.organisation_id,
+        id=organisation_id,
         page_limit__gte=F("pages_used") + F("pages_reserved") + max(extra, 0),
     ).update(pages_used=F("pages_used") + pages, pages_reserved=F("pages_reserved") - held)
     if updated != 1:
-        raise _refuse(organisation_id=run.organisation_id, pages=extra)
+        raise _refuse(organisation_id=organisation_id, pages=extra)
     try:
         with transaction.atomic():
-            entry = UsageEntry.objects.create(
-                organisation_id=run.organisation_id,
-                document=document,
-                document_version=document.version,
-                pages=pages,
-                run=run,
-            )
+            entry = UsageEntry.objects.create(**version, pages=pages, reservation=reservation)
     except IntegrityError:
         # A concurrent settle of the same version won; undo our totals.
-        Organisation.objects.filter(id=run.organisation_id).update(
+        Organisation.objects.filter(id=organisation_id).update(
             pages_used=F("pages_used") - pages, pages_reserved=F("pages_reserved") + held
         )
         _release_locked(reservation)
-        entry = UsageEntry.objects.get(
-            organisation_id=run.organisation_id,
-            document=document,
-            document_version=document.version,
-        )
-        return Settlement(entry=entry, charged=False)
-    reservation.status = QuotaReservation.Status.SETTLED
-    reservation.resolved_at = timezone.now()
-    reservation.save(update_fields=["status", "resolved_at"])
+        return Settlement(entry=UsageEntry.objects.get(**version), charged=False)
+    _resolve(reservation, Held.SETTLED)
     return Settlement(entry=entry, charged=True)
 
 
+def _resolve(reservation: QuotaReservation, status: str) -> None:
+    reservation.status = status
+    reservation.resolved_at = None if status == Held.HELD else timezone.now()
+    reservation.save(update_fields=["status", "resolved_at"])
+
+
 def _release_locked(reservation: QuotaReservation) -> bool:
-    if reservation.status != QuotaReservation.Status.HELD:
+    if reservation.status != Held.HELD:
         return False
     Organisation.objects.filter(id=reservation.organisation_id).update(
         pages_reserved=F("pages_reserved") - reservation.pages
     )
-    reservation.status = QuotaReservation.Status.RELEASED
-    reservation.resolved_at = timezone.now()
-    reservation.save(update_fields=["status", "resolved_at"])
+    _resolve(reservation, Held.RELEASED)
     return True
 
 
 @transaction.atomic
-def quota_release(*, run) -> bool:
-    """Give a run's held pages back. Returns False if nothing was held (idempotent)."""
-    reservation = QuotaReservation.objects.select_for_update().filter(run=run).first()
-    if reservation is None:
-        return False
-    return _release_locked(reservation)
+def quota_release(*, reservation: QuotaReservation) -> bool:
+    """Give held pages back. Returns False if nothing was held (idempotent)."""
+    return _release_locked(_locked(reservation))
 
 
 @transaction.atomic
-def quota_rehold(*, run) -> QuotaReservation:
-    """Hold a retried run's pages again if they were given back; QuotaExceeded if they no
-    longer fit. A run whose pages are still held or already charged is left as it is."""
-    reservation = QuotaReservation.objects.select_for_update().get(run=run)
-    if reservation.status != QuotaReservation.Status.RELEASED:
+def quota_rehold(*, reservation: QuotaReservation) -> QuotaReservation:
+    """Hold released pages again (work retried); QuotaExceeded if they no longer fit.
+    A reservation still held or already charged is left as it is."""
+    reservation = _locked(reservation)
+    if reservation.status != Held.RELEASED:
         return reservation
-    if not _take(organisation_id=run.organisation_id, pages=reservation.pages):
-        raise _refuse(organisation_id=run.organisation_id, pages=reservation.pages)
-    reservation.status = QuotaReservation.Status.HELD
-    reservation.resolved_at = None
-    reservation.save(update_fields=["status", "resolved_at"])
+    if not _take(organisation_id=reservation.organisation_id, pages=reservation.pages):
+        raise _refuse(organisation_id=reservation.organisation_id, pages=reservation.pages)
+    _resolve(reservation, Held.HELD)
     return reservation

@@ -5,13 +5,12 @@ so here it is only confirmed; it must belong to the run's organisation.
 """
 
 from jobs.errors import PermanentError
+from jobs.stages.context import StageContext
 
 
-def run(ctx) -> None:
+def run(ctx: StageContext) -> None:
     document = ctx.document
     if document is None or document.organisation_id != ctx.run.organisation_id:
         raise PermanentError(
             "The document record for this upload is missing.", code="document_missing"
         )
-    with ctx.complete():
-        pass

@@ -6,17 +6,21 @@ new ones; rows past the new end are removed in the final transaction.
 """
 
 from django.conf import settings
-from django.utils import timezone
 
-from documents.models import Chunk, Document, DocumentText
+from documents.services.content import (
+    document_chunks_finish,
+    document_chunks_upsert,
+    document_text_get,
+)
+from jobs.chunking import clean_text, split_chunks
 from jobs.embedding import get_embedder, pack_vector, rate_limit_wait
 from jobs.errors import PermanentError
-from jobs.text import clean_text, split_chunks
+from jobs.stages.context import StageContext
 
 
-def run(ctx) -> None:
+def run(ctx: StageContext) -> None:
     document = ctx.document
-    extracted = DocumentText.objects.filter(document=document, version=document.version).first()
+    extracted = document_text_get(document=document)
     if extracted is None:
         raise PermanentError("The document's text is missing; retry the run.", code="text_missing")
     pieces = split_chunks(clean_text(extracted.text))
@@ -27,29 +31,14 @@ def run(ctx) -> None:
         batch = pieces[start : start + batch_size]
         rate_limit_wait()
         vectors = embedder.embed(batch)
-        now = timezone.now()
-        Chunk.objects.bulk_create(
-            [
-                Chunk(
-                    id=Chunk.stable_id(document_id=document.id, version=document.version, index=i),
-                    document=document,
-                    version=document.version,
-                    index=i,
-                    text=text,
-                    embedding=pack_vector(vector),
-                    embedding_model=embedder.name,
-                    created_at=now,
-                )
-                for i, (text, vector) in enumerate(zip(batch, vectors, strict=True), start=start)
-            ],
-            update_conflicts=True,
-            unique_fields=["id"],
-            update_fields=["text", "embedding", "embedding_model"],
+        document_chunks_upsert(
+            document=document,
+            start=start,
+            texts=batch,
+            vectors=[pack_vector(vector) for vector in vectors],
+            model=embedder.name,
         )
         ctx.progress(start + len(batch), len(pieces))
 
     with ctx.complete():
-        Chunk.objects.filter(
-            document=document, version=document.version, index__gte=len(pieces)
-        ).delete()
-        Document.objects.filter(id=document.id).update(chunk_count=len(pieces))
+        document_chunks_finish(document=document, count=len(pieces))

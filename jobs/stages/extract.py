@@ -1,18 +1,20 @@
-"""extract: text and the real page count (pypdf / python-docx).
+"""extract: text and the real page count (documents.formats).
 
 Damaged, encrypted or unreadable input is a permanent error with a message
 the uploader can act on.
 """
 
-from documents.models import Document, DocumentKind, DocumentText
+from core.errors import ServiceError
+from documents.formats import extract
+from documents.services.content import document_text_save
 from jobs.errors import PermanentError
+from jobs.stages.context import StageContext
 from jobs.stages.stored_file import open_stored
-from jobs.text import UnreadableInput, extract_docx, extract_pdf
 
 PROGRESS_EVERY_PAGES = 10
 
 
-def run(ctx) -> None:
+def run(ctx: StageContext) -> None:
     document = ctx.document
     with open_stored(document) as fh:
         data = fh.read()
@@ -22,19 +24,11 @@ def run(ctx) -> None:
             ctx.progress(done, total)
 
     try:
-        if document.kind == DocumentKind.PDF:
-            extracted = extract_pdf(data, on_page=on_page)
-        else:
-            extracted = extract_docx(data)
-    except UnreadableInput as exc:
-        raise PermanentError(str(exc), code="unreadable_document") from exc
+        extracted = extract(document.kind, data, on_page=on_page)
+    except ServiceError as exc:
+        raise PermanentError(exc.message, code="unreadable_document") from exc
 
     with ctx.complete():
-        DocumentText.objects.update_or_create(
-            document=document,
-            version=document.version,
-            defaults={"text": extracted.text, "page_count": extracted.page_count},
-        )
-        Document.objects.filter(id=document.id).update(
-            page_count=extracted.page_count, text_chars=len(extracted.text)
+        document_text_save(
+            document=document, text=extracted.text, page_count=extracted.page_count
         )

@@ -1,18 +1,21 @@
 """settle: charge the actual page count once and mark the run succeeded."""
 
-from documents.errors import QuotaExceeded
+from core.errors import QuotaExceeded
 from documents.models import Document
 from documents.services.quota import quota_settle
 from jobs.errors import PermanentError
+from jobs.stages.context import StageContext
 
 
-def run(ctx) -> None:
+def run(ctx: StageContext) -> None:
     document = Document.objects.get(id=ctx.document.id)
     if document.page_count is None:
         raise PermanentError("The page count is missing; retry the run.", code="pages_missing")
     try:
         with ctx.complete():
-            quota_settle(run=ctx.run, document=document, pages=document.page_count)
+            quota_settle(
+                reservation=ctx.run.reservation, document=document, pages=document.page_count
+            )
     except QuotaExceeded as exc:
         raise PermanentError(
             f"The document has {document.page_count} pages, more than were reserved, "

@@ -3,10 +3,11 @@
 import hashlib
 
 from jobs.errors import PermanentError
+from jobs.stages.context import StageContext
 from jobs.stages.stored_file import open_stored
 
 
-def run(ctx) -> None:
+def run(ctx: StageContext) -> None:
     document = ctx.document
     digest, size = hashlib.sha256(), 0
     with open_stored(document) as fh:
@@ -19,5 +20,3 @@ def run(ctx) -> None:
             "please upload it again.",
             code="file_mismatch",
         )
-    with ctx.complete():
-        pass

@@ -6,6 +6,7 @@ from typing import BinaryIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from documents.models import Document
 from documents.storage import storage_open
 from jobs.errors import PermanentError, TransientError
 
@@ -13,7 +14,7 @@ MISSING = "The uploaded file is no longer in storage; please upload it again."
 
 
 @contextmanager
-def open_stored(document) -> Iterator[BinaryIO]:
+def open_stored(document: Document) -> Iterator[BinaryIO]:
     """Open the document's bytes. A missing object is permanent; any other storage
     failure (network, S3 errors) is transient."""
     try:

@@ -3,9 +3,12 @@ from io import StringIO
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 
 from documents.models import Organisation
+from tests.support.files import make_pdf
+from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db
 
@@ -39,66 +42,14 @@ def test_create_org_again_updates_the_limit():
 
 
 def test_commands_name_an_unknown_organisation():
-    from django.core.management.base import CommandError
-
     with pytest.raises(CommandError, match="No organisation with slug 'nobody'"):
         run("create_api_token", "nobody")
 
 
 def test_a_limit_below_what_is_used_and_held_is_refused(api, org):
-    from django.core.files.uploadedfile import SimpleUploadedFile
-    from django.core.management.base import CommandError
-
-    from tests.support.files import make_pdf
-
-    api.post("/api/v1/documents", {"file": SimpleUploadedFile("a.pdf", make_pdf(5))})
+    accepted_run(api, make_pdf(5))
 
     with pytest.raises(CommandError, match="below the 5 pages already used or held"):
         run("create_org", org.slug, "--pages", "4")
     org.refresh_from_db()
     assert org.page_limit == 1000
-
-
-def test_the_admin_shows_runs_and_documents_read_only(org, api):
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    from documents.services.organisations import member_add
-    from jobs.models import ImportRun
-    from tests.support.files import make_pdf
-
-    body = api.post("/api/v1/documents", {"file": SimpleUploadedFile("a.pdf", make_pdf(2))}).json()
-    member_add(organisation=org, username="olga", password="operator-pass-1", staff=True)
-    client = Client()
-    client.login(username="olga", password="operator-pass-1")
-
-    run_page = client.get(f"/admin/jobs/importrun/{body['run_id']}/change/")
-    delete_page = client.get(f"/admin/jobs/importrun/{body['run_id']}/delete/")
-    limit = client.post(
-        f"/admin/documents/organisation/{org.id}/change/",
-        {
-            "slug": org.slug,
-            "name": org.name,
-            "page_limit": "1",
-            "memberships-TOTAL_FORMS": "0",
-            "memberships-INITIAL_FORMS": "0",
-        },
-    )
-
-    assert run_page.status_code == 200 and "accepted" in run_page.content.decode()
-    assert delete_page.status_code == 403
-    assert ImportRun.objects.filter(id=body["run_id"]).exists()
-    assert "cannot go below the 2 pages" in limit.content.decode()
-
-    changed = client.post(
-        f"/admin/documents/organisation/{org.id}/change/",
-        {
-            "slug": org.slug,
-            "name": "Acme Ltd",
-            "page_limit": "500",
-            "memberships-TOTAL_FORMS": "0",
-            "memberships-INITIAL_FORMS": "0",
-        },
-    )
-    assert changed.status_code == 302
-    org.refresh_from_db()
-    assert (org.name, org.page_limit, org.pages_reserved) == ("Acme Ltd", 500, 2)

@@ -7,6 +7,7 @@ import httpx
 import pytest
 from django.db import IntegrityError, connection
 
+from core.errors import QuotaExceeded
 from documents.models import Organisation, QuotaReservation, UsageEntry
 from documents.services.organisations import organisation_create
 from documents.services.quota import quota_release, quota_settle
@@ -14,14 +15,11 @@ from documents.services.tokens import api_token_create
 from jobs.models import ImportRun
 from tests.support.files import make_pdf
 from tests.support.processes import web_server
+from tests.support.uploads import accepted_run
 
 
 def _accepted_run(api, pages: int) -> ImportRun:
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    response = api.post("/api/v1/documents", {"file": SimpleUploadedFile("a.pdf", make_pdf(pages))})
-    assert response.status_code == 202, response.content
-    return ImportRun.objects.select_related("document").get(id=response.json()["run_id"])
+    return accepted_run(api, make_pdf(pages))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -67,8 +65,8 @@ def test_the_database_refuses_a_total_above_the_limit(org):
 def test_it_settles_the_actual_page_count_once(api, org):
     run = _accepted_run(api, 4)
 
-    first = quota_settle(run=run, document=run.document, pages=4)
-    again = quota_settle(run=run, document=run.document, pages=4)
+    first = quota_settle(reservation=run.reservation, document=run.document, pages=4)
+    again = quota_settle(reservation=run.reservation, document=run.document, pages=4)
 
     assert first.charged and not again.charged
     assert first.entry.id == again.entry.id
@@ -80,7 +78,7 @@ def test_it_settles_the_actual_page_count_once(api, org):
 @pytest.mark.django_db
 def test_the_ledger_refuses_a_second_charge_for_the_same_document_version(api, org):
     run = _accepted_run(api, 3)
-    quota_settle(run=run, document=run.document, pages=3)
+    quota_settle(reservation=run.reservation, document=run.document, pages=3)
 
     with pytest.raises(IntegrityError):
         UsageEntry.objects.create(
@@ -91,11 +89,11 @@ def test_the_ledger_refuses_a_second_charge_for_the_same_document_version(api, o
 @pytest.mark.django_db
 def test_a_second_run_of_the_same_version_is_not_charged_and_its_hold_is_released(api, org):
     run = _accepted_run(api, 3)
-    quota_settle(run=run, document=run.document, pages=3)
+    quota_settle(reservation=run.reservation, document=run.document, pages=3)
     rerun = _accepted_run(api, 3)
     rerun.document = run.document  # as a retry of the same document version would be
 
-    settlement = quota_settle(run=rerun, document=run.document, pages=3)
+    settlement = quota_settle(reservation=rerun.reservation, document=run.document, pages=3)
 
     assert not settlement.charged
     org.refresh_from_db()
@@ -108,8 +106,8 @@ def test_settle_adjusts_an_estimate_up_and_down(api, org):
     low = _accepted_run(api, 2)
     high = _accepted_run(api, 5)
 
-    quota_settle(run=low, document=low.document, pages=6)
-    quota_settle(run=high, document=high.document, pages=1)
+    quota_settle(reservation=low.reservation, document=low.document, pages=6)
+    quota_settle(reservation=high.reservation, document=high.document, pages=1)
 
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (7, 0)
@@ -117,13 +115,11 @@ def test_settle_adjusts_an_estimate_up_and_down(api, org):
 
 @pytest.mark.django_db
 def test_settle_refuses_pages_beyond_the_limit(api, org):
-    from documents.errors import QuotaExceeded
-
     Organisation.objects.filter(id=org.id).update(page_limit=5)
     run = _accepted_run(api, 4)
 
     with pytest.raises(QuotaExceeded):
-        quota_settle(run=run, document=run.document, pages=9)
+        quota_settle(reservation=run.reservation, document=run.document, pages=9)
 
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (0, 4)
@@ -134,8 +130,8 @@ def test_settle_refuses_pages_beyond_the_limit(api, org):
 def test_it_releases_reserved_pages(api, org):
     run = _accepted_run(api, 4)
 
-    assert quota_release(run=run) is True
-    assert quota_release(run=run) is False
+    assert quota_release(reservation=run.reservation) is True
+    assert quota_release(reservation=run.reservation) is False
 
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (0, 0)

@@ -6,13 +6,13 @@ from types import SimpleNamespace
 import boto3
 import pytest
 from django.core.files.storage import storages
-from django.core.files.uploadedfile import SimpleUploadedFile
 from moto.server import ThreadedMotoServer
 
 from documents.storage import storage_exists, storage_open
 from jobs.models import ImportRun
 from tests.support.files import HTML_AS_PDF, make_pdf
 from tests.support.processes import free_port
+from tests.support.uploads import upload
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def _keys(s3) -> list[str]:
 def test_an_accepted_upload_is_stored_in_s3_at_its_stable_key(s3, api):
     pdf = make_pdf(3)
 
-    response = api.post("/api/v1/documents", {"file": SimpleUploadedFile("s3.pdf", pdf)})
+    response = upload(api, pdf, name="s3.pdf")
 
     assert response.status_code == 202, response.content
     document = ImportRun.objects.get(id=response.json()["run_id"]).document
@@ -70,8 +70,8 @@ def test_a_refused_upload_leaves_no_object_in_s3(s3, api, org):
     org.page_limit = 1
     org.save(update_fields=["page_limit"])
 
-    over_quota = api.post("/api/v1/documents", {"file": SimpleUploadedFile("a.pdf", make_pdf(2))})
-    wrong_type = api.post("/api/v1/documents", {"file": SimpleUploadedFile("b.pdf", HTML_AS_PDF)})
+    over_quota = upload(api, make_pdf(2))
+    wrong_type = upload(api, HTML_AS_PDF)
 
     assert (over_quota.status_code, wrong_type.status_code) == (402, 415)
     assert _keys(s3) == []

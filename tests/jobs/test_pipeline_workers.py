@@ -10,7 +10,6 @@ import signal
 from collections import Counter
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 
 from documents.models import Chunk, QuotaReservation, UsageEntry
 from jobs.dispatch import stage_job_id
@@ -19,20 +18,15 @@ from jobs.models import ImportRun, StageAttempt
 from jobs.queues import get_queue, redis_connection
 from tests.support.files import make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
+from tests.support.uploads import accepted_run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-def upload(api, data: bytes, name: str = "doc.pdf") -> ImportRun:
-    response = api.post("/api/v1/documents", {"file": SimpleUploadedFile(name, data)})
-    assert response.status_code == 202, response.content
-    return ImportRun.objects.get(id=response.json()["run_id"])
 
 
 def process_with_workers(api, data: bytes, *, timeout: float = 60, **env: str) -> ImportRun:
     """Upload one document with `run_workers` running (with `env`) and return its ended run."""
     with running_workers(**env):
-        run = upload(api, data)
+        run = accepted_run(api, data)
         return wait_terminal([run.id], timeout=timeout)[run.id]
 
 
@@ -83,7 +77,7 @@ def test_a_worker_killed_during_embed_is_resumed_elsewhere(api, org):
         "PAPERLANE_SWEEP_INTERVAL_SECONDS": "5",
     }
     with running_workers(**env):
-        run = upload(api, make_pdf(12, words_per_page=300))
+        run = accepted_run(api, make_pdf(12, words_per_page=300))
         holder = wait_for(
             lambda: (
                 ImportRun.objects.filter(id=run.id, stage="embed", progress_done__gte=4)
@@ -109,7 +103,7 @@ def test_a_worker_killed_during_embed_is_resumed_elsewhere(api, org):
 
 
 def test_a_stage_whose_callback_never_ran_is_repaired_by_the_sweeper(api, org):
-    run = upload(api, make_pdf(2))
+    run = accepted_run(api, make_pdf(2))
     redis_connection().flushdb()  # the accept path's enqueue is lost too
     # The create stage commits "store is due" but, run outside RQ, no callback follows:
     # exactly what a worker killed between its commit and its callback leaves behind.
@@ -127,7 +121,7 @@ def test_a_stage_whose_callback_never_ran_is_repaired_by_the_sweeper(api, org):
 def test_twenty_runs_in_flight_survive_a_redis_flush(api, org):
     env = {"PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder", "EMBED_DELAY": "0.2"}
     with running_workers(**env):
-        runs = [upload(api, make_pdf(3, label=f"Doc {n}")) for n in range(20)]
+        runs = [accepted_run(api, make_pdf(3, label=f"Doc {n}")) for n in range(20)]
         wait_for(
             lambda: ImportRun.objects.filter(status="succeeded").count() >= 2,
             timeout=60,
@@ -226,7 +220,7 @@ def test_a_stage_over_its_timeout_is_recorded_and_retried(api, org):
 
 def test_run_workers_stops_cleanly_on_sigterm(api, org):
     with running_workers() as process:
-        run = upload(api, make_pdf(2))
+        run = accepted_run(api, make_pdf(2))
         wait_terminal([run.id], timeout=60)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
@@ -240,7 +234,7 @@ def test_a_stage_still_running_after_the_grace_period_is_handed_back(api, org):
         "PAPERLANE_SHUTDOWN_GRACE_SECONDS": "2",
     }
     with running_workers(**env) as process:
-        run = upload(api, make_pdf(8, words_per_page=300))
+        run = accepted_run(api, make_pdf(8, words_per_page=300))
         wait_for(
             lambda: ImportRun.objects.filter(
                 id=run.id, stage="embed", progress_done__gte=1
@@ -266,7 +260,7 @@ def test_a_stage_still_running_after_the_grace_period_is_handed_back(api, org):
 def test_a_worker_killed_after_its_callback_but_before_rq_finished_the_job(api, org):
     env = {"PAPERLANE_WORKER_CLASS": "tests.support.workers.DiesAfterCallbackWorker"}
     with running_workers(**env):
-        run = upload(api, make_pdf(3))
+        run = accepted_run(api, make_pdf(3))
         finished = wait_terminal([run.id], timeout=60)[run.id]
         # RQ still lists the store job as started by a worker that is gone.
         stuck = get_queue("store").started_job_registry.get_job_ids()

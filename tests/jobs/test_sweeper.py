@@ -3,23 +3,23 @@
 from datetime import timedelta
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from documents.models import QuotaReservation
 from jobs.dispatch import stage_job_id
 from jobs.models import ImportRun, StageAttempt
 from jobs.queues import get_queue, redis_connection
-from jobs.services import run_claim
+from jobs.services.workers import run_claim
 from jobs.sweeper import sweep_once
 from tests.support.files import make_pdf
+from tests.support.processes import free_port
+from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def upload(api) -> ImportRun:
-    response = api.post("/api/v1/documents", {"file": SimpleUploadedFile("a.pdf", make_pdf(2))})
-    return ImportRun.objects.get(id=response.json()["run_id"])
+    return accepted_run(api, make_pdf(2))
 
 
 def age(run: ImportRun, seconds: int = 5) -> None:
@@ -107,12 +107,8 @@ def test_it_releases_pages_held_by_a_run_that_ended_without_settling(api, org):
 
 
 def test_an_upload_is_accepted_while_redis_is_down_and_delivered_later(api, settings):
-    from tests.support.processes import free_port
-
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/15"  # nothing listens there
-    response = api.post("/api/v1/documents", {"file": SimpleUploadedFile("a.pdf", make_pdf(1))})
-    assert response.status_code == 202
-    run = ImportRun.objects.get(id=response.json()["run_id"])
+    run = accepted_run(api, make_pdf(1))
 
     settings.REDIS_URL = "redis://127.0.0.1:6379/15"
     age(run)

@@ -1,9 +1,14 @@
-"""Run the real pipeline processes (run_workers) against the test database."""
+"""Run the real pipeline processes (run_workers) against the test database, and wait on runs.
+
+Shared by the tests and the benchmarks (bench/).
+"""
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from django.db import close_old_connections
+from django.db.models import Count
 
 from jobs.models import TERMINAL_STATUSES, ImportRun
 from tests.support.processes import process_env, run_workers_process
@@ -28,25 +33,34 @@ def running_workers(*, concurrency: str = "extract=1,embed=1", **env: str):
         yield process
 
 
-def wait_for(predicate, *, timeout: float, interval: float = 0.2, what: str = "condition"):
+def poll(predicate: Callable, *, timeout: float, interval: float = 0.2, alive=None):
+    """Call `predicate` until it returns something true, `timeout` passes or `alive()`
+    turns false; returns its last value."""
     deadline = time.monotonic() + timeout
     while True:
         close_old_connections()
         value = predicate()
-        if value:
+        if value or time.monotonic() > deadline or (alive is not None and not alive()):
             return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
 
 
+def wait_for(predicate: Callable, *, timeout: float, interval: float = 0.2, what: str = "it"):
+    value = poll(predicate, timeout=timeout, interval=interval)
+    if not value:
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    return value
+
+
+def runs_not_ended(run_ids) -> dict[str, int]:
+    """{"status/stage": count} of the runs among `run_ids` that have not ended."""
+    active = ImportRun.objects.filter(id__in=list(run_ids)).exclude(status__in=TERMINAL_STATUSES)
+    rows = active.values("status", "stage").annotate(n=Count("id"))
+    return {f"{r['status']}/{r['stage']}": r["n"] for r in rows}
+
+
 def wait_terminal(run_ids, *, timeout: float) -> dict:
+    """Wait until every run has ended; returns them by id."""
     run_ids = list(run_ids)
-
-    def done():
-        runs = {r.id: r for r in ImportRun.objects.filter(id__in=run_ids)}
-        if all(r.status in TERMINAL_STATUSES for r in runs.values()) and len(runs) == len(run_ids):
-            return runs
-        return None
-
-    return wait_for(done, timeout=timeout, what=f"{len(run_ids)} runs to end")
+    wait_for(lambda: not runs_not_ended(run_ids), timeout=timeout, what=f"{len(run_ids)} runs")
+    return {r.id: r for r in ImportRun.objects.filter(id__in=run_ids)}

@@ -1,5 +1,7 @@
 """Drive runs through the stages in the test process, and make runs the accept path would refuse."""
 
+import hashlib
+import io
 import time
 import uuid
 
@@ -25,11 +27,9 @@ def drive(run_id, *, max_steps: int = 50) -> ImportRun:
 
 
 def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: int) -> ImportRun:
-    """A queued run for bytes that skipped upload validation, as an import from a
-    connected folder does; lets tests feed the stages input the accept path refuses."""
-    import hashlib
-    import io
-
+    """A queued run for bytes that skipped upload validation (as a file changed in
+    storage after it was accepted would be); lets tests feed the stages input the
+    accept path refuses."""
     document_id = uuid.uuid4()
     key = document_storage_key(
         organisation_id=organisation.id, document_id=document_id, version=1, kind=kind
@@ -44,11 +44,10 @@ def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: 
         sha256=hashlib.sha256(data).hexdigest(),
         storage_key=key,
     )
-    run = ImportRun.objects.create(
+    return ImportRun.objects.create(
         organisation=organisation,
         document=document,
-        source=RunSource.CONNECTOR,
+        reservation=quota_reserve(organisation_id=organisation.id, pages=pages, estimated=False),
+        source=RunSource.API,
         due_at=timezone.now(),
     )
-    quota_reserve(run=run, pages=pages, estimated=False)
-    return run

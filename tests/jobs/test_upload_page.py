@@ -1,10 +1,14 @@
+"""The documents page: members upload, follow, cancel and retry their runs."""
+
 import pytest
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from documents.services.organisations import member_add
 from jobs.models import ImportRun
 from tests.support.files import HTML_AS_PDF, make_pdf
+from tests.support.uploads import upload
 
 pytestmark = pytest.mark.django_db
 
@@ -37,19 +41,19 @@ def test_a_bad_file_gets_a_plain_message_and_nothing_is_created(member_client, o
     assert not ImportRun.objects.exists()
 
 
-def test_a_member_sees_only_their_organisations_documents(
-    member_client, org, other_org, api, other_api
-):
-    other_api.post("/api/v1/documents", {"file": SimpleUploadedFile("secret.pdf", make_pdf(1))})
+def test_a_member_sees_only_their_organisations_documents(member_client, api, other_api):
+    upload(api, make_pdf(1), name="ours.pdf")
+    upload(other_api, make_pdf(1), name="secret.pdf")
 
-    page = member_client.get("/").content.decode()
+    response = member_client.get("/")
 
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "ours.pdf" in page
     assert "secret.pdf" not in page
 
 
 def test_a_user_without_an_organisation_is_refused(org):
-    from django.contrib.auth.models import User
-
     User.objects.create_user("bob", password="pw-for-bob-123")
     client = Client()
     client.login(username="bob", password="pw-for-bob-123")
@@ -83,9 +87,7 @@ def test_a_member_cancels_and_retries_a_run_from_the_page(member_client, org):
 
 
 def test_a_member_cannot_act_on_another_organisations_run(member_client, other_api):
-    response = other_api.post(
-        "/api/v1/documents", {"file": SimpleUploadedFile("theirs.pdf", make_pdf(1))}
-    )
+    response = upload(other_api, make_pdf(1), name="theirs.pdf")
     run_id = response.json()["run_id"]
 
     page = member_client.post(f"/runs/{run_id}/cancel/", follow=True).content.decode()

@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.http.multipartparser import MultiPartParser
 from django.utils.datastructures import ImmutableList
 
-from documents.errors import FileTooLarge
+from core.errors import FileTooLarge
 
 
 class SizeLimitUploadHandler(FileUploadHandler):

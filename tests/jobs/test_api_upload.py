@@ -1,9 +1,13 @@
+import io
+import zipfile
+
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import RequestFactory
 
 from documents.models import Document, QuotaReservation
 from jobs.models import ImportRun, RunTransition
 from jobs.queues import get_queue
+from jobs.uploads import SizeLimitUploadHandler, upload_size_error
 from tests.support.files import (
     HTML_AS_PDF,
     make_docx,
@@ -12,18 +16,9 @@ from tests.support.files import (
     make_pdf,
     multipart_body,
 )
+from tests.support.uploads import URL, upload
 
 pytestmark = pytest.mark.django_db
-
-URL = "/api/v1/documents"
-
-
-def upload(client, data: bytes, name: str = "report.pdf", **headers):
-    if "/" in name or "\\" in name:
-        # Django's test client strips folders from names; send what a hostile client would.
-        body, content_type = multipart_body(name, data)
-        return client.post(URL, body, content_type=content_type, headers=headers)
-    return client.post(URL, {"file": SimpleUploadedFile(name, data)}, headers=headers)
 
 
 def assert_nothing_left(org, media_files):
@@ -36,7 +31,7 @@ def assert_nothing_left(org, media_files):
 
 
 def test_it_accepts_a_pdf_and_reserves_its_pages(api, org, media_files):
-    response = upload(api, make_pdf(4))
+    response = upload(api, make_pdf(4), name="report.pdf")
 
     assert response.status_code == 202, response.content
     body = response.json()
@@ -162,9 +157,6 @@ def test_a_missing_file_field_is_a_400_not_a_500(api):
 
 
 def test_a_zip_that_is_not_a_word_document_gets_415(api, org, media_files):
-    import io
-    import zipfile
-
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("hello.txt", "hello")
@@ -221,10 +213,6 @@ def test_the_same_idempotency_key_in_two_organisations_is_two_runs(api, other_ap
 
 
 def test_an_oversized_upload_is_not_kept_while_it_is_read(api, settings):
-    from django.test import RequestFactory
-
-    from documents.uploads import SizeLimitUploadHandler, upload_size_error
-
     settings.PAPERLANE_MAX_UPLOAD_BYTES = 10_000
     body, content_type = multipart_body("big.pdf", make_pdf(40))
     request = RequestFactory().post(URL, body, content_type=content_type)

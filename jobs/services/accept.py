@@ -7,7 +7,7 @@ whole file or calls anything but storage.
 """
 
 import hashlib
-import logging
+import unicodedata
 import uuid
 from dataclasses import dataclass
 
@@ -17,15 +17,13 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from documents.errors import FileTooLarge, InvalidUpload, ServiceError
-from documents.filetypes import filename_validate, inspect_upload
+from core.errors import FileTooLarge, InvalidUpload, ServiceError
+from documents.formats import inspect_upload
 from documents.models import ApiToken, Document, Organisation
 from documents.services.quota import quota_check, quota_reserve
 from documents.storage import document_storage_key, storage_delete, storage_put
 from jobs.models import ImportRun, RunStatus, Stage
-from jobs.services import run_record_created
-
-logger = logging.getLogger(__name__)
+from jobs.services.history import Actor, dispatch_on_commit, run_record
 
 IDEMPOTENCY_KEY_MAX = 255
 
@@ -36,6 +34,25 @@ class Acceptance:
     document: Document
     # True when an Idempotency-Key matched an earlier request: nothing new was made.
     replayed: bool = False
+
+
+def filename_validate(name: str | None) -> str:
+    """Return a plain, safe file name or refuse it. Never used to build paths."""
+    name = unicodedata.normalize("NFC", (name or "").strip())
+    if not name:
+        raise InvalidUpload("The file has no name.", code="invalid_filename")
+    if "/" in name or "\\" in name or name in {".", ".."} or name.startswith(".."):
+        raise InvalidUpload(
+            "The file name must be a plain name without folders or '..'.", code="invalid_filename"
+        )
+    if any(unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} for ch in name):
+        raise InvalidUpload("The file name contains control characters.", code="invalid_filename")
+    if len(name) > settings.PAPERLANE_MAX_FILENAME_LENGTH:
+        raise InvalidUpload(
+            f"The file name is longer than {settings.PAPERLANE_MAX_FILENAME_LENGTH} characters.",
+            code="invalid_filename",
+        )
+    return name
 
 
 def _sha256(upload: UploadedFile) -> str:
@@ -116,9 +133,15 @@ def document_accept(
                 storage_key=key,
                 uploaded_by=user,
             )
+            reservation = quota_reserve(
+                organisation_id=organisation.id,
+                pages=inspection.pages,
+                estimated=inspection.estimated,
+            )
             run = ImportRun.objects.create(
                 organisation=organisation,
                 document=document,
+                reservation=reservation,
                 source=source,
                 idempotency_key=idempotency_key or None,
                 request_sha256=sha256,
@@ -128,8 +151,9 @@ def document_accept(
                 created_by=user,
                 api_token=api_token,
             )
-            quota_reserve(run=run, pages=inspection.pages, estimated=inspection.estimated)
-            run_record_created(run=run, actor=user, actor_label=_actor_label(user, api_token))
+            actor = Actor.of(user=user, api_token=api_token)
+            run_record(run, from_status="", from_stage="", actor=actor, reason="accepted")
+            dispatch_on_commit(run)
     except IntegrityError:
         storage_delete(key=key)
         # Two requests with one Idempotency-Key raced; the other one won.
@@ -142,11 +166,3 @@ def document_accept(
         storage_delete(key=key)
         raise
     return Acceptance(run=run, document=document)
-
-
-def _actor_label(user: AbstractBaseUser | None, api_token: ApiToken | None) -> str:
-    if api_token is not None:
-        return f"api-token:{api_token.prefix}"
-    if user is not None:
-        return f"user:{user.get_username()}"
-    return "system"

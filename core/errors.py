@@ -1,6 +1,8 @@
-"""The one domain error type. The API and the HTML views render it centrally."""
+"""The one domain error type, and its API schema. The API and the HTML views render it centrally."""
 
 from typing import Any
+
+from ninja import Schema
 
 
 class ServiceError(Exception):
@@ -26,7 +28,7 @@ class InvalidUpload(ServiceError):
 
 
 class UnreadableDocument(ServiceError):
-    """The type is right but the content cannot be used (damaged, encrypted)."""
+    """The type is right but the content cannot be used (damaged, encrypted, too big)."""
 
     status_code = 422
     code = "unreadable_document"
@@ -55,3 +57,15 @@ class NotFound(ServiceError):
 class Conflict(ServiceError):
     status_code = 409
     code = "conflict"
+
+
+class ErrorOut(Schema):
+    """How every ServiceError looks in an API response."""
+
+    detail: str
+    code: str | None = None
+
+
+class QuotaErrorOut(ErrorOut):
+    pages_requested: int
+    pages_available: int

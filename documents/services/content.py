@@ -1,0 +1,61 @@
+"""A document's content as the pipeline produces it: extracted text, page count, chunks."""
+
+from collections.abc import Sequence
+
+from django.db import transaction
+from django.utils import timezone
+
+from documents.models import Chunk, Document, DocumentText
+
+
+def document_text_save(*, document: Document, text: str, page_count: int) -> None:
+    """Keep the extracted text of the document's current version and its real page count."""
+    DocumentText.objects.update_or_create(
+        document=document,
+        version=document.version,
+        defaults={"text": text, "page_count": page_count},
+    )
+    Document.objects.filter(id=document.id).update(page_count=page_count, text_chars=len(text))
+
+
+def document_text_get(*, document: Document) -> DocumentText | None:
+    return DocumentText.objects.filter(document=document, version=document.version).first()
+
+
+def document_chunks_upsert(
+    *,
+    document: Document,
+    start: int,
+    texts: Sequence[str],
+    vectors: Sequence[bytes],
+    model: str,
+) -> None:
+    """Write chunks `start`, `start + 1`, … of the current version under their stable ids;
+    writing the same positions again overwrites them."""
+    now = timezone.now()
+    Chunk.objects.bulk_create(
+        [
+            Chunk(
+                id=Chunk.stable_id(document_id=document.id, version=document.version, index=i),
+                document=document,
+                version=document.version,
+                index=i,
+                text=text,
+                embedding=vector,
+                embedding_model=model,
+                created_at=now,
+            )
+            for i, (text, vector) in enumerate(zip(texts, vectors, strict=True), start=start)
+        ],
+        update_conflicts=True,
+        unique_fields=["id"],
+        update_fields=["text", "embedding", "embedding_model"],
+    )
+
+
+@transaction.atomic
+def document_chunks_finish(*, document: Document, count: int) -> None:
+    """The current version has `count` chunks: drop any beyond them (from an earlier,
+    longer run) and record the count."""
+    Chunk.objects.filter(document=document, version=document.version, index__gte=count).delete()
+    Document.objects.filter(id=document.id).update(chunk_count=count)

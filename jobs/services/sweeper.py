@@ -1,0 +1,62 @@
+"""What the sweeper does to a run: take back a stage whose worker stopped renewing its hold."""
+
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from documents.services.quota import quota_release
+from jobs.models import ImportRun, RunStatus, StageAttempt
+from jobs.services.history import SWEEPER, attempt_finish, dispatch_on_commit, run_save
+
+Outcome = StageAttempt.Outcome
+
+
+@transaction.atomic
+def run_abandon_expired(*, run_id: uuid.UUID) -> ImportRun | None:
+    """A worker stopped renewing its hold: record the crash, then retry or dead letter."""
+    now = timezone.now()
+    run = (
+        ImportRun.objects.select_for_update(skip_locked=True)
+        .select_related("reservation")
+        .filter(id=run_id, lease_expires_at__lt=now)
+        .exclude(lease_owner="")
+        .first()
+    )
+    if run is None:
+        return None
+    job_id, _, worker = run.lease_owner.partition("@")
+    message = f"worker {worker or 'unknown'} stopped responding during {run.stage}"
+    for attempt in StageAttempt.objects.filter(
+        run=run, stage=run.stage, job_id=job_id, outcome=Outcome.RUNNING
+    ):
+        attempt_finish(attempt, Outcome.ABANDONED, message=message)
+    run.crashes += 1
+    run.lease_owner, run.lease_expires_at = "", None
+    from_status = run.status
+    if run.crashes >= settings.PAPERLANE_POISON_CRASHES:
+        run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
+        run.error_code = "poison"
+        run.error_message = (
+            f"The {run.stage} stage stopped its worker {run.crashes} times in a row; "
+            "an operator needs to look at this document."
+        )
+        reason = run.error_message
+    else:
+        run.due_at = now
+        run.error_code, run.error_message = "worker_lost", message
+        reason = f"{message}; resuming elsewhere"
+    fields = ["crashes", "lease_owner", "lease_expires_at", "status", "finished_at", "due_at"]
+    run_save(
+        run,
+        [*fields, "error_code", "error_message"],
+        from_status=from_status,
+        actor=SWEEPER,
+        reason=reason,
+    )
+    if run.status == RunStatus.DEAD_LETTER:
+        quota_release(reservation=run.reservation)
+    else:
+        dispatch_on_commit(run)
+    return run

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from jobs import views
+
+app_name = "jobs"
+
+urlpatterns = [
+    path("", views.document_list_view, name="document_list"),
+    path("runs/<uuid:run_id>/retry/", views.run_action_view, {"action": "retry"}, name="run_retry"),
+    path(
+        "runs/<uuid:run_id>/cancel/", views.run_action_view, {"action": "cancel"}, name="run_cancel"
+    ),
+]

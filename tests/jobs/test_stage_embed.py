@@ -1,0 +1,38 @@
+"""The embed stage: chunks under stable ids, so a re-run overwrites instead of adding."""
+
+import uuid
+
+import pytest
+from django.db.models import F
+
+from documents.models import Chunk
+from jobs.engine import execute_stage
+from jobs.models import ImportRun
+from tests.support.files import make_pdf
+from tests.support.runs import drive
+from tests.support.uploads import accepted_run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_re_running_embed_overwrites_chunks_instead_of_adding(api):
+    run = drive(accepted_run(api, make_pdf(6, words_per_page=300)).id)
+    before = list(Chunk.objects.filter(document=run.document_id).values_list("id", "index"))
+    # As an operator's retry from embed would: a new generation of the same run.
+    ImportRun.objects.filter(id=run.id).update(
+        status="processing", stage="embed", generation=F("generation") + 1
+    )
+
+    result = execute_stage(str(run.id), "embed")
+
+    assert result["outcome"] == "succeeded"
+    after = list(Chunk.objects.filter(document=run.document_id).values_list("id", "index"))
+    assert sorted(after) == sorted(before) and len(before) > 1
+
+
+def test_chunk_ids_are_stable_per_document_version_and_index():
+    document = uuid.uuid4()
+    a = Chunk.stable_id(document_id=document, version=1, index=3)
+
+    assert a == Chunk.stable_id(document_id=document, version=1, index=3)
+    assert a != Chunk.stable_id(document_id=document, version=2, index=3)
+    assert a != Chunk.stable_id(document_id=document, version=1, index=4)

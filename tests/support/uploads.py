@@ -1,0 +1,27 @@
+"""Uploads through the API, as an integration sends them: the one helper the tests share."""
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from jobs.models import ImportRun
+from tests.support.files import multipart_body
+
+URL = "/api/v1/documents"
+
+
+def upload(client: Client, data: bytes, name: str = "doc.pdf", **headers):
+    """POST `data` as the multipart field `file`; returns the response."""
+    if "/" in name or "\\" in name:
+        # Django's test client strips folders from names; send what a hostile client would.
+        body, content_type = multipart_body(name, data)
+        return client.post(URL, body, content_type=content_type, headers=headers)
+    return client.post(URL, {"file": SimpleUploadedFile(name, data)}, headers=headers)
+
+
+def accepted_run(client: Client, data: bytes, name: str = "doc.pdf", **headers) -> ImportRun:
+    """Upload and return the run the 202 names (with its document and reservation)."""
+    response = upload(client, data, name, **headers)
+    assert response.status_code == 202, response.content
+    return ImportRun.objects.select_related("document", "reservation").get(
+        id=response.json()["run_id"]
+    )
