@@ -33,6 +33,7 @@ def bench_env(media_root: str, **extra: str) -> dict[str, str]:
         REDIS_URL=BENCH_REDIS_URL,
         MEDIA_ROOT=media_root,
         SECRET_KEY="bench-secret",
+        SECURE_SSL_REDIRECT="false",
         LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
     )

@@ -3,16 +3,36 @@
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-secret-key-change-me")
 DEBUG = env.bool("DEBUG", default=False)
+# Only a development run (DEBUG on) may do without a secret key of its own.
+SECRET_KEY = env("SECRET_KEY", default="" if not DEBUG else "dev-only-insecure-secret-key")
+if not SECRET_KEY:
+    raise ImproperlyConfigured(
+        "Set SECRET_KEY (a long random string) in the environment or .env; "
+        "only DEBUG=true runs without one."
+    )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# HTTPS: on unless DEBUG. Behind a proxy that terminates TLS, set
+# SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO (the header the proxy sets to "https").
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+_proxy_header = env("SECURE_PROXY_SSL_HEADER", default="")
+SECURE_PROXY_SSL_HEADER = (_proxy_header, "https") if _proxy_header else None
+# /metrics, the health check and tests on plain HTTP from inside the network.
+SECURE_REDIRECT_EXEMPT = env.list("SECURE_REDIRECT_EXEMPT", default=[])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -28,6 +48,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "jobs.uploads.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -120,8 +141,14 @@ PAPERLANE_DOCX_WORDS_PER_PAGE = env.int("PAPERLANE_DOCX_WORDS_PER_PAGE", default
 PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES = env.int(
     "PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
 )
+# DOCX at accept: how much of the body's XML is read to count words (the rest is
+# extrapolated), and the time the whole inspection of one upload may take.
+PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = env.int(
+    "PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES", default=8 * 1024 * 1024
+)
+PAPERLANE_ACCEPT_INSPECT_SECONDS = env.float("PAPERLANE_ACCEPT_INSPECT_SECONDS", default=2.0)
 FILE_UPLOAD_HANDLERS = [
-    "jobs.uploads.SizeLimitUploadHandler",
+    "jobs.uploads.UploadLimitHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -161,9 +188,24 @@ PAPERLANE_LEASE_SECONDS = env.int("PAPERLANE_LEASE_SECONDS", default=30)
 PAPERLANE_SWEEP_INTERVAL_SECONDS = env.float("PAPERLANE_SWEEP_INTERVAL_SECONDS", default=5.0)
 # A due stage whose job has not started after this long is delivered again.
 PAPERLANE_REDELIVER_AFTER_SECONDS = env.int("PAPERLANE_REDELIVER_AFTER_SECONDS", default=60)
+# Stored files no document points to (an accept killed before its commit) are
+# deleted once older than the grace, by a sweeper pass run every interval.
+PAPERLANE_ORPHAN_GRACE_SECONDS = env.int("PAPERLANE_ORPHAN_GRACE_SECONDS", default=3600)
+PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS = env.float(
+    "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS", default=3600.0
+)
 # Seconds a stopping worker may take to finish its current stage before it is
 # told to give the stage back.
 PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", default=30)
+
+# --- Extraction limits -----------------------------------------------------
+# Text is extracted in a child process with this much memory (address space) and CPU.
+PAPERLANE_EXTRACT_MEMORY_MB = env.int("PAPERLANE_EXTRACT_MEMORY_MB", default=1536)
+PAPERLANE_EXTRACT_CPU_SECONDS = env.int("PAPERLANE_EXTRACT_CPU_SECONDS", default=240)
+# A document with more text than this (a page, or in all), or more chunks, fails.
+PAPERLANE_MAX_CHARS_PER_PAGE = env.int("PAPERLANE_MAX_CHARS_PER_PAGE", default=200_000)
+PAPERLANE_MAX_CHARS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHARS_PER_DOCUMENT", default=20_000_000)
+PAPERLANE_MAX_CHUNKS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHUNKS_PER_DOCUMENT", default=25_000)
 
 # --- Text and embeddings ---------------------------------------------------
 PAPERLANE_CHUNK_CHARS = env.int("PAPERLANE_CHUNK_CHARS", default=1200)

@@ -1,4 +1,5 @@
-"""Shared by every app: the domain error type and the schema the API renders it with.
+"""Shared by every app: the domain error type (`errors`) and the schema the API renders it
+with (`schemas`).
 
 The lowest layer: it imports neither `documents` nor `jobs`.
 """

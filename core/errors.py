@@ -1,8 +1,7 @@
-"""The one domain error type, and its API schema. The API and the HTML views render it centrally."""
+"""The one domain error type. The API (with `core.schemas.ErrorOut`) and the HTML views
+render it centrally. Plain Python: importable where Django is not set up."""
 
 from typing import Any
-
-from ninja import Schema
 
 
 class ServiceError(Exception):
@@ -57,15 +56,3 @@ class NotFound(ServiceError):
 class Conflict(ServiceError):
     status_code = 409
     code = "conflict"
-
-
-class ErrorOut(Schema):
-    """How every ServiceError looks in an API response."""
-
-    detail: str
-    code: str | None = None
-
-
-class QuotaErrorOut(ErrorOut):
-    pages_requested: int
-    pages_available: int

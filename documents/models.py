@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from documents.formats import base as formats
+
 
 class Organisation(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
@@ -91,8 +93,8 @@ class ApiToken(models.Model):
 
 
 class DocumentKind(models.TextChoices):
-    PDF = "pdf", "PDF"
-    DOCX = "docx", "Word (DOCX)"
+    PDF = formats.PDF, "PDF"
+    DOCX = formats.DOCX, "Word (DOCX)"
 
 
 class Document(models.Model):

@@ -8,7 +8,16 @@ class StageAttemptInline(admin.TabularInline):
     model = StageAttempt
     extra = 0
     can_delete = False
-    fields = ["stage", "number", "outcome", "worker", "started_at", "finished_at", "error_message"]
+    fields = [
+        "stage",
+        "number",
+        "outcome",
+        "worker",
+        "started_at",
+        "finished_at",
+        "error_type",
+        "error_message",
+    ]
     readonly_fields = fields
 
 
@@ -22,7 +31,16 @@ class RunTransitionInline(admin.TabularInline):
 
 @admin.register(ImportRun)
 class ImportRunAdmin(RecordAdmin):
-    list_display = ["id", "organisation", "document", "status", "stage", "attempts", "created_at"]
+    list_display = [
+        "id",
+        "organisation",
+        "document",
+        "status",
+        "stage",
+        "stage_attempts",
+        "total_attempts",
+        "created_at",
+    ]
     list_filter = ["status", "stage", "source", "organisation"]
     search_fields = ["id", "document__filename", "error_message"]
     readonly_fields = [f.name for f in ImportRun._meta.fields]

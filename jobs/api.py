@@ -6,7 +6,8 @@ from django.urls import reverse
 from ninja import File, Header, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
-from core.errors import ErrorOut, InvalidUpload, QuotaErrorOut
+from core.errors import InvalidUpload
+from core.schemas import ErrorOut, QuotaErrorOut
 from documents.selectors import document_get, document_list
 from jobs.models import ImportRun, RunSource
 from jobs.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut
@@ -14,7 +15,7 @@ from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import Acceptance, document_accept
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel, run_retry
-from jobs.uploads import client_file_name, upload_size_error
+from jobs.uploads import client_file_name, upload_refusal
 
 router = Router()
 
@@ -55,8 +56,8 @@ def document_upload(
     Repeating a request with the same `Idempotency-Key` returns the first
     answer and creates nothing new.
     """
-    if too_large := upload_size_error(request):
-        raise too_large
+    if refused := upload_refusal(request):
+        raise refused
     if file is None:
         raise InvalidUpload(
             "Send the document in a multipart field named 'file'.", code="missing_file"
@@ -125,7 +126,8 @@ def _run_out(run: ImportRun) -> dict:
         "status": run.status,
         "stage": run.stage,
         "progress": {"done": run.progress_done, "total": run.progress_total},
-        "attempts": run.attempts,
+        "attempts": run.total_attempts,
+        "stage_attempts": run.stage_attempts,
         "error": (
             {"code": run.error_code or "error", "message": run.error_message}
             if run.error_message

@@ -75,12 +75,12 @@ def stage_enqueue(
 def current_job_id(run: ImportRun) -> str:
     """The job id of the delivery the run is waiting for now."""
     return stage_job_id(
-        run_id=run.id, stage=run.stage, attempt=run.attempts, generation=run.generation
+        run_id=run.id, stage=run.stage, attempt=run.stage_attempts, generation=run.generation
     )
 
 
 # The fields of a run that say which delivery it waits for.
-DISPATCH_FIELDS = ("id", "stage", "attempts", "generation", "due_at")
+DISPATCH_FIELDS = ("id", "stage", "stage_attempts", "generation", "due_at")
 
 
 def delivery_of(run: ImportRun) -> dict:
@@ -88,7 +88,7 @@ def delivery_of(run: ImportRun) -> dict:
     return {
         "run_id": str(run.id),
         "stage": run.stage,
-        "attempt": run.attempts,
+        "attempt": run.stage_attempts,
         "generation": run.generation,
         "at": run.due_at,
     }

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 from django.db import (
     DatabaseError,
+    DataError,
     InterfaceError,
     OperationalError,
     close_old_connections,
@@ -27,6 +28,7 @@ from redis.exceptions import RedisError
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
+from core.errors import ServiceError
 from jobs.dispatch import next_delivery
 from jobs.errors import LeaseLost, PermanentError, TransientError
 from jobs.lease import keeper
@@ -34,6 +36,7 @@ from jobs.models import ImportRun, StageAttempt
 from jobs.pipeline import StageSpec, is_first, next_stage, stage_spec
 from jobs.services.workers import (
     Claim,
+    Failure,
     run_claim,
     run_complete_stage,
     run_lock_claimed,
@@ -156,7 +159,11 @@ def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:
 def _handle_error(
     claim: Claim, spec: StageSpec, exc: BaseException
 ) -> tuple[str, ImportRun | None]:
-    """Classify what the stage raised, once for every stage. Called while handling it."""
+    """Classify what the stage raised, once for every stage. Called while handling it.
+
+    The run's error message is written for the uploader; the exception's own
+    text, class and traceback go to the attempt, for operators.
+    """
     if isinstance(exc, LeaseLost):
         logger.warning("run %s: lost the hold during %s; leaving it", claim.run.id, spec.name)
         return "lease_lost", None
@@ -164,32 +171,39 @@ def _handle_error(
         # The worker is being stopped: give the stage back so it resumes elsewhere now.
         _safely(run_release, claim=claim, reason="worker stopped during the stage")
         raise exc
-    if isinstance(exc, PermanentError):
-        return _fail(claim, Outcome.PERMANENT_ERROR, exc.message, exc.code, permanent=True)
+    if isinstance(exc, (PermanentError, ServiceError)):
+        # Bad input or a refusal (damaged file, over quota): retrying cannot help.
+        return _fail(claim, exc, Outcome.PERMANENT_ERROR, exc.code, exc.message, permanent=True)
+    if isinstance(exc, DataError):
+        # The database refuses what the stage made of this document; it would
+        # refuse it again on every try.
+        message = (
+            f"The {spec.name} step produced data that could not be saved, so the document "
+            "cannot be processed as it is. An operator can see the details."
+        )
+        code = "unstorable_data"
+        return _fail(claim, exc, Outcome.PERMANENT_ERROR, code, message, permanent=True)
     if isinstance(exc, JobTimeoutException):
-        message = f"{spec.name} took longer than {spec.timeout} seconds"
-        return _fail(claim, Outcome.TIMEOUT, message, "timeout", permanent=False)
+        message = f"The {spec.name} step took longer than its limit of {spec.timeout} seconds."
+        return _fail(claim, exc, Outcome.TIMEOUT, "timeout", message, permanent=False)
+    message = f"A temporary problem interrupted the {spec.name} step; it will be tried again."
     if isinstance(exc, TRANSIENT_TYPES):
         code = getattr(exc, "code", "transient_error")
-        return _fail(claim, Outcome.TRANSIENT_ERROR, _describe(exc), code, permanent=False)
+        return _fail(claim, exc, Outcome.TRANSIENT_ERROR, code, message, permanent=False)
     # A bug or an input we did not foresee: retried up to the bound, then an
-    # operator decides (dead letter) with the traceback in hand.
-    return _fail(
-        claim, Outcome.TRANSIENT_ERROR, _describe(exc), "unexpected_error", permanent=False
-    )
+    # operator decides (dead letter) with the exception and traceback in hand.
+    return _fail(claim, exc, Outcome.TRANSIENT_ERROR, "unexpected_error", message, permanent=False)
 
 
 def _describe(exc: BaseException) -> str:
-    message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
-    return (
-        f"{exc.__class__.__name__}: {message}" if not isinstance(exc, TransientError) else message
-    )
+    text = getattr(exc, "message", None) or str(exc)
+    return f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
 
 
 def _fail(
-    claim: Claim, outcome: str, message: str, code: str, *, permanent: bool
+    claim: Claim, exc: BaseException, outcome: str, code: str, message: str, *, permanent: bool
 ) -> tuple[str, ImportRun | None]:
-    tb = traceback.format_exc()
+    detail = _describe(exc)
     logger.log(
         logging.INFO if permanent else logging.WARNING,
         "run %s: %s attempt %s %s: %s",
@@ -197,15 +211,19 @@ def _fail(
         claim.run.stage,
         claim.attempt.number,
         outcome,
-        message,
+        detail,
     )
     run = _safely(
         run_record_failure,
         claim=claim,
         outcome=outcome,
-        message=message,
         code=code,
-        tb=tb,
+        message=message,
+        failure=Failure(
+            detail=detail,
+            error_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+            traceback=traceback.format_exc(),
+        ),
         permanent=permanent,
     )
     return outcome, run

@@ -77,8 +77,10 @@ class ImportRun(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     stage = models.CharField(max_length=16, choices=Stage.choices, default=Stage.CREATE)
     due_at = models.DateTimeField(null=True, blank=True)
-    # Tries of the current stage since it became due; the retry budget.
-    attempts = models.PositiveIntegerField(default=0)
+    # Tries of the current stage since it became due (the retry budget), and of
+    # every stage over the run's life.
+    stage_attempts = models.PositiveIntegerField(default=0)
+    total_attempts = models.PositiveIntegerField(default=0)
     # Bumped when an operator retries an ended run, so its deliveries get new job ids.
     generation = models.PositiveIntegerField(default=0)
     # Attempts of the current stage in a row whose worker died; poison detection.
@@ -157,6 +159,8 @@ class StageAttempt(models.Model):
     outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.RUNNING)
     # CPU time the stage body used (its thread only), to tell work from waiting.
     cpu_ms = models.PositiveIntegerField(null=True, blank=True)
+    # The class of the exception a failed attempt raised, e.g. "pypdf.errors.PdfReadError".
+    error_type = models.CharField(max_length=200, blank=True)
     error_message = models.TextField(blank=True)
     traceback = models.TextField(blank=True)
 

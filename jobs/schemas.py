@@ -47,7 +47,9 @@ class RunOut(Schema):
     status: str
     stage: str
     progress: ProgressOut
+    # Every stage attempt the run has made, and those of the stage it is in now.
     attempts: int
+    stage_attempts: int
     error: RunErrorOut | None
     document_id: uuid.UUID | None
     page_count: int | None

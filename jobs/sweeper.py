@@ -5,29 +5,47 @@ One pass:
    resume the stage elsewhere (or dead-letter a poison run);
 2. runs with a stage due (or a retry scheduled) but no job waiting in Redis
    (Redis flushed, a callback that never ran, an enqueue that failed at
-   accept, a job stuck with a dead worker): enqueue it again;
-3. ended runs that still hold pages: release them.
+   accept, a job stuck with a dead worker, a job marked queued whose id is in
+   no queue list): enqueue it again;
+3. ended runs that still hold pages: release them;
+4. only when asked (`sweep --loop` does every PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS):
+   stored files no document points to, older than PAPERLANE_ORPHAN_GRACE_SECONDS,
+   are deleted.
+
+Each step looks at a bounded number of runs (or files), oldest first, so a
+pass stays short and whatever it leaves is the oldest work of the next pass.
 """
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
+from redis import Redis
+from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
 from rq.utils import utcparse
 
 from documents.models import QuotaReservation
+from documents.services.orphans import stored_orphans_remove
 from documents.services.quota import quota_release
 from jobs.dispatch import DISPATCH_FIELDS, current_job_id, enqueue_current
 from jobs.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
-from jobs.queues import redis_connection
+from jobs.pipeline import stage_spec
+from jobs.queues import get_queue, redis_connection
 from jobs.services.sweeper import run_abandon_expired
 
 logger = logging.getLogger(__name__)
 
-BATCH = 500
+# Runs one pass may repair per step (abandon a lease, release pages): a transaction each.
+REPAIRS_PER_PASS = 500
+# Runs one pass may check for a lost job: only read, so many more, asked of Redis in batches.
+DELIVERIES_CHECKED_PER_PASS = 10_000
+# Stored files one orphan pass may delete.
+ORPHANS_PER_PASS = 1_000
+# Jobs asked about in one Redis round trip.
+REDIS_BATCH = 500
 WAITING = {b"queued", b"scheduled", b"deferred"}
 
 
@@ -36,19 +54,25 @@ class SweepReport:
     abandoned: int = 0
     redelivered: int = 0
     released: int = 0
+    orphans_removed: int = 0
 
     def __str__(self) -> str:
         return (
-            f"abandoned {self.abandoned}, redelivered {self.redelivered}, released {self.released}"
+            f"abandoned {self.abandoned}, redelivered {self.redelivered}, "
+            f"released {self.released}, orphans removed {self.orphans_removed}"
         )
 
 
-def sweep_once() -> SweepReport:
+def sweep_once(*, orphans: bool = False) -> SweepReport:
+    """One pass; with `orphans`, also delete stored files no document points to (a
+    walk over the whole storage, so callers do it far less often than the rest)."""
     report = SweepReport()
     report.abandoned = _abandon_expired_leases()
     report.redelivered = _redeliver_lost_jobs()
     report.released = _release_ended_reservations()
-    if report.abandoned or report.redelivered or report.released:
+    if orphans:
+        report.orphans_removed = _remove_orphaned_files()
+    if report.abandoned or report.redelivered or report.released or report.orphans_removed:
         logger.info("sweep: %s", report)
     return report
 
@@ -57,7 +81,8 @@ def _abandon_expired_leases() -> int:
     expired = (
         ImportRun.objects.filter(status__in=ACTIVE_STATUSES, lease_expires_at__lt=timezone.now())
         .exclude(lease_owner="")
-        .values_list("id", flat=True)[:BATCH]
+        .order_by("lease_expires_at", "id")
+        .values_list("id", flat=True)[:REPAIRS_PER_PASS]
     )
     return sum(1 for run_id in expired if run_abandon_expired(run_id=run_id) is not None)
 
@@ -70,44 +95,95 @@ def _redeliver_lost_jobs() -> int:
     runs = list(
         ImportRun.objects.filter(
             status__in=ACTIVE_STATUSES, lease_owner="", updated_at__lt=settled_before
-        ).only(*DISPATCH_FIELDS)[: BATCH * 20]
+        )
+        .order_by("updated_at", "id")
+        .only(*DISPATCH_FIELDS)[:DELIVERIES_CHECKED_PER_PASS]
     )
     connection = redis_connection()
+    return sum(
+        _redeliver_batch(connection, runs[offset : offset + REDIS_BATCH], stale_before)
+        for offset in range(0, len(runs), REDIS_BATCH)
+    )
+
+
+def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: datetime) -> int:
+    job_ids = [current_job_id(run) for run in runs]
+    with connection.pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.hmget(f"rq:job:{job_id}", "status", "enqueued_at", "started_at")
+        states = pipe.execute()
+    # LPOS walks the list, so only jobs queued longer than PAPERLANE_REDELIVER_AFTER_SECONDS
+    # (the rule for started jobs) are looked for: in a healthy system none, in a backlog
+    # the oldest, which LPOS finds near the head. A minute's delay is cheap for so rare a loss.
+    long_queued = [
+        (run, job_id)
+        for run, job_id, (status, enqueued, _) in zip(runs, job_ids, states, strict=True)
+        if status == b"queued" and enqueued and _parse_rq_time(enqueued) < stale_before
+    ]
+    stranded = _in_no_queue(connection, long_queued)
     redelivered = 0
-    for offset in range(0, len(runs), BATCH):
-        batch = runs[offset : offset + BATCH]
-        job_ids = [current_job_id(run) for run in batch]
-        with connection.pipeline(transaction=False) as pipe:
-            for job_id in job_ids:
-                pipe.hmget(f"rq:job:{job_id}", "status", "enqueued_at", "started_at")
-            states = pipe.execute()
-        for run, job_id, (status, enqueued, started) in zip(batch, job_ids, states, strict=True):
-            if status == b"scheduled" and run.due_at and run.due_at < stale_before:
-                # A retry whose time passed long ago: the scheduler is not running,
-                # so deliver it straight to its queue instead of scheduling it again.
-                Job(job_id, connection=connection).delete(remove_from_queue=True)
-                run.due_at = None
-            elif status in WAITING:
+    for run, job_id, (status, enqueued, started) in zip(runs, job_ids, states, strict=True):
+        if status == b"scheduled" and run.due_at and run.due_at < stale_before:
+            # A retry whose time passed long ago: the scheduler is not running,
+            # so deliver it straight to its queue instead of scheduling it again.
+            Job(job_id, connection=connection).delete(remove_from_queue=True)
+            run.due_at = None
+        elif job_id in stranded:
+            # Marked queued but in no list a worker reads: nothing would ever run it.
+            Job(job_id, connection=connection).delete(remove_from_queue=True)
+        elif status in WAITING:
+            continue
+        elif status is not None:
+            # The job ran or started without moving the run on (a worker
+            # died before claiming): only redeliver once it is clearly stale.
+            stamp = started or enqueued
+            if stamp and _parse_rq_time(stamp) > stale_before:
                 continue
-            elif status is not None:
-                # The job ran or started without moving the run on (a worker
-                # died before claiming): only redeliver once it is clearly stale.
-                stamp = started or enqueued
-                if stamp and _parse_rq_time(stamp) > stale_before:
-                    continue
-                Job(job_id, connection=connection).delete(remove_from_queue=True)
-            if enqueue_current(run):
-                redelivered += 1
+            Job(job_id, connection=connection).delete(remove_from_queue=True)
+        if enqueue_current(run):
+            redelivered += 1
     return redelivered
 
 
-def _parse_rq_time(value: bytes):
+def _in_no_queue(connection: Redis, queued: list[tuple[ImportRun, str]]) -> set[str]:
+    """The job ids, of those given, that Redis marks queued but that sit neither in
+    their stage's queue nor in the list a worker moves a job to while taking it."""
+    if not queued:
+        return set()
+    # One MULTI: a worker moving the id between the two lists (and marking the job
+    # started) cannot fall between the reads and make a taken job look lost.
+    with connection.pipeline(transaction=True) as pipe:
+        for run, job_id in queued:
+            queue_key = get_queue(stage_spec(run.stage).queue).key
+            pipe.hget(f"rq:job:{job_id}", "status")
+            pipe.lpos(queue_key, job_id)
+            pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue_key), job_id)
+        answers = pipe.execute()
+    return {
+        job_id
+        for (_, job_id), status, in_queue, being_taken in zip(
+            queued, answers[0::3], answers[1::3], answers[2::3], strict=True
+        )
+        if status == b"queued" and in_queue is None and being_taken is None
+    }
+
+
+def _parse_rq_time(value: bytes) -> datetime:
     return utcparse(value.decode())
 
 
 def _release_ended_reservations() -> int:
-    stuck = ImportRun.objects.filter(
-        status__in=[s for s in TERMINAL_STATUSES if s != RunStatus.SUCCEEDED],
-        reservation__status=QuotaReservation.Status.HELD,
-    ).select_related("reservation")[:BATCH]
+    stuck = (
+        ImportRun.objects.filter(
+            status__in=[s for s in TERMINAL_STATUSES if s != RunStatus.SUCCEEDED],
+            reservation__status=QuotaReservation.Status.HELD,
+        )
+        .select_related("reservation")
+        .order_by("updated_at", "id")[:REPAIRS_PER_PASS]
+    )
     return sum(1 for run in stuck if quota_release(reservation=run.reservation))
+
+
+def _remove_orphaned_files() -> int:
+    grace = timedelta(seconds=settings.PAPERLANE_ORPHAN_GRACE_SECONDS)
+    return stored_orphans_remove(older_than=timezone.now() - grace, limit=ORPHANS_PER_PASS)

@@ -17,7 +17,7 @@ from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import document_accept
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel, run_retry
-from jobs.uploads import client_file_name, upload_size_error
+from jobs.uploads import client_file_name, upload_refusal
 
 
 class UploadForm(forms.Form):
@@ -28,8 +28,8 @@ def _upload(request: HttpRequest, organisation: Organisation) -> tuple[UploadFor
     """Accept the posted file. Returns the form to show and the HTTP status it deserves."""
     form = UploadForm(request.POST, request.FILES)
     try:
-        if too_large := upload_size_error(request):
-            raise too_large
+        if refused := upload_refusal(request):
+            raise refused
         if not form.is_valid():
             return form, 400
         upload = form.cleaned_data["file"]

@@ -16,10 +16,15 @@ def _media_root(tmp_path, settings):
     shutil.rmtree(tmp_path / "media", ignore_errors=True)
 
 
+def _test_database(connection) -> bool:
+    # The demo and a default deployment use database 0 (REDIS_URL's default).
+    return connection.connection_pool.connection_kwargs.get("db", 0) != 0
+
+
 @pytest.fixture
 def redis_conn():
     connection = redis_connection()
-    assert connection.connection_pool.connection_kwargs.get("db") == 15, "tests use Redis db 15"
+    assert _test_database(connection), "tests flush their own Redis database, never the demo's"
     connection.flushdb()
     yield connection
     connection.flushdb()
@@ -29,7 +34,7 @@ def redis_conn():
 def _clean_redis(request):
     # Every test that can enqueue gets an empty test database.
     connection = redis_connection()
-    if connection.connection_pool.connection_kwargs.get("db") == 15:
+    if _test_database(connection):
         connection.flushdb()
 
 

@@ -5,6 +5,11 @@ import os
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/paperlane")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("MEDIA_ROOT", "/tmp/paperlane-test-media")
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
+# The tests' servers speak plain HTTP on loopback.
+os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+os.environ.setdefault("SESSION_COOKIE_SECURE", "false")
+os.environ.setdefault("CSRF_COOKIE_SECURE", "false")
 # Playwright's sync API runs an event loop in the test thread; the ORM calls the
 # tests make there are still plain synchronous calls.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

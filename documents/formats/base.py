@@ -1,11 +1,20 @@
-"""What every format module gives and the rules they share (page limits)."""
+"""What every format module gives, the limits they obey and the rules they share.
 
+Pure: no models, no database, no Django settings read here, so extraction can
+run in a child process that has nothing but these modules loaded. Limits come
+in as arguments (`ExtractLimits`, `AcceptLimits`), built from the settings by
+`documents.formats.limits_from_settings`.
+"""
+
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.conf import settings
-
 from core.errors import UnreadableDocument
+
+PDF = "pdf"
+DOCX = "docx"
 
 # Called with (pages done, pages in all) while text is extracted.
 OnPage = Callable[[int, int], None]
@@ -17,7 +26,8 @@ class Inspection:
 
     kind: str
     pages: int
-    # True when `pages` is an estimate that extraction will correct.
+    # True when `pages` is a guess (words, page markers) rather than what the file states;
+    # either way extraction counts the real pages and the charge follows them.
     estimated: bool
 
 
@@ -29,15 +39,67 @@ class Extracted:
     page_count: int
 
 
-def check_page_count(pages: object, *, what: str = "document") -> int:
-    """A usable page count within PAPERLANE_MAX_PAGES_PER_DOCUMENT, or UnreadableDocument."""
+@dataclass(frozen=True)
+class ExtractLimits:
+    max_pages: int
+    max_chars_per_page: int
+    max_chars: int
+    docx_words_per_page: int
+
+
+@dataclass(frozen=True)
+class AcceptLimits:
+    max_pages: int
+    docx_words_per_page: int
+    docx_max_uncompressed_bytes: int
+    # Inflated document.xml read to count words at accept; the rest is extrapolated.
+    docx_xml_budget_bytes: int
+    # Wall-clock budget of the whole inspection of one upload.
+    seconds: float
+
+
+class Deadline:
+    """The time an inspection may take; `check` refuses the file once it has passed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._ends = time.monotonic() + seconds
+
+    def check(self) -> None:
+        if time.monotonic() > self._ends:
+            raise UnreadableDocument(
+                f"The file could not be checked within {self.seconds:g} seconds; it is too "
+                "complex to accept. Saving it again from its application may help.",
+                code="inspection_too_slow",
+            )
+
+
+def check_page_count(pages: object, *, limit: int, what: str = "document") -> int:
+    """A usable page count within `limit`, or UnreadableDocument."""
     if not isinstance(pages, int) or pages < 1:
         raise UnreadableDocument(
             f"The {what} has no readable pages; the file may be damaged.", code="no_pages"
         )
-    limit = settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT
     if pages > limit:
         raise UnreadableDocument(
             f"The document has {pages} pages; the most we accept is {limit}.", code="too_many_pages"
         )
     return pages
+
+
+def too_much_text(where: str, limit: int) -> UnreadableDocument:
+    return UnreadableDocument(
+        f"{where} has more text than we accept (the limit is {limit:,} characters).",
+        code="too_much_text",
+    )
+
+
+# C0 controls but tab and newline, DEL, C1 controls, and lone surrogates (which
+# cannot be encoded): PostgreSQL refuses NUL in text, and none of these is text.
+_NOT_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def clean_extracted(text: str) -> str:
+    """Extracted text fit to store: carriage returns become newlines, and control
+    characters (but tabs and newlines) are dropped. A single character class: linear."""
+    return _NOT_TEXT.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))

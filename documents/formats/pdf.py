@@ -1,4 +1,12 @@
-"""PDF: recognise, count pages (accept) and extract text per page (extract stage)."""
+"""PDF: recognise and count pages at accept; text and the real page count at extract.
+
+At accept only the strict parser runs: it reads the cross-reference table and
+the page tree's root, nothing else. A file it refuses (a damaged
+cross-reference table, say) is not repaired in the request: its pages are
+estimated from the page objects in its bytes, and the extract stage repairs
+and counts it. The page tree's /Count is what the file states; extraction
+counts the pages there really are, and that is what is charged.
+"""
 
 import io
 import logging
@@ -8,20 +16,33 @@ from pypdf import PdfReader
 from rq.timeouts import BaseTimeoutException
 
 from core.errors import UnreadableDocument
-from documents.formats.base import Extracted, Inspection, OnPage, check_page_count
-from documents.models import DocumentKind
+from documents.formats.base import (
+    PDF,
+    AcceptLimits,
+    Deadline,
+    Extracted,
+    ExtractLimits,
+    Inspection,
+    OnPage,
+    check_page_count,
+    clean_extracted,
+    too_much_text,
+)
 
 logger = logging.getLogger(__name__)
 
-KIND = DocumentKind.PDF
+KIND = PDF
 # Some producers put junk before the header; readers accept it within 1 KiB.
 HEADER_WINDOW = 1024
 _TRAILER_WINDOW = 2048
+_SCAN_BLOCK = 1024 * 1024
 
-ENCRYPTED = UnreadableDocument(
-    "The PDF is protected by a password. Remove the password and upload it again.",
-    code="encrypted_pdf",
-)
+
+def _encrypted() -> UnreadableDocument:
+    return UnreadableDocument(
+        "The PDF is protected by a password. Remove the password and upload it again.",
+        code="encrypted_pdf",
+    )
 
 
 def _damaged(detail: str = "could not be read") -> UnreadableDocument:
@@ -37,12 +58,12 @@ def matches(head: bytes) -> bool:
 def _open(stream: BinaryIO, *, strict: bool) -> PdfReader:
     reader = PdfReader(stream, strict=strict)
     if reader.is_encrypted and not reader.decrypt(""):
-        raise ENCRYPTED
+        raise _encrypted()
     return reader
 
 
-def inspect(stream: BinaryIO) -> Inspection:
-    """The page count the page tree states, without walking the pages."""
+def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> Inspection:
+    """The page count the file states, without walking its pages or repairing it."""
     stream.seek(0, 2)
     size = stream.tell()
     stream.seek(max(size - _TRAILER_WINDOW, 0))
@@ -55,28 +76,56 @@ def inspect(stream: BinaryIO) -> Inspection:
             code="truncated_pdf",
         )
     try:
-        # Strict parsing reads only the xref table; the tolerant mode also visits
-        # every object, so it is kept for files the strict parser refuses.
-        try:
-            reader = _open(stream, strict=True)
-        except UnreadableDocument:
-            raise
-        except Exception:  # any complaint: let the tolerant parser decide
-            stream.seek(0)
-            reader = _open(stream, strict=False)
-        pages = reader.root_object["/Pages"]["/Count"]
+        pages = _open(stream, strict=True).root_object["/Pages"]["/Count"]
+        estimated = False
     except UnreadableDocument:
         raise
-    except Exception as exc:  # pypdf raises many types for damaged input
-        logger.info("unreadable PDF at accept: %s", exc)
-        raise _damaged() from exc
+    except Exception as exc:  # pypdf raises many types for what strict mode refuses
+        logger.info("PDF needs repair; estimating its pages at accept: %s", exc)
+        pages, estimated = _count_page_objects(stream, deadline), True
     finally:
         stream.seek(0)
-    return Inspection(kind=KIND, pages=check_page_count(pages, what="PDF"), estimated=False)
+    deadline.check()
+    pages = check_page_count(pages, limit=limits.max_pages, what="PDF")
+    return Inspection(kind=KIND, pages=pages, estimated=estimated)
 
 
-def extract(data: bytes, *, on_page: OnPage | None = None) -> Extracted:
-    """Text of every page and the number of pages there really are."""
+# "/Type /Page" (not "/Pages") marks a page object. Compressed object streams
+# (/ObjStm) hide them: then the count is only known to be at least one.
+_PAGE_MARKERS = (b"/Type/Page", b"/Type /Page")
+_OBJECT_STREAM = b"/ObjStm"
+
+
+def _count_page_objects(stream: BinaryIO, deadline: Deadline) -> int:
+    """Page objects in the raw bytes: fixed-string counts over blocks, linear in the size.
+    A file with none, and no compressed objects that could hold them, is damaged."""
+    patterns = [(marker, +1) for marker in _PAGE_MARKERS] + [
+        (marker + b"s", -1) for marker in _PAGE_MARKERS
+    ]
+    hidden = 0
+    keep = max(len(pattern) for pattern, _ in patterns) - 1
+    stream.seek(0)
+    count, carry = 0, b""
+    while True:
+        block = stream.read(_SCAN_BLOCK)
+        data = carry + block
+        # Count what starts before `decided`; the tail may begin a marker the next
+        # block completes, so it is kept and counted then.
+        decided = len(data) - keep if block else len(data)
+        for pattern, sign in patterns:
+            count += sign * data[: max(decided, 0) + len(pattern) - 1].count(pattern)
+        hidden += data[: max(decided, 0) + len(_OBJECT_STREAM) - 1].count(_OBJECT_STREAM)
+        if not block:
+            if count < 1 and not hidden:
+                raise _damaged("'s pages could not be found")
+            return max(count, 1)
+        carry = data[max(decided, 0) :]
+        deadline.check()
+
+
+def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None) -> Extracted:
+    """Text of every page and the number of pages there really are (pypdf walks the page
+    tree, whatever its /Count says). The tolerant parser repairs what it can."""
     try:
         reader = _open(io.BytesIO(data), strict=False)
         pages = reader.pages
@@ -87,11 +136,11 @@ def extract(data: bytes, *, on_page: OnPage | None = None) -> Extracted:
         raise _damaged() from exc
     if total < 1:
         raise _damaged("'s pages could not be found")
-    check_page_count(total)
-    texts = []
+    check_page_count(total, limit=limits.max_pages)
+    texts, chars = [], 0
     for number, page in enumerate(pages, start=1):
         try:
-            texts.append(page.extract_text() or "")
+            text = clean_extracted(page.extract_text() or "")
         except BaseTimeoutException:
             raise
         except Exception as exc:
@@ -99,6 +148,12 @@ def extract(data: bytes, *, on_page: OnPage | None = None) -> Extracted:
                 f"Page {number} of the PDF could not be read; the file appears to be damaged.",
                 code="damaged_pdf",
             ) from exc
+        if len(text) > limits.max_chars_per_page:
+            raise too_much_text(f"Page {number}", limits.max_chars_per_page)
+        chars += len(text)
+        if chars > limits.max_chars:
+            raise too_much_text("The document", limits.max_chars)
+        texts.append(text)
         if on_page is not None:
             on_page(number, total)
     return Extracted(text="\n\n".join(texts), page_count=total)

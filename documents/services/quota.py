@@ -167,3 +167,23 @@ def quota_rehold(*, reservation: QuotaReservation) -> QuotaReservation:
         raise _refuse(organisation_id=reservation.organisation_id, pages=reservation.pages)
     _resolve(reservation, Held.HELD)
     return reservation
+
+
+@transaction.atomic
+def quota_resize(*, reservation: QuotaReservation, pages: int) -> QuotaReservation:
+    """Hold exactly `pages` for work whose real size is now known (after extraction):
+    take the extra pages if they fit (else QuotaExceeded, and nothing changes), or give
+    back what was held beyond them. A reservation no longer held is left as it is."""
+    reservation = _locked(reservation)
+    if reservation.status != Held.HELD or reservation.pages == pages:
+        return reservation
+    extra = pages - reservation.pages
+    if extra > 0 and not _take(organisation_id=reservation.organisation_id, pages=extra):
+        raise _refuse(organisation_id=reservation.organisation_id, pages=pages)
+    if extra < 0:
+        Organisation.objects.filter(id=reservation.organisation_id).update(
+            pages_reserved=F("pages_reserved") + extra
+        )
+    reservation.pages, reservation.estimated = pages, False
+    reservation.save(update_fields=["pages", "estimated"])
+    return reservation

@@ -74,4 +74,5 @@ def attempt_finish(attempt: StageAttempt, outcome: str, *, message: str = "", tb
     attempt.finished_at = timezone.now()
     attempt.error_message = message[:10000]
     attempt.traceback = tb[:50000]
-    attempt.save(update_fields=["outcome", "finished_at", "error_message", "traceback", "cpu_ms"])
+    fields = ["outcome", "finished_at", "error_message", "error_type", "traceback", "cpu_ms"]
+    attempt.save(update_fields=fields)

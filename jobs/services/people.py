@@ -55,10 +55,10 @@ def run_retry(*, run: ImportRun, actor: Actor) -> ImportRun:
     quota_rehold(reservation=run.reservation)
     from_status = run.status
     run.status, run.due_at, run.finished_at = RunStatus.QUEUED, timezone.now(), None
-    run.attempts = run.crashes = 0
+    run.stage_attempts = run.crashes = 0
     run.generation += 1
     run.error_code = run.error_message = ""
-    fields = ["status", "due_at", "finished_at", "attempts", "crashes", "generation"]
+    fields = ["status", "due_at", "finished_at", "stage_attempts", "crashes", "generation"]
     run_save(
         run,
         [*fields, "error_code", "error_message"],

@@ -45,7 +45,8 @@ def run_abandon_expired(*, run_id: uuid.UUID) -> ImportRun | None:
         reason = run.error_message
     else:
         run.due_at = now
-        run.error_code, run.error_message = "worker_lost", message
+        run.error_code = "worker_lost"
+        run.error_message = f"The {run.stage} step was interrupted; it is resuming elsewhere."
         reason = f"{message}; resuming elsewhere"
     fields = ["crashes", "lease_owner", "lease_expires_at", "status", "finished_at", "due_at"]
     run_save(

@@ -50,7 +50,8 @@ def run_claim(
         "status": RunStatus.PROCESSING,
         "lease_owner": owner,
         "lease_expires_at": now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
-        "attempts": F("attempts") + 1,
+        "stage_attempts": F("stage_attempts") + 1,
+        "total_attempts": F("total_attempts") + 1,
         "started_at": Coalesce("started_at", Value(now)),
         "updated_at": now,
     }
@@ -69,7 +70,7 @@ def run_claim(
         run=run,
         stage=stage,
         generation=run.generation,
-        number=run.attempts,
+        number=run.stage_attempts,
         job_id=job_id,
         worker=worker,
         started_at=now,
@@ -115,7 +116,7 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
     changes = {
         "lease_owner": "",
         "lease_expires_at": None,
-        "attempts": 0,
+        "stage_attempts": 0,
         "crashes": 0,
         "error_code": "",
         "error_message": "",
@@ -141,12 +142,36 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
     return run
 
 
+@dataclass(frozen=True)
+class Failure:
+    """What went wrong in an attempt, for operators: never shown to the uploader."""
+
+    detail: str
+    error_type: str = ""
+    traceback: str = ""
+
+
+def _timed_out_before(claim: Claim) -> bool:
+    return (
+        StageAttempt.objects.filter(
+            run_id=claim.run.id,
+            generation=claim.attempt.generation,
+            stage=claim.attempt.stage,
+            outcome=Outcome.TIMEOUT,
+        )
+        .exclude(id=claim.attempt.id)
+        .exists()
+    )
+
+
 @transaction.atomic
 def run_record_failure(
-    *, claim: Claim, outcome: str, message: str, code: str, tb: str = "", permanent: bool
+    *, claim: Claim, outcome: str, code: str, message: str, failure: Failure, permanent: bool
 ) -> ImportRun | None:
     """Record a failed attempt and decide: retry later, fail, or dead letter.
 
+    `message` is for the uploader; `failure` is kept on the attempt. A stage
+    that times out a second time fails: it would most likely time out again.
     Returns None when the run was no longer this worker's to change.
     """
     run = (
@@ -157,21 +182,31 @@ def run_record_failure(
     )
     if run is None:
         return None
-    attempt_finish(claim.attempt, outcome, message=message, tb=tb)
+    claim.attempt.error_type = failure.error_type
+    attempt_finish(claim.attempt, outcome, message=failure.detail, tb=failure.traceback)
+    if outcome == Outcome.TIMEOUT and _timed_out_before(claim):
+        permanent, message = True, f"Processing took too long: {message[0].lower()}{message[1:]}"
     now, from_status = timezone.now(), run.status
     run.lease_owner, run.lease_expires_at = "", None
     run.error_code, run.error_message = code, message
     run.crashes = 0  # the worker lived to record this: the crash streak ends
     if permanent:
         run.status, run.finished_at, run.due_at = RunStatus.FAILED, now, None
-        reason = f"{run.stage} failed: {message}"
-    elif retries_left(attempt=run.attempts):
-        delay = backoff_seconds(attempt=run.attempts)
+        reason = f"{run.stage} failed: {failure.detail}"
+    elif retries_left(attempt=run.stage_attempts):
+        delay = backoff_seconds(attempt=run.stage_attempts)
         run.due_at = now + timedelta(seconds=delay)
-        reason = f"{run.stage} attempt {run.attempts} failed ({message}); retry in {delay:.1f}s"
+        reason = (
+            f"{run.stage} attempt {run.stage_attempts} failed ({failure.detail}); "
+            f"retry in {delay:.1f}s"
+        )
     else:
         run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
-        reason = f"{run.stage} failed {run.attempts} times; last error: {message}"
+        run.error_message = (
+            f"The {run.stage} step failed {run.stage_attempts} times in a row; "
+            "an operator can look into it and retry."
+        )
+        reason = f"{run.stage} failed {run.stage_attempts} times; last error: {failure.detail}"
     fields = ["lease_owner", "lease_expires_at", "error_code", "error_message", "status", "crashes"]
     run_save(
         run,

@@ -24,6 +24,13 @@ def run(ctx: StageContext) -> None:
     if extracted is None:
         raise PermanentError("The document's text is missing; retry the run.", code="text_missing")
     pieces = split_chunks(clean_text(extracted.text))
+    limit = settings.PAPERLANE_MAX_CHUNKS_PER_DOCUMENT
+    if len(pieces) > limit:
+        raise PermanentError(
+            f"The document's text makes {len(pieces):,} chunks; the limit is {limit:,} chunks "
+            "for one document.",
+            code="too_many_chunks",
+        )
     embedder = get_embedder()
     batch_size = settings.PAPERLANE_EMBED_BATCH_SIZE
     ctx.progress(0, len(pieces))

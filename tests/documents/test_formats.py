@@ -1,58 +1,208 @@
-"""File formats: text and real page counts (pure functions, no database)."""
+"""File formats: what accept learns within its budget, and what extraction counts and keeps.
+
+Pure functions on real and crafted files; no database.
+"""
+
+import io
+import time
+import zipfile
 
 import pytest
 from pypdf import PageObject
 from rq.timeouts import JobTimeoutException
 
-from core.errors import UnreadableDocument
-from documents.formats import docx, pdf
+from core.errors import UnreadableDocument, UnsupportedFileType
+from documents.formats import accept_limits, docx, extract_limits, inspect_upload, pdf
+from documents.formats.base import Deadline
+from tests.support import hostile
 from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf, make_pdf
 
 
-def test_pdf_extraction_reads_every_page_and_counts_them():
+@pytest.fixture
+def limits():
+    return extract_limits()
+
+
+# --- Extraction ----------------------------------------------------------------------------
+
+
+def test_pdf_extraction_reads_every_page_and_counts_them(limits):
     seen = []
 
-    extracted = pdf.extract(make_pdf(5), on_page=lambda done, total: seen.append((done, total)))
+    extracted = pdf.extract(make_pdf(5), limits=limits, on_page=lambda *p: seen.append(p))
 
     assert extracted.page_count == 5
     assert all(f"Page {n}" in extracted.text for n in range(1, 6))
     assert seen[-1] == (5, 5)
 
 
-def test_an_encrypted_pdf_is_unreadable_with_a_plain_reason():
+def test_an_encrypted_pdf_is_unreadable_with_a_plain_reason(limits):
     with pytest.raises(UnreadableDocument, match="password"):
-        pdf.extract(make_encrypted_pdf())
+        pdf.extract(make_encrypted_pdf(), limits=limits)
 
 
-def test_a_pdf_with_a_broken_page_tree_is_unreadable():
+def test_a_pdf_with_a_broken_page_tree_is_unreadable(limits):
     with pytest.raises(UnreadableDocument, match="damaged"):
-        pdf.extract(make_damaged_pdf(3))
+        pdf.extract(make_damaged_pdf(3), limits=limits)
 
 
-def test_docx_extraction_uses_the_saved_page_count():
-    extracted = docx.extract(make_docx(4, pages_property=3))
-
-    assert extracted.page_count == 3
-    assert extracted.text.startswith("Paragraph 1.")
-
-
-def test_docx_garbage_is_unreadable():
+def test_docx_garbage_is_unreadable(limits):
     with pytest.raises(UnreadableDocument):
-        docx.extract(b"PK\x03\x04 not really a zip")
+        docx.extract(b"PK\x03\x04 not really a zip", limits=limits)
 
 
-def test_a_timeout_during_extraction_is_not_mistaken_for_damage(monkeypatch):
+def test_a_timeout_during_extraction_is_not_mistaken_for_damage(monkeypatch, limits):
     def slow(self, *args, **kwargs):
         raise JobTimeoutException("took too long")
 
     monkeypatch.setattr(PageObject, "extract_text", slow)
 
     with pytest.raises(JobTimeoutException):
-        pdf.extract(make_pdf(2))
+        pdf.extract(make_pdf(2), limits=limits)
+
+
+def test_extracted_text_keeps_no_nul_or_control_characters(limits):
+    extracted = pdf.extract(hostile.pdf_with_nul_text(2), limits=limits)
+
+    assert "Page" in extracted.text
+    assert not any(ord(c) < 32 and c not in "\n\t" for c in extracted.text)
+    assert "\x7f" not in extracted.text
+
+
+def test_a_pdf_is_counted_by_its_real_pages_whatever_its_count_says(limits):
+    lying = hostile.pdf_with_lying_count(real_pages=40, stated=1)
+
+    assert pdf.inspect(io.BytesIO(lying), limits=accept_limits(), deadline=_ample()).pages == 1
+    assert pdf.extract(lying, limits=limits).page_count == 40
+
+
+def test_a_docx_is_charged_by_its_words_when_it_states_fewer_pages(settings):
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 500
+
+    extracted = docx.extract(hostile.docx_many_words(20_000, stated_pages=1), limits=_limits())
+
+    assert extracted.page_count == 40
+
+
+def test_a_docx_is_charged_what_it_states_when_that_is_more(limits):
+    extracted = docx.extract(make_docx(4, pages_property=3), limits=limits)
+
+    assert extracted.page_count == 3
+    assert extracted.text.startswith("Paragraph 1.")
+
+
+def test_the_page_limit_applies_to_docx_at_extract(settings):
+    settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 5
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+
+    with pytest.raises(UnreadableDocument, match="the most we accept is 5") as refused:
+        docx.extract(hostile.docx_with_prefix(words=3000, prefix="ns0"), limits=_limits())
+    assert refused.value.code == "too_many_pages"
 
 
 def test_more_pages_than_allowed_is_unreadable_even_if_the_file_claimed_fewer(settings):
     settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 3
 
     with pytest.raises(UnreadableDocument, match="the most we accept is 3"):
-        pdf.extract(make_pdf(5))
+        pdf.extract(hostile.pdf_with_lying_count(real_pages=5, stated=1), limits=_limits())
+
+
+def test_a_page_with_more_text_than_the_limit_is_refused_naming_it(settings):
+    settings.PAPERLANE_MAX_CHARS_PER_PAGE = 100
+
+    with pytest.raises(UnreadableDocument, match="Page 1 has more text") as refused:
+        pdf.extract(make_pdf(2, words_per_page=100), limits=_limits())
+    assert "100 characters" in refused.value.message
+
+
+# --- Accept: bounded inspection ---------------------------------------------------------
+
+
+def test_a_docx_of_unclosed_text_tags_is_answered_in_well_under_a_second():
+    crafted = hostile.docx_quadratic_text_runs(24_000)  # about 20 s with the old regex
+
+    started = time.monotonic()
+    with pytest.raises(UnreadableDocument) as refused:
+        inspect_upload(io.BytesIO(crafted))
+    assert time.monotonic() - started < 1
+    assert refused.value.code == "damaged_docx"
+
+
+def test_a_zip_with_a_huge_directory_is_refused_from_its_end_record():
+    crafted = hostile.zip_with_huge_directory(100_000)
+
+    started = time.monotonic()
+    with pytest.raises(UnreadableDocument) as refused:
+        inspect_upload(io.BytesIO(crafted))
+    assert time.monotonic() - started < 0.2
+    assert refused.value.code == "docx_too_large"
+
+
+def test_a_pdf_the_strict_parser_refuses_is_estimated_not_repaired_at_accept():
+    broken = hostile.pdf_with_broken_startxref(size_mb=10)
+
+    started = time.monotonic()
+    inspection = inspect_upload(io.BytesIO(broken))
+
+    assert time.monotonic() - started < 1
+    assert (inspection.kind, inspection.pages, inspection.estimated) == ("pdf", 100, True)
+
+
+def test_a_docx_without_stated_pages_is_estimated_from_its_words_in_any_prefix(settings):
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+    data = _without_app_xml(hostile.docx_with_prefix(words=3000, prefix="ns0"))
+
+    inspection = inspect_upload(io.BytesIO(data))
+
+    assert (inspection.kind, inspection.pages, inspection.estimated) == ("docx", 30, True)
+
+
+def test_words_beyond_the_xml_budget_are_extrapolated(settings):
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+    data = make_docx(200, words_per_paragraph=80)  # 200 x 82 words, no stated pages
+
+    settings.PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = 10_000_000
+    counted = inspect_upload(io.BytesIO(data)).pages
+    settings.PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = 20_000
+    extrapolated = inspect_upload(io.BytesIO(data)).pages
+
+    assert counted == 164
+    assert 0.7 * counted <= extrapolated <= 1.3 * counted
+
+
+def test_a_zip_that_is_not_a_word_document_is_unsupported():
+    with pytest.raises(UnsupportedFileType):
+        inspect_upload(io.BytesIO(hostile._zip({"hello.txt": b"hello"})))
+
+
+def _ample() -> Deadline:
+    return Deadline(10)
+
+
+def _limits():
+    return extract_limits()
+
+
+def _without_app_xml(data: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            if info.filename != "docProps/app.xml":
+                target.writestr(info, source.read(info))
+    return out.getvalue()
+
+
+def test_a_document_with_more_text_than_the_limit_is_refused_naming_it(settings):
+    settings.PAPERLANE_MAX_CHARS_PER_DOCUMENT = 1000
+
+    with pytest.raises(UnreadableDocument, match="The document has more text") as refused:
+        docx.extract(make_docx(20, words_per_paragraph=80), limits=_limits())
+    assert "1,000 characters" in refused.value.message
+
+
+def test_a_docx_whose_xml_is_broken_is_damaged_not_out_of_memory(limits):
+    broken = hostile._replace_document_xml(make_docx(2), [b"<w:document><w:body><w:p>"])
+
+    with pytest.raises(UnreadableDocument) as refused:
+        docx.extract(broken, limits=limits)
+    assert refused.value.code == "damaged_docx"

@@ -11,11 +11,12 @@ from collections import Counter
 
 import pytest
 
-from documents.models import Chunk, QuotaReservation, UsageEntry
+from documents.models import Chunk, Organisation, QuotaReservation, UsageEntry
 from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.models import ImportRun, StageAttempt
 from jobs.queues import get_queue, redis_connection
+from tests.support import hostile
 from tests.support.files import make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
 from tests.support.uploads import accepted_run
@@ -64,6 +65,7 @@ def test_a_multi_page_pdf_is_processed_end_to_end(api, org):
     assert (org.pages_used, org.pages_reserved) == (7, 0)
     body = api.get(f"/api/v1/runs/{finished.id}").json()
     assert body["status"] == "succeeded" and body["page_count"] == 7
+    assert (body["attempts"], body["stage_attempts"]) == (5, 0)
     assert body["progress"]["done"] == body["progress"]["total"]
 
 
@@ -168,7 +170,10 @@ def test_always_transient_goes_to_dead_letter_after_the_bound(api, org):
     finished = process_with_workers(api, make_pdf(4), **env)
 
     assert finished.status == "dead_letter"
-    assert "503" in finished.error_message
+    # The uploader reads a plain message; the provider's answer stays with the attempts.
+    assert "failed 3 times" in finished.error_message and "503" not in finished.error_message
+    embed = finished.attempts_log.filter(stage="embed")
+    assert all("503" in attempt.error_message for attempt in embed)
     assert [o for s, o in outcomes(finished) if s == "embed"] == ["transient_error"] * 3
     assert QuotaReservation.objects.get(run=finished).status == "released"
     org.refresh_from_db()
@@ -204,18 +209,21 @@ def test_a_stage_that_ignores_its_timeout_has_its_worker_stopped(api, org):
     assert QuotaReservation.objects.get(run=finished).status == "released"
 
 
-def test_a_stage_over_its_timeout_is_recorded_and_retried(api, org):
+def test_a_stage_over_its_timeout_is_retried_once_then_fails_as_too_long(api, org):
     env = {
         "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
         "EMBED_DELAY": "3",
         "PAPERLANE_STAGE_TIMEOUTS": "embed=1",
-        "PAPERLANE_RETRY_MAX_ATTEMPTS": "2",
+        "PAPERLANE_RETRY_MAX_ATTEMPTS": "5",
     }
     finished = process_with_workers(api, make_pdf(1), **env)
 
-    assert finished.status == "dead_letter"
+    assert (finished.status, finished.error_code) == ("failed", "timeout")
     assert [o for s, o in outcomes(finished) if s == "embed"] == ["timeout", "timeout"]
-    assert "longer than 1 seconds" in finished.error_message
+    assert finished.error_message == (
+        "Processing took too long: the embed step took longer than its limit of 1 seconds."
+    )
+    assert QuotaReservation.objects.get(run=finished).status == "released"
 
 
 def test_run_workers_stops_cleanly_on_sigterm(api, org):
@@ -270,3 +278,31 @@ def test_a_worker_killed_after_its_callback_but_before_rq_finished_the_job(api, 
     assert [o for s, o in outcomes(finished) if s == "store"] == ["succeeded"]
     assert stuck == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
     assert_charged_once(finished, 3)
+
+
+def test_documents_over_the_extraction_limits_fail_and_the_workers_carry_on(api, org, settings):
+    settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 100_000
+    Organisation.objects.filter(id=org.id).update(page_limit=10_000_000)
+    env = {
+        "PAPERLANE_EXTRACT_CPU_SECONDS": "2",
+        "PAPERLANE_EXTRACT_MEMORY_MB": "256",
+        "PAPERLANE_MAX_PAGES_PER_DOCUMENT": "100000",
+    }
+    with running_workers(**env):
+        heavy = accepted_run(api, hostile.pdf_with_shared_heavy_content(3, stream_mb=2))
+        inflating = accepted_run(api, hostile.docx_inflating(60), name="inflating.docx")
+        ended = wait_terminal([heavy.id, inflating.id], timeout=120)
+        workers = redis_connection().smembers("rq:workers")
+        normal = accepted_run(api, make_pdf(2))
+        finished = wait_terminal([normal.id], timeout=60)[normal.id]
+        assert redis_connection().smembers("rq:workers") == workers  # none died or restarted
+
+    heavy, inflating = ended[heavy.id], ended[inflating.id]
+    assert (heavy.status, heavy.error_code) == ("failed", "extract_cpu_limit")
+    assert "more than 2 s of CPU" in heavy.error_message
+    assert (inflating.status, inflating.error_code) == ("failed", "extract_memory_limit")
+    assert "more than 256 MB of memory" in inflating.error_message
+    for run in (heavy, inflating):
+        assert [o for s, o in outcomes(run) if s == "extract"] == ["permanent_error"]
+        assert QuotaReservation.objects.get(run=run).status == "released"
+    assert finished.status == "succeeded"

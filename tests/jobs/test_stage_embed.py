@@ -36,3 +36,14 @@ def test_chunk_ids_are_stable_per_document_version_and_index():
     assert a == Chunk.stable_id(document_id=document, version=1, index=3)
     assert a != Chunk.stable_id(document_id=document, version=2, index=3)
     assert a != Chunk.stable_id(document_id=document, version=1, index=4)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_document_with_more_chunks_than_the_limit_fails_naming_it(api, settings):
+    settings.PAPERLANE_MAX_CHUNKS_PER_DOCUMENT = 2
+
+    run = drive(accepted_run(api, make_pdf(6, words_per_page=300)).id)
+
+    assert (run.status, run.stage, run.error_code) == ("failed", "embed", "too_many_chunks")
+    assert "the limit is 2 chunks" in run.error_message
+    assert not Chunk.objects.filter(document=run.document_id).exists()

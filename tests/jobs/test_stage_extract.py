@@ -1,21 +1,36 @@
-"""The extract stage on PostgreSQL: readable errors for unreadable documents."""
+"""The extract stage on PostgreSQL: clean text, real page counts, quota checked again,
+readable errors for unreadable documents, permanent errors not retried."""
 
 import pytest
 
-from documents.models import QuotaReservation
-from jobs.models import StageAttempt
-from tests.support.files import make_damaged_pdf, make_encrypted_pdf
+from documents.models import (
+    Chunk,
+    DocumentText,
+    Organisation,
+    QuotaReservation,
+    UsageEntry,
+)
+from jobs.models import RunTransition, StageAttempt
+from jobs.stages import extract as extract_stage
+from tests.support import hostile
+from tests.support.files import make_damaged_pdf, make_encrypted_pdf, make_pdf
 from tests.support.runs import drive, unchecked_run
+from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.mark.parametrize(
-    ("data", "message"),
-    [(make_damaged_pdf(3), "damaged"), (make_encrypted_pdf(3), "password")],
+    ("data", "message", "code"),
+    [
+        (make_damaged_pdf(3), "damaged", "damaged_pdf"),
+        (make_encrypted_pdf(3), "password", "encrypted_pdf"),
+    ],
     ids=["damaged", "encrypted"],
 )
-def test_unreadable_pdfs_fail_after_one_attempt_with_a_readable_error(org, api, data, message):
+def test_unreadable_pdfs_fail_after_one_attempt_with_a_readable_error(
+    org, api, data, message, code
+):
     run = drive(unchecked_run(org, data, kind="pdf", pages=3).id)
 
     assert run.status == "failed"
@@ -25,5 +40,87 @@ def test_unreadable_pdfs_fail_after_one_attempt_with_a_readable_error(org, api, 
     assert QuotaReservation.objects.get(run=run).status == "released"
     body = api.get(f"/api/v1/runs/{run.id}").json()
     assert body["status"] == "failed"
-    assert body["error"]["code"] == "unreadable_document"
+    assert body["error"]["code"] == code
     assert message in body["error"]["message"]
+
+
+def test_text_with_nul_characters_is_cleaned_and_stored(api):
+    run = drive(accepted_run(api, hostile.pdf_with_nul_text(2)).id)
+
+    assert run.status == "succeeded", run.error_message
+    text = DocumentText.objects.get(document=run.document_id).text
+    assert "Page" in text and "\x00" not in text
+    assert StageAttempt.objects.filter(run=run, stage="extract").count() == 1
+
+
+def test_a_pdf_is_charged_its_real_pages_not_the_count_it_states(api, org):
+    run = accepted_run(api, hostile.pdf_with_lying_count(real_pages=40, stated=1))
+    assert run.reservation.pages == 1
+
+    run = drive(run.id)
+
+    assert run.status == "succeeded", run.error_message
+    assert UsageEntry.objects.get(document=run.document_id).pages == 40
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (40, 0)
+
+
+def test_a_docx_stating_one_page_is_charged_by_its_words(api, org, settings):
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 500
+    run = accepted_run(api, hostile.docx_many_words(200_000, stated_pages=1), name="long.docx")
+    assert run.reservation.pages == 1
+
+    run = drive(run.id)
+
+    assert run.status == "succeeded", run.error_message
+    assert UsageEntry.objects.get(document=run.document_id).pages == 400
+
+
+def test_a_document_over_quota_once_counted_fails_before_embed_and_gives_pages_back(api, org):
+    Organisation.objects.filter(id=org.id).update(page_limit=10)
+    run = accepted_run(api, hostile.pdf_with_lying_count(real_pages=40, stated=1))
+
+    run = drive(run.id)
+
+    assert (run.status, run.stage, run.error_code) == ("failed", "extract", "quota_exceeded")
+    assert "40 pages" in run.error_message and "9 pages left" in run.error_message
+    assert not StageAttempt.objects.filter(run=run, stage="embed").exists()
+    assert not Chunk.objects.filter(document=run.document_id).exists()
+    assert QuotaReservation.objects.get(run=run).status == "released"
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (0, 0)
+
+
+def test_a_database_data_error_fails_the_run_after_one_attempt(api, monkeypatch):
+    def save_refused_text(*, document, text, page_count):
+        DocumentText.objects.create(document=document, version=1, text="\x00", page_count=1)
+
+    monkeypatch.setattr(extract_stage, "document_text_save", save_refused_text)
+
+    run = drive(accepted_run(api, make_pdf(2)).id)
+
+    assert (run.status, run.error_code) == ("failed", "unstorable_data")
+    [attempt] = StageAttempt.objects.filter(run=run, stage="extract")
+    assert attempt.error_type == "django.db.utils.DataError"
+    assert "NUL" in attempt.error_message and "NUL" not in run.error_message
+
+
+def test_an_unforeseen_error_is_retried_and_its_class_recorded(api, monkeypatch, settings):
+    settings.PAPERLANE_RETRY_MAX_ATTEMPTS = 2
+    settings.PAPERLANE_RETRY_BASE_SECONDS = 0.01
+
+    def broken(*args, **kwargs):
+        raise ValueError("internal detail /srv/secret/path")
+
+    monkeypatch.setattr(extract_stage, "document_text_save", broken)
+
+    run = drive(accepted_run(api, make_pdf(1)).id)
+
+    assert run.status == "dead_letter"
+    attempts = list(StageAttempt.objects.filter(run=run, stage="extract"))
+    assert [a.outcome for a in attempts] == ["transient_error", "transient_error"]
+    assert {a.error_type for a in attempts} == {"builtins.ValueError"}
+    assert "/srv/secret/path" in attempts[0].error_message
+    assert "/srv/secret/path" not in run.error_message
+    # The history is for operators: it may say what went wrong.
+    assert RunTransition.objects.filter(run=run, reason__contains="ValueError").exists()

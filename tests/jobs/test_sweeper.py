@@ -1,11 +1,20 @@
 """The sweeper against the real test database and Redis, one pass at a time."""
 
+import io
+import os
+import time
+import uuid
 from datetime import timedelta
 
 import pytest
+from django.core.files.storage import default_storage
+from django.core.management import call_command
 from django.utils import timezone
+from rq.job import Job
+from rq.utils import utcformat
 
 from documents.models import QuotaReservation
+from documents.storage import document_storage_key, storage_exists, storage_put
 from jobs.dispatch import stage_job_id
 from jobs.models import ImportRun, StageAttempt
 from jobs.queues import get_queue, redis_connection
@@ -28,6 +37,40 @@ def age(run: ImportRun, seconds: int = 5) -> None:
     )
 
 
+def first_job_id(run: ImportRun) -> str:
+    return stage_job_id(run_id=run.id, stage="create", attempt=0)
+
+
+def enqueued_long_ago(job_id: str, seconds: int = 3600) -> None:
+    """Make a job look as if it had waited in its queue for `seconds`."""
+    stamp = utcformat(timezone.now() - timedelta(seconds=seconds))
+    redis_connection().hset(f"rq:job:{job_id}", "enqueued_at", stamp)
+
+
+def store(key: str, *, written_ago: int = 0) -> str:
+    storage_put(key=key, content=io.BytesIO(make_pdf(1)))
+    if written_ago:
+        backdate(key, seconds=written_ago)
+    return key
+
+
+def backdate(key: str, *, seconds: int) -> None:
+    stamp = time.time() - seconds
+    os.utime(default_storage.path(key), (stamp, stamp))
+
+
+def key_without_document(org, *, version: int = 1, document_id: uuid.UUID | None = None) -> str:
+    return document_storage_key(
+        organisation_id=org.id,
+        document_id=document_id or uuid.uuid4(),
+        version=version,
+        kind="pdf",
+    )
+
+
+HOURS = 3600
+
+
 def test_it_redelivers_a_due_stage_whose_job_redis_lost(api):
     run = upload(api)
     redis_connection().flushdb()
@@ -41,6 +84,7 @@ def test_it_redelivers_a_due_stage_whose_job_redis_lost(api):
 def test_it_leaves_a_job_that_is_waiting_in_a_long_queue(api):
     run = upload(api)
     age(run, seconds=3600)
+    enqueued_long_ago(first_job_id(run))
 
     assert sweep_once().redelivered == 0
 
@@ -70,7 +114,8 @@ def test_an_expired_lease_is_recorded_as_abandoned_and_made_due_again(api, setti
     run.refresh_from_db()
     assert (run.lease_owner, run.crashes, run.status) == ("", 1, "processing")
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "abandoned"
-    assert "stopped responding" in run.error_message
+    assert "stopped responding" in StageAttempt.objects.get(id=claim.attempt.id).error_message
+    assert run.error_message == "The create step was interrupted; it is resuming elsewhere."
 
 
 def test_a_stage_that_keeps_losing_its_worker_becomes_dead_letter(api, settings):
@@ -130,3 +175,144 @@ def test_a_retry_left_scheduled_long_after_its_time_is_delivered_now(api, settin
 
     assert sweep_once().redelivered == 1
     assert get_queue("create").job_ids == [job_id]
+
+
+def test_it_redelivers_a_job_marked_queued_that_is_in_no_queue(api):
+    run = upload(api)
+    job_id = first_job_id(run)
+    assert redis_connection().lrem(get_queue("create").key, 0, job_id) == 1
+    age(run)
+    enqueued_long_ago(job_id)
+
+    assert sweep_once().redelivered == 1
+    assert get_queue("create").job_ids == [job_id]
+    assert Job.fetch(job_id, connection=redis_connection()).get_status() == "queued"
+
+
+def test_it_leaves_a_queued_job_that_a_worker_is_taking_off_its_queue(api):
+    run = upload(api)
+    queue = get_queue("create")
+    # What a worker's dequeue does before it marks the job started.
+    redis_connection().lmove(queue.key, queue.intermediate_queue_key)
+    age(run)
+    enqueued_long_ago(first_job_id(run))
+
+    assert sweep_once().redelivered == 0
+    assert queue.job_ids == []
+
+
+def test_a_pass_bounded_to_two_runs_redelivers_the_two_oldest(api, monkeypatch):
+    monkeypatch.setattr("jobs.sweeper.DELIVERIES_CHECKED_PER_PASS", 2)
+    runs = [upload(api) for _ in range(5)]
+    redis_connection().flushdb()
+    # Ages out of upload order, so the order rows happen to come back in cannot pass.
+    for run, seconds in zip(runs, [30, 50, 10, 40, 20], strict=True):
+        age(run, seconds=seconds)
+
+    assert sweep_once().redelivered == 2
+    assert sorted(get_queue("create").job_ids) == sorted(
+        [first_job_id(runs[1]), first_job_id(runs[3])]
+    )
+
+
+def test_an_old_file_no_document_points_to_is_removed_by_an_orphan_pass_only(org):
+    key = store(key_without_document(org), written_ago=2 * HOURS)
+
+    assert sweep_once().orphans_removed == 0
+    assert storage_exists(key=key)
+    assert sweep_once(orphans=True).orphans_removed == 1
+    assert not storage_exists(key=key)
+
+
+def test_a_file_no_document_points_to_yet_is_kept_during_the_grace_period(org):
+    key = store(key_without_document(org), written_ago=50 * 60)
+
+    assert sweep_once(orphans=True).orphans_removed == 0
+    assert storage_exists(key=key)
+
+
+def test_the_file_of_an_existing_document_is_kept_however_old(api):
+    key = upload(api).document.storage_key
+    backdate(key, seconds=30 * 24 * HOURS)
+
+    assert sweep_once(orphans=True).orphans_removed == 0
+    assert storage_exists(key=key)
+
+
+def test_an_old_file_of_another_version_of_an_existing_document_is_kept(api, org):
+    document = upload(api).document
+    other_version = key_without_document(org, version=2, document_id=document.id)
+    store(other_version, written_ago=2 * HOURS)
+
+    assert sweep_once(orphans=True).orphans_removed == 0
+    assert storage_exists(key=other_version)
+
+
+def test_old_stray_files_whose_keys_do_not_parse_are_kept(org):
+    document_id = uuid.uuid4()
+    folder = f"orgs/{org.id}/documents/{document_id}"
+    strays = [
+        f"{folder}/v1/original.pdf.bak",
+        f"{folder}/v1/notes.txt",
+        f"{folder}/v01/original.pdf",
+        f"orgs/{org.id}/documents/{document_id.hex}/v1/original.pdf",
+        f"orgs/{org.id}/readme.txt",
+    ]
+    for key in strays:
+        store(key, written_ago=2 * HOURS)
+
+    assert sweep_once(orphans=True).orphans_removed == 0
+    assert [key for key in strays if not storage_exists(key=key)] == []
+
+
+def test_an_orphan_pass_removes_at_most_its_limit(org, monkeypatch):
+    monkeypatch.setattr("jobs.sweeper.ORPHANS_PER_PASS", 2)
+    keys = [store(key_without_document(org), written_ago=2 * HOURS) for _ in range(3)]
+
+    assert sweep_once(orphans=True).orphans_removed == 2
+    assert sum(storage_exists(key=key) for key in keys) == 1
+    assert sweep_once(orphans=True).orphans_removed == 1
+
+
+def test_the_sweep_command_without_loop_includes_the_orphan_pass(org):
+    key = store(key_without_document(org), written_ago=2 * HOURS)
+    out = io.StringIO()
+
+    call_command("sweep", stdout=out)
+
+    assert "orphans removed 1" in out.getvalue()
+    assert not storage_exists(key=key)
+
+
+def test_a_job_missing_from_its_queue_is_left_until_the_redeliver_period_passes(api):
+    run = upload(api)
+    redis_connection().lrem(get_queue("create").key, 0, first_job_id(run))
+    age(run)
+
+    assert sweep_once().redelivered == 0
+
+
+def test_a_pass_bounded_to_one_repair_abandons_the_lease_that_expired_first(api, monkeypatch):
+    monkeypatch.setattr("jobs.sweeper.REPAIRS_PER_PASS", 1)
+    runs = [upload(api) for _ in range(3)]
+    for n, (run, seconds) in enumerate(zip(runs, [10, 30, 20], strict=True)):
+        run_claim(run_id=run.id, stage="create", job_id=f"job-{n}", worker="host.1.create")
+        ImportRun.objects.filter(id=run.id).update(
+            lease_expires_at=timezone.now() - timedelta(seconds=seconds)
+        )
+
+    assert sweep_once().abandoned == 1
+    crashed = ImportRun.objects.filter(crashes=1).values_list("id", flat=True)
+    assert list(crashed) == [runs[1].id]
+
+
+def test_a_pass_bounded_to_one_repair_releases_the_run_that_ended_first(api, monkeypatch):
+    monkeypatch.setattr("jobs.sweeper.REPAIRS_PER_PASS", 1)
+    runs = [upload(api) for _ in range(3)]
+    for run, seconds in zip(runs, [10, 30, 20], strict=True):
+        ImportRun.objects.filter(id=run.id).update(status="failed")
+        age(run, seconds=seconds)
+
+    assert sweep_once().released == 1
+    released = QuotaReservation.objects.filter(status="released").values_list("run", flat=True)
+    assert list(released) == [runs[1].id]

@@ -11,19 +11,28 @@ logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
-    help = "One sweeper pass (or, with --loop, one every PAPERLANE_SWEEP_INTERVAL_SECONDS)."
+    help = (
+        "One full sweeper pass, stored orphan files included (or, with --loop, a pass every "
+        "PAPERLANE_SWEEP_INTERVAL_SECONDS and the orphan walk every "
+        "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--loop", action="store_true")
 
     def handle(self, *args, loop, **options):
         if not loop:
-            self.stdout.write(f"sweep: {sweep_once()}")
+            self.stdout.write(f"sweep: {sweep_once(orphans=True)}")
             return
+        # The orphan walk lists the whole storage: once at start, then every interval.
+        orphans_due = time.monotonic()
         while True:
+            orphans = time.monotonic() >= orphans_due
+            if orphans:
+                orphans_due = time.monotonic() + settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS
             try:
                 close_old_connections()
-                sweep_once()
+                sweep_once(orphans=orphans)
             except Exception:  # keep sweeping through database or Redis hiccups
                 logger.exception("sweep failed; trying again")
             time.sleep(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)

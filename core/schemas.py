@@ -1,0 +1,15 @@
+"""How a `core.errors.ServiceError` looks in an API response."""
+
+from ninja import Schema
+
+
+class ErrorOut(Schema):
+    """How every ServiceError looks in an API response."""
+
+    detail: str
+    code: str | None = None
+
+
+class QuotaErrorOut(ErrorOut):
+    pages_requested: int
+    pages_available: int

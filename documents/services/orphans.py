@@ -1,0 +1,70 @@
+"""Stored files no document points to.
+
+The accept path writes a document's bytes to their key before the transaction
+that creates the Document commits, so a web worker killed in between leaves a
+file behind; so does deleting documents (or an organisation). These files are
+only found by walking the storage.
+
+This assumes the storage (MEDIA_ROOT or the bucket) belongs to this database
+alone: a file written by another deployment has no Document here either.
+"""
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from itertools import islice
+
+from documents.models import Document
+from documents.storage import (
+    KEYS_ROOT,
+    DocumentKey,
+    document_key_parse,
+    storage_delete,
+    storage_modified_at,
+    stored_keys,
+)
+
+# Document keys looked up in the database with one query.
+LOOKUP_BATCH = 500
+
+
+def stored_orphans_remove(*, older_than: datetime, limit: int) -> int:
+    """Delete stored document files whose document does not exist and that were last
+    written before `older_than`; stop after `limit` deletions. Returns how many.
+
+    Kept: every file whose document id has a Document row (whatever its version or
+    current key), every file written at or after `older_than` (an accept may be
+    about to commit it) and every key that is not exactly a document key.
+    """
+    removed = 0
+    for key in islice(_orphans_written_before(older_than), limit):
+        storage_delete(key=key.key)
+        removed += 1
+    return removed
+
+
+def _orphans_written_before(moment: datetime) -> Iterator[DocumentKey]:
+    for batch in _batches(_document_keys(), size=LOOKUP_BATCH):
+        for key in _without_document(batch):
+            # Asked only now, for the few keys without a document: a HEAD each on S3.
+            modified_at = storage_modified_at(key=key.key)
+            if modified_at is not None and modified_at < moment:
+                yield key
+
+
+def _document_keys() -> Iterator[DocumentKey]:
+    for key in stored_keys(under=KEYS_ROOT):
+        parsed = document_key_parse(key)
+        if parsed is not None:
+            yield parsed
+
+
+def _without_document(keys: list[DocumentKey]) -> list[DocumentKey]:
+    ids = {key.document_id for key in keys}
+    existing = set(Document.objects.filter(id__in=ids).values_list("id", flat=True))
+    return [key for key in keys if key.document_id not in existing]
+
+
+def _batches(items: Iterable, *, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch

@@ -1,0 +1,52 @@
+"""Production settings: no published secret key, and a clean `check --deploy`."""
+
+import os
+import secrets
+import subprocess
+import sys
+
+from tests.support.processes import ROOT
+
+
+def _manage(*args: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        # Only what a production environment sets: none of the test run's settings.
+        if not key.startswith(
+            ("SECURE_", "SESSION_", "CSRF_", "DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")
+        )
+    }
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DATABASE_URL="sqlite:///:memory:",
+        **env,
+    )
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_without_debug_it_refuses_to_start_without_a_secret_key():
+    result = _manage("check")
+
+    assert result.returncode != 0
+    assert "Set SECRET_KEY" in result.stderr
+
+
+def test_a_development_run_starts_without_a_secret_key():
+    assert _manage("check", DEBUG="true").returncode == 0
+
+
+def test_production_settings_pass_the_deployment_checks():
+    result = _manage(
+        "check", "--deploy", "--fail-level", "WARNING", SECRET_KEY=secrets.token_urlsafe(50)
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout

@@ -1,0 +1,222 @@
+"""Crafted and awkward documents, built in memory, for tests of the ingestion pipeline.
+
+Each function returns the file's bytes; sizes are parameters so a test that only needs to
+prove a limit is applied can ask for a small one.
+"""
+
+import io
+import re
+import struct
+import zipfile
+import zlib
+
+from pypdf import PdfReader, PdfWriter
+from pypdf.generic import NameObject
+
+from tests.support.files import LOREM, make_docx, make_pdf, multipart_body
+
+W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_BYTES_PER_WORD = 7  # what make_pdf() spends per word of text, operators included
+
+
+def pdf_with_nul_text(pages: int = 2) -> bytes:
+    """Text that extracts with NUL and other C0 control characters, as some PDF optimisers
+    and broken font encodings produce; such text cannot be stored in a PostgreSQL text column.
+    """
+    # Raw bytes in a literal string mean the same as \000-style escapes.
+    return make_pdf(pages, words_per_page=40, label="Page\x00\x01\x07\x1b\x1f")
+
+
+def docx_quadratic_text_runs(repeats: int = 24_000) -> bytes:
+    """A tiny DOCX whose document.xml is `<w:t ` over and over, never closed: a regex such as
+    rb"<w:t(?:\\s[^>]*)?>([^<]*)</w:t>" retries from every `<w:t` and runs to the end each time,
+    so its time grows with the square of the size (about 20 s for the default, in 0.7 KB).
+    """
+    return _zip(
+        {
+            "[Content_Types].xml": _CONTENT_TYPES.encode(),
+            "word/document.xml": b"<w:t " * repeats,
+        }
+    )
+
+
+def pdf_with_broken_startxref(size_mb: int = 49) -> bytes:
+    """A PDF of about `size_mb` MiB whose startxref points into a content stream, as left by
+    tools that edit a file without rewriting its trailer: strict parsing refuses it and the
+    tolerant parser rebuilds the cross-reference table by scanning every byte.
+    """
+    pages = 100
+    data = make_pdf(pages, words_per_page=size_mb * 2**20 // (pages * _BYTES_PER_WORD))
+    head, _, _ = data.rpartition(b"startxref\n")
+    return head + b"startxref\n%d\n%%%%EOF\n" % (len(data) // 2)
+
+
+def zip_with_huge_directory(entries: int = 575_000) -> bytes:
+    """A DOCX-looking ZIP (word/document.xml and [Content_Types].xml among its members) whose
+    central directory lists `entries` members in total, the rest empty: listing its members
+    costs time and memory in proportion to the count while the file stays under 50 MB.
+    """
+    members = [
+        (b"[Content_Types].xml", _CONTENT_TYPES.encode()),
+        (b"word/document.xml", _document_xml([_paragraph("w", "Hello")], "w")),
+    ]
+    # Five-character names keep each empty member at 86 bytes (local + central header).
+    members += [(b"%05x" % number, b"") for number in range(entries - len(members))]
+    out, directory = io.BytesIO(), io.BytesIO()
+    local_header = struct.Struct("<IHHHHHIIIHH")
+    central_header = struct.Struct("<IHHHHHHIIIHHHHHII")
+    for name, body in members:
+        crc, size, offset = zlib.crc32(body), len(body), out.tell()
+        # Stored (method 0), dated 1980-01-01, no extra fields.
+        out.write(local_header.pack(0x04034B50, 20, 0, 0, 0, 0x21, crc, size, size, len(name), 0))
+        out.write(name + body)
+        directory.write(
+            central_header.pack(
+                0x02014B50, 20, 20, 0, 0, 0, 0x21, crc, size, size, len(name), 0, 0, 0, 0, 0, offset
+            )
+            + name
+        )
+    directory_at, directory_size = out.tell(), directory.tell()
+    out.write(directory.getvalue())
+    # Over 65,535 members need the ZIP64 end records; the classic record then says 0xFFFF.
+    zip64_at = out.tell()
+    out.write(struct.pack("<IQHHII", 0x06064B50, 44, 45, 45, 0, 0))
+    out.write(struct.pack("<QQQQ", entries, entries, directory_size, directory_at))
+    out.write(struct.pack("<IIQI", 0x07064B50, 0, zip64_at, 1))
+    count = min(entries, 0xFFFF)
+    out.write(
+        struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, directory_size, directory_at, 0)
+    )
+    return out.getvalue()
+
+
+def pdf_with_lying_count(real_pages: int = 4000, stated: int = 1) -> bytes:
+    """A page tree whose root /Count says `stated` while /Kids holds `real_pages` pages, so a
+    check that trusts /Count (cheap, at upload) and one that walks the tree disagree.
+    """
+    data = make_pdf(real_pages, words_per_page=20)
+    data = data.replace(b"/Count %d >>" % real_pages, b"/Count %d >>" % stated, 1)
+    return _rewrite_xref(data)
+
+
+def pdf_with_shared_heavy_content(pages: int = 3, stream_mb: int = 2) -> bytes:
+    """Every page draws the same Flate-compressed content stream of `stream_mb` MiB of text
+    operators: a file of a few KB in which each page costs seconds of text extraction.
+    """
+    words = stream_mb * 2**20 // _BYTES_PER_WORD
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(1, words_per_page=words))))
+    first = writer.pages[0]
+    first.compress_content_streams()
+    for _ in range(pages - 1):
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = first["/Resources"]
+        page[NameObject("/Contents")] = first.raw_get("/Contents")  # the same indirect object
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def docx_inflating(xml_mb: int = 60) -> bytes:
+    """A zip-bomb-like DOCX: a few hundred KB on disk whose valid document.xml inflates to
+    about `xml_mb` MiB of identical paragraphs, which python-docx parses into one big tree.
+    """
+    paragraph = _paragraph("w", LOREM * 3)
+    batch = paragraph * 1000
+    batches = max(1, xml_mb * 2**20 // len(batch))
+    head, tail = _document_xml([], "w").split(b"</w:body>")
+    return _replace_document_xml(make_docx(0), [head, *[batch] * batches, b"</w:body>" + tail])
+
+
+def docx_with_prefix(words: int = 3000, prefix: str = "ns0") -> bytes:
+    """A valid DOCX whose WordprocessingML is written with `prefix:` instead of `w:`, as some
+    generators (lxml or ElementTree defaults) do; XML readers see the same document, but
+    byte-level searches for `<w:t` find nothing.
+    """
+    text = (LOREM * (words // 20 + 1)).split()[:words]
+    paragraphs = [_paragraph(prefix, " ".join(text[i : i + 100])) for i in range(0, len(text), 100)]
+    xml = _document_xml(paragraphs, prefix)
+    return _replace_document_xml(make_docx(0, pages_property=1), [xml])
+
+
+def docx_many_words(words: int = 200_000, stated_pages: int = 1) -> bytes:
+    """A real DOCX of about `words` words (hundreds of pages) whose docProps/app.xml says
+    <Pages>{stated_pages}</Pages>, as a stale or edited property would.
+    """
+    # make_docx adds "Paragraph N." to each paragraph: 198 + 2 = 200 words apiece.
+    return make_docx(max(1, words // 200), words_per_paragraph=198, pages_property=stated_pages)
+
+
+def multipart_many_files(files: int, size: int) -> tuple[bytes, str]:
+    """A multipart/form-data body with `files` parts of `size` bytes each, all in the field
+    `file`: one request that carries many uploads at once.
+    """
+    payload = (b"%PDF-1.4\n" + b"0" * size)[:size]
+    _, content_type = multipart_body("", b"")  # only to learn the boundary
+    closing = f"--{content_type.partition('boundary=')[2]}--\r\n".encode()
+    parts = [
+        multipart_body(f"file-{number}.pdf", payload)[0].removesuffix(closing)
+        for number in range(1, files + 1)
+    ]
+    return b"".join(parts) + closing, content_type
+
+
+_CONTENT_TYPES = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+    '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+    '<Default Extension="xml" ContentType="application/xml"/>'
+    '<Override PartName="/word/document.xml" ContentType="application/'
+    'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
+)
+
+
+def _paragraph(prefix: str, text: str) -> bytes:
+    p = prefix
+    return f"<{p}:p><{p}:r><{p}:t>{text}</{p}:t></{p}:r></{p}:p>".encode()
+
+
+def _document_xml(paragraphs: list[bytes], prefix: str) -> bytes:
+    p = prefix
+    return (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        f'<{p}:document xmlns:{p}="{W_NS}"><{p}:body>'.encode()
+        + b"".join(paragraphs)
+        + f"</{p}:body></{p}:document>".encode()
+    )
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, body in members.items():
+            archive.writestr(name, body)
+    return out.getvalue()
+
+
+def _replace_document_xml(docx: bytes, chunks: list[bytes]) -> bytes:
+    """`docx` with word/document.xml replaced by the concatenation of `chunks`."""
+    source = zipfile.ZipFile(io.BytesIO(docx))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            if info.filename != "word/document.xml":
+                target.writestr(info, source.read(info))
+                continue
+            with target.open("word/document.xml", "w") as member:
+                for chunk in chunks:
+                    member.write(chunk)
+    return out.getvalue()
+
+
+def _rewrite_xref(pdf: bytes) -> bytes:
+    """Recompute the xref table of a make_pdf() file after an edit changed object lengths."""
+    body = pdf[: pdf.rindex(b"\nxref\n") + 1]
+    trailer = pdf[pdf.rindex(b"trailer\n") : pdf.rindex(b"startxref\n")]
+    offsets = [m.start() for m in re.finditer(rb"^\d+ 0 obj$", body, re.MULTILINE)]
+    table = b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    return (
+        body
+        + b"xref\n0 %d\n0000000000 65535 f \n" % (len(offsets) + 1)
+        + table
+        + trailer
+        + b"startxref\n%d\n%%%%EOF\n" % len(body)
+    )
