@@ -6,6 +6,7 @@ import pytest
 from documents.models import Document, QuotaReservation
 from jobs.models import ImportRun, RunTransition
 from jobs.queues import get_queue
+from tests.support import hostile
 from tests.support.files import (
     HTML_AS_PDF,
     make_docx,
@@ -112,6 +113,8 @@ def test_an_owner_password_only_pdf_is_accepted(api):
         (make_pdf(1), "bad\x00name.pdf", 400, "invalid_filename"),
         (b"PK\x03\x04" + b"\x00" * 100, "broken.docx", 422, "damaged_docx"),
         (b"\xd0\xcf\x11\xe0" + b"\x00" * 100, "old.doc", 415, "unsupported_type"),
+        (hostile.docx_quadratic_text_runs(24_000), "runs.docx", 422, "damaged_docx"),
+        (hostile.zip_with_huge_directory(100_000), "directory.docx", 422, "docx_too_large"),
     ],
     ids=[
         "empty",
@@ -124,6 +127,8 @@ def test_an_owner_password_only_pdf_is_accepted(api):
         "nul-in-name",
         "corrupt-docx",
         "legacy-doc",
+        "unclosed-text-tags-docx",
+        "huge-zip-directory",
     ],
 )
 def test_bad_input_is_refused_and_leaves_nothing(api, org, media_files, data, name, status, code):

@@ -10,6 +10,7 @@ from documents.models import (
     QuotaReservation,
     UsageEntry,
 )
+from jobs.engine import execute_stage
 from jobs.models import RunTransition, StageAttempt
 from jobs.stages import extract as extract_stage
 from tests.support import hostile
@@ -113,8 +114,16 @@ def test_an_unforeseen_error_is_retried_and_its_class_recorded(api, monkeypatch,
         raise ValueError("internal detail /srv/secret/path")
 
     monkeypatch.setattr(extract_stage, "document_text_save", broken)
+    run = accepted_run(api, make_pdf(1))
+    for stage in ("create", "store", "extract"):
+        execute_stage(str(run.id), stage)
 
-    run = drive(accepted_run(api, make_pdf(1)).id)
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("processing", "unexpected_error")
+    assert run.error_message == (
+        "A temporary problem interrupted the extract step; it will be tried again."
+    )
+    run = drive(run.id)
 
     assert run.status == "dead_letter"
     attempts = list(StageAttempt.objects.filter(run=run, stage="extract"))
@@ -124,3 +133,38 @@ def test_an_unforeseen_error_is_retried_and_its_class_recorded(api, monkeypatch,
     assert "/srv/secret/path" not in run.error_message
     # The history is for operators: it may say what went wrong.
     assert RunTransition.objects.filter(run=run, reason__contains="ValueError").exists()
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "setting", "code", "says"),
+    [
+        (
+            hostile.pdf_with_shared_heavy_content(3, stream_mb=2),
+            "heavy.pdf",
+            {"PAPERLANE_EXTRACT_CPU_SECONDS": 2},
+            "extract_cpu_limit",
+            "more than 2 s of CPU",
+        ),
+        (
+            hostile.docx_inflating(60),
+            "inflating.docx",
+            {"PAPERLANE_EXTRACT_MEMORY_MB": 256},
+            "extract_memory_limit",
+            "more than 256 MB of memory",
+        ),
+    ],
+    ids=["cpu", "memory"],
+)
+def test_a_document_over_an_extraction_limit_fails_naming_it(
+    api, org, settings, data, name, setting, code, says
+):
+    for key, value in setting.items():
+        setattr(settings, key, value)
+    settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 100_000
+    Organisation.objects.filter(id=org.id).update(page_limit=10_000_000)
+
+    run = drive(accepted_run(api, data, name=name).id)
+
+    assert (run.status, run.stage, run.error_code) == ("failed", "extract", code)
+    assert says in run.error_message and "the limit for one document" in run.error_message
+    assert QuotaReservation.objects.get(run=run).status == "released"
