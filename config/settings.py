@@ -94,7 +94,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-gb"
-TIME_ZONE = "UTC"
+# Times in the admin and on pages are shown in this zone; stored in UTC.
+TIME_ZONE = env("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
 
@@ -197,6 +198,16 @@ PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS = env.float(
 # Seconds a stopping worker may take to finish its current stage before it is
 # told to give the stage back.
 PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", default=30)
+
+# --- Operators ---------------------------------------------------------------
+# A queued or processing run with no progress for this long is "stuck" (admin, dashboard).
+PAPERLANE_STUCK_AFTER_SECONDS = env.int("PAPERLANE_STUCK_AFTER_SECONDS", default=900)
+# The dashboard asks for attention above these: the age of a stage's oldest waiting
+# job, and the share of a stage's attempts that failed in the last 15 minutes.
+PAPERLANE_ATTENTION_LAG_SECONDS = env.int("PAPERLANE_ATTENTION_LAG_SECONDS", default=120)
+PAPERLANE_ATTENTION_FAILURE_RATE = env.float("PAPERLANE_ATTENTION_FAILURE_RATE", default=0.2)
+# /metrics answers staff, or a request with "Authorization: Bearer <this>" (empty: staff only).
+PAPERLANE_METRICS_TOKEN = env("PAPERLANE_METRICS_TOKEN", default="")
 
 # --- Extraction limits -----------------------------------------------------
 # Text is extracted in a child process with this much memory (address space) and CPU.
