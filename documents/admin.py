@@ -12,6 +12,7 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpResponseRedirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
@@ -24,8 +25,13 @@ from documents.models import (
     QuotaReservation,
     UsageEntry,
 )
+from documents.selectors import api_token_list, usage_entry_list
 from documents.services.organisations import organisation_limit_error, organisation_set_limit
 from documents.services.tokens import api_token_create, api_tokens_revoke
+
+# How many ledger entries and tokens an organisation's page shows; the rest are linked.
+LEDGER_ROWS = 20
+TOKEN_ROWS = 20
 
 
 class MembershipInline(admin.TabularInline):
@@ -48,6 +54,35 @@ class RecordAdmin(admin.ModelAdmin):
         return False
 
 
+def _filtered_changelist(model, organisation: Organisation) -> str:
+    opts = model._meta
+    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+    return f"{url}?organisation__id__exact={organisation.id}"
+
+
+def quota_bar(organisation: Organisation, *, compact: bool = False) -> str:
+    """The quota as a bar (used, reserved, available of the limit) in plain HTML and CSS."""
+    limit = organisation.page_limit
+
+    def share(pages: int) -> str:
+        # A string, so that no locale puts a decimal comma into the CSS.
+        return f"{100 * pages / limit:.1f}" if limit else "0"
+
+    return render_to_string(
+        "admin/documents/organisation/quota_bar.html",
+        {
+            "compact": compact,
+            "limit": limit,
+            "used": organisation.pages_used,
+            "reserved": organisation.pages_reserved,
+            "taken": organisation.pages_used + organisation.pages_reserved,
+            "available": organisation.pages_available,
+            "used_share": share(organisation.pages_used),
+            "reserved_share": share(organisation.pages_reserved),
+        },
+    )
+
+
 class OrganisationForm(forms.ModelForm):
     class Meta:
         model = Organisation
@@ -65,6 +100,46 @@ class OrganisationForm(forms.ModelForm):
 @admin.register(Organisation)
 class OrganisationAdmin(admin.ModelAdmin):
     form = OrganisationForm
+    list_display = ["slug", "name", "quota_compact", "page_limit", "created_at"]
+    search_fields = ["slug", "name"]
+    readonly_fields = ["quota", "pages_used", "pages_reserved", "created_at"]
+    inlines = [MembershipInline]
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return [(None, {"fields": ["slug", "name", "page_limit"]})]
+        return [
+            (None, {"fields": ["slug", "name", "created_at"]}),
+            ("Page quota", {"fields": ["quota", "page_limit", "pages_used", "pages_reserved"]}),
+        ]
+
+    @admin.display(description="Quota")
+    def quota(self, obj):
+        return quota_bar(obj)
+
+    @admin.display(description="Quota")
+    def quota_compact(self, obj):
+        return quota_bar(obj, compact=True)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        organisation = self.get_object(request, unquote(object_id))
+        if organisation is not None and self.has_view_or_change_permission(request, organisation):
+            ledger, tokens = (
+                usage_entry_list(organisation=organisation),
+                api_token_list(organisation=organisation),
+            )
+            extra_context = {
+                **(extra_context or {}),
+                "ledger": ledger[:LEDGER_ROWS],
+                "ledger_count": ledger.count(),
+                "ledger_url": _filtered_changelist(UsageEntry, organisation),
+                "tokens": tokens[:TOKEN_ROWS],
+                "token_count": tokens.count(),
+                "tokens_url": _filtered_changelist(ApiToken, organisation),
+                "token_add_url": reverse("admin:documents_apitoken_add")
+                + f"?organisation={organisation.id}",
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
         if not change:
@@ -76,11 +151,6 @@ class OrganisationAdmin(admin.ModelAdmin):
             obj.save(update_fields=edited)
         if "page_limit" in form.changed_data:
             organisation_set_limit(organisation=obj, page_limit=obj.page_limit)
-
-    list_display = ["slug", "name", "page_limit", "pages_used", "pages_reserved", "created_at"]
-    search_fields = ["slug", "name"]
-    readonly_fields = ["pages_used", "pages_reserved"]
-    inlines = [MembershipInline]
 
 
 class ApiTokenCreateForm(forms.Form):
