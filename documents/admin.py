@@ -319,7 +319,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
                 )
         if revoked:
             names = ", ".join(f"{token.prefix}…" for token in revoked)
-            self.message_user(request, f"Revoked {len(revoked)} API token(s): {names}.")
+            self.message_user(request, f"Revoked {len(revoked)} API token(s): {names}")
         else:
             self.message_user(request, "Nothing was revoked: already revoked.", messages.WARNING)
 
