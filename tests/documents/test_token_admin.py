@@ -43,6 +43,15 @@ def _logged(token: ApiToken, flag: int) -> LogEntry | None:
     ).first()
 
 
+def _confirm(client: Client, page, url: str):
+    """Press the confirmation page's button: post the hidden fields its form carries."""
+    form = re.search(r'<form method="post">(.*?)</form>', page.content.decode(), re.S).group(1)
+    data: dict[str, list[str]] = {}
+    for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form):
+        data.setdefault(name, []).append(value)
+    return client.post(url, data)
+
+
 def _revoke_action(client: Client, *tokens: ApiToken, confirmed: bool = False):
     form = {"action": "revoke_selected", "_selected_action": [t.id for t in tokens]}
     if confirmed:
@@ -118,11 +127,15 @@ def test_each_add_makes_a_new_working_token_never_an_empty_hash(operator, org):
     assert (_api_status(first), _api_status(other)) == (200, 200)
 
 
-def test_the_create_form_refuses_a_missing_organisation_or_name(operator, org):
-    refused = operator.post(ADD, {"organisation": "", "name": "", "once": "x"})
+@pytest.mark.parametrize("missing", ["organisation", "name"])
+def test_the_create_form_refuses_a_token_without_an_organisation_or_a_name(missing, operator, org):
+    form = {"organisation": org.id, "name": "billing sync", "once": "x", missing: ""}
+
+    refused = operator.post(ADD, form)
 
     assert refused.status_code == 200
     assert "This field is required." in page_text(refused)
+    assert not SECRET.search(refused.content.decode())
     assert not ApiToken.objects.exists()
 
 
@@ -135,9 +148,10 @@ def test_revoking_through_the_action_asks_first_then_the_api_refuses_the_token(o
     assert asked.status_code == 200
     assert "Revoke these API tokens?" in page_text(asked)
     assert f"{token.prefix}… billing sync" in page_text(asked)
+    assert keep.prefix not in asked.content.decode()
     assert _api_status(secret) == 200
 
-    done = _revoke_action(operator, token, confirmed=True)
+    done = _confirm(operator, asked, TOKENS)
 
     assert done.status_code == 302
     assert _api_status(secret) == 401
@@ -156,7 +170,7 @@ def test_the_revoke_button_asks_first_then_revokes_and_logs(operator, org):
     assert "Revoke these API tokens?" in page_text(asked)
     assert _api_status(secret) == 200
 
-    done = operator.post(f"{TOKENS}{token.id}/revoke/")
+    done = _confirm(operator, asked, f"{TOKENS}{token.id}/revoke/")
 
     assert done.status_code == 302 and done["Location"] == f"{TOKENS}{token.id}/change/"
     assert _api_status(secret) == 401
@@ -194,12 +208,12 @@ def test_a_revoked_token_cannot_be_unrevoked_moved_or_edited(operator, org, othe
         },
     )
 
+    assert ApiToken.objects.values().get(id=token.id) == before
+    assert _api_status(secret) == 401
+    assert tampered.status_code == 403
     assert page.status_code == 200
     for field in ("organisation", "name", "prefix", "token_hash", "revoked_at_0"):
         assert f'name="{field}"' not in page.content.decode()
-    assert tampered.status_code == 403
-    assert ApiToken.objects.values().get(id=token.id) == before
-    assert _api_status(secret) == 401
 
 
 def test_tokens_cannot_be_deleted_in_the_admin(operator, org):
