@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from core.errors import NotFound
-from documents.models import Document, Organisation
+from documents.models import ApiToken, Document, Organisation, UsageEntry
 
 
 def document_list(*, organisation: Organisation) -> QuerySet[Document]:
@@ -22,3 +22,17 @@ def document_get(*, organisation: Organisation, document_id: uuid.UUID) -> Docum
 
 def organisations_for_user(*, user: AbstractBaseUser) -> QuerySet[Organisation]:
     return Organisation.objects.filter(memberships__user=user).order_by("slug")
+
+
+def usage_entry_list(*, organisation: Organisation) -> QuerySet[UsageEntry]:
+    """The organisation's page ledger, newest charge first."""
+    return (
+        UsageEntry.objects.filter(organisation=organisation)
+        .select_related("document")
+        .order_by("-created_at", "-id")
+    )
+
+
+def api_token_list(*, organisation: Organisation) -> QuerySet[ApiToken]:
+    """The organisation's API tokens, revoked ones included, newest first."""
+    return ApiToken.objects.filter(organisation=organisation).order_by("-created_at", "-id")

@@ -2,10 +2,12 @@
 
 import hashlib
 import secrets
+from collections.abc import Iterable
 from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.utils import timezone
 
 from documents.models import ApiToken, Organisation
@@ -52,8 +54,26 @@ def api_token_authenticate(*, raw: str) -> ApiToken | None:
     return token
 
 
+@transaction.atomic
+def api_tokens_revoke(*, tokens: Iterable[ApiToken]) -> list[ApiToken]:
+    """Revoke every token among `tokens` that is still active and return those this call
+    revoked. A revoked token stays revoked, with the time it was first revoked."""
+    ids = [token.id for token in tokens]
+    # Locked, so that of two operators revoking the same token only one reports it.
+    revoked = list(
+        ApiToken.objects.select_for_update()
+        .filter(id__in=ids, revoked_at__isnull=True)
+        .order_by("id")
+    )
+    now = timezone.now()
+    ApiToken.objects.filter(id__in=[token.id for token in revoked]).update(revoked_at=now)
+    for token in revoked:
+        token.revoked_at = now
+    return revoked
+
+
 def api_token_revoke(*, token: ApiToken) -> ApiToken:
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+    """Revoke one token (again is a no-op) and return it as stored."""
+    api_tokens_revoke(tokens=[token])
+    token.refresh_from_db(fields=["revoked_at"])
     return token

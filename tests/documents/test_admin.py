@@ -1,21 +1,25 @@
-"""The organisations admin: a page limit is never set below what is used and held."""
+"""The organisations admin: the quota bar, the ledger, the tokens, the page limit (never
+below what is used and held), times with seconds, and staff only."""
+
+import re
+from datetime import UTC, datetime
 
 import pytest
-from django.test import Client
 
-from documents.services.organisations import member_add
+from documents.models import ApiToken, Document, Organisation, UsageEntry
+from documents.services.quota import quota_settle
+from documents.services.tokens import api_token_create, api_token_revoke
+from tests.documents.conftest import page_text
 from tests.support.files import make_pdf
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db
 
+CHANGELIST = "/admin/documents/organisation/"
 
-@pytest.fixture
-def operator(org) -> Client:
-    member_add(organisation=org, username="olga", password="operator-pass-1", staff=True)
-    client = Client()
-    assert client.login(username="olga", password="operator-pass-1")
-    return client
+
+def _page(org) -> str:
+    return f"{CHANGELIST}{org.id}/change/"
 
 
 def _change(client, org, **fields):
@@ -26,7 +30,27 @@ def _change(client, org, **fields):
         "memberships-INITIAL_FORMS": "0",
         **fields,
     }
-    return client.post(f"/admin/documents/organisation/{org.id}/change/", form)
+    return client.post(_page(org), form)
+
+
+def _charge(api, pages: int):
+    """An upload whose pages are charged to the ledger (as the settle stage does)."""
+    run = accepted_run(api, make_pdf(pages))
+    quota_settle(reservation=run.reservation, document=run.document, pages=pages)
+    return run
+
+
+def _ledger_rows(org, count: int) -> None:
+    for i in range(count):
+        document = Document.objects.create(
+            organisation=org,
+            filename=f"ledger-{i:02}.pdf",
+            kind="pdf",
+            size_bytes=1,
+            sha256="0" * 64,
+            storage_key=f"test/{org.slug}/{i}",
+        )
+        UsageEntry.objects.create(organisation=org, document=document, document_version=1, pages=1)
 
 
 def test_a_page_limit_below_the_pages_held_is_refused_with_the_reason(operator, org, api):
@@ -48,3 +72,122 @@ def test_an_operator_changes_the_name_and_limit_without_touching_the_totals(oper
     assert changed.status_code == 302
     org.refresh_from_db()
     assert (org.name, org.page_limit, org.pages_reserved) == ("Acme Ltd", 500, 2)
+
+
+def test_the_quota_bar_shows_used_reserved_and_available_of_the_limit(operator, org, api):
+    _charge(api, 4)
+    accepted_run(api, make_pdf(2))
+
+    page = operator.get(_page(org))
+
+    assert page.status_code == 200
+    assert "4 used, 2 reserved, 994 available of 1000 pages" in page_text(page)
+    # The bar is drawn to scale: 4 and 2 pages of 1000.
+    assert 'data-part="used" style="width:0.4%' in page.content.decode()
+    assert 'data-part="reserved" style="width:0.2%' in page.content.decode()
+
+
+def test_the_list_shows_each_organisations_quota_as_a_compact_bar(operator, org, other_org, api):
+    accepted_run(api, make_pdf(3))
+
+    listing = operator.get(CHANGELIST)
+
+    assert listing.status_code == 200
+    content = listing.content.decode()
+    assert 'title="0 used, 3 reserved, 997 available of 1000 pages"' in content
+    assert 'title="0 used, 0 reserved, 1000 available of 1000 pages"' in content
+    assert 'data-part="reserved" style="width:0.3%' in content
+
+
+def test_the_ledger_entries_appear_with_a_link_to_all_of_them(operator, org, other_org, api):
+    run = _charge(api, 3)
+    _ledger_rows(other_org, 1)
+
+    page = operator.get(_page(org))
+
+    text = page_text(page)
+    entry = UsageEntry.objects.get(organisation=org)
+    assert f"{run.document.filename} 1 3 " in text
+    assert "ledger-00.pdf" not in text
+    assert f'href="/admin/documents/document/{run.document.id}/change/"' in page.content.decode()
+    everything = re.search(r'href="([^"]+)">All 1 ledger entries', page.content.decode())
+    assert everything, "the ledger links to all of the organisation's entries"
+    listed = operator.get(everything.group(1).replace("&amp;", "&"))
+    assert listed.status_code == 200
+    assert f"/admin/documents/usageentry/{entry.id}/change/" in listed.content.decode()
+    assert "ledger-00.pdf" not in page_text(listed)
+
+
+def test_the_ledger_shows_only_the_newest_entries(operator, org):
+    _ledger_rows(org, 25)
+
+    text = page_text(operator.get(_page(org)))
+
+    assert "The newest 20 of 25 charges. All 25 ledger entries" in text
+    assert "ledger-24.pdf" in text and "ledger-05.pdf" in text
+    assert "ledger-04.pdf" not in text
+
+
+def test_the_organisations_tokens_are_listed_with_links_to_create_and_revoke(
+    operator, org, other_org
+):
+    live, _ = api_token_create(organisation=org, name="billing sync")
+    gone, _ = api_token_create(organisation=org, name="old import")
+    api_token_revoke(token=gone)
+    theirs, _ = api_token_create(organisation=other_org, name="globex bot")
+
+    page = operator.get(_page(org))
+
+    content, text = page.content.decode(), page_text(page)
+    assert f"{live.prefix}… billing sync" in text and f"{gone.prefix}… old import" in text
+    assert theirs.prefix not in content
+    assert f'href="/admin/documents/apitoken/add/?organisation={org.id}"' in content
+    assert f'href="/admin/documents/apitoken/{live.id}/revoke/"' in content
+    assert f"/admin/documents/apitoken/{gone.id}/revoke/" not in content
+    # The tokens are listed, not editable here: the form has no field of theirs.
+    assert 'name="api_tokens-TOTAL_FORMS"' not in content
+    assert "All 2 tokens" in text
+
+
+def test_times_on_the_organisation_page_have_seconds_in_the_site_time_zone(
+    site_formats, operator, org
+):
+    _ledger_rows(org, 1)
+    token, _ = api_token_create(organisation=org, name="ci")
+    moment = datetime(2025, 3, 4, 10, 20, 30, tzinfo=UTC)
+    UsageEntry.objects.filter(organisation=org).update(created_at=moment)
+    ApiToken.objects.filter(id=token.id).update(created_at=moment)
+
+    text = page_text(operator.get(_page(org)))
+
+    # 10:20:30 UTC is 16:05:30 in Kathmandu (UTC+05:45).
+    assert "ledger-00.pdf 1 1 4 Mar 2025, 16:05:30" in text
+    assert f"{token.prefix}… ci 4 Mar 2025, 16:05:30 never" in text
+
+
+def test_the_organisation_list_shows_times_with_seconds(site_formats, operator, org):
+    Organisation.objects.filter(id=org.id).update(
+        created_at=datetime(2025, 3, 4, 23, 59, 59, tzinfo=UTC)
+    )
+
+    assert "5 Mar 2025, 05:44:59" in page_text(operator.get(CHANGELIST))
+
+
+def test_a_member_who_is_not_staff_sees_no_organisation_page(member_client, org, api):
+    _charge(api, 2)
+    urls = [
+        CHANGELIST,
+        _page(org),
+        f"{CHANGELIST}add/",
+        f"/admin/documents/usageentry/?organisation__id__exact={org.id}",
+    ]
+
+    for url in urls:
+        response = member_client.get(url)
+        assert response.status_code == 302, url
+        assert response["Location"].startswith("/admin/login/"), url
+
+    refused = _change(member_client, org, name="Taken over", page_limit="5000")
+    assert refused.status_code == 302 and refused["Location"].startswith("/admin/login/")
+    org.refresh_from_db()
+    assert (org.name, org.page_limit) == ("Acme", 1000)
