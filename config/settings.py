@@ -97,6 +97,8 @@ LANGUAGE_CODE = "en-gb"
 # Times in the admin and on pages are shown in this zone; stored in UTC.
 TIME_ZONE = env("TIME_ZONE", default="UTC")
 USE_I18N = True
+# Times with seconds in the admin and on pages (config/formats/en_GB).
+FORMAT_MODULE_PATH = ["config.formats"]
 USE_TZ = True
 
 STATIC_URL = "static/"
