@@ -3,10 +3,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.api import api
+from jobs.metrics import metrics_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    # Staff, or Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.
+    path("metrics", metrics_view, name="pipeline_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("documents.urls")),
