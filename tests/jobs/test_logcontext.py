@@ -92,3 +92,31 @@ def test_a_stage_worker_prints_the_run_stage_and_attempt(api):
     lines = [line for line in output.splitlines() if "transient_error" in line]
     assert lines and f"[run={run.id} stage=embed attempt=1]" in lines[0], output
     assert ImportRun.objects.get(id=run.id).status == "dead_letter"
+
+
+def test_the_lease_keepers_lines_name_the_stage_it_keeps(settings, monkeypatch, captured):
+    from django.db import OperationalError
+
+    from jobs import lease
+    from jobs.logcontext import run_log_context
+    from tests.support.pipeline import wait_for
+
+    def database_away(**kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(lease, "run_renew_lease", database_away)
+    settings.PAPERLANE_LEASE_SECONDS = 0.6  # a renewal every 0.2 s
+    keeper = lease.LeaseKeeper()  # not the workers' own: its thread ticks at this pace
+    with run_log_context(run_id="r-1", stage="extract", attempt=3):
+        keeper.hold(run_id="r-1", owner="job@worker", timeout=60)
+    try:
+        warned = wait_for(
+            lambda: [r for r in captured.records if "could not renew" in r.getMessage()],
+            timeout=5,
+            what="the keeper's warning",
+        )
+    finally:
+        keeper.release()
+
+    assert warned[0].threadName == "lease-keeper"
+    assert warned[0].run_context == " [run=r-1 stage=extract attempt=3]"
