@@ -204,20 +204,19 @@ def test_without_redis_it_still_answers_from_the_database(org, settings):
     assert snapshot.stage("create").waiting is None
 
 
-def test_it_reports_each_organisations_pages(org, other_org):
-    make_run(org, status="queued")  # holds one page
-    org.refresh_from_db()
-    organisation_create(slug="tiny", page_limit=10, name="Tiny")
+def test_it_reports_each_organisations_pages_those_holding_most_first(org, other_org):
+    zeta = organisation_create(slug="zeta", page_limit=10, name="Zeta")
+    make_run(zeta, status="queued")  # holds one page
 
     snapshot = pipeline_snapshot(organisations_limit=2)
     everyone = pipeline_snapshot().organisations
 
-    assert [o.slug for o in snapshot.organisations] == ["acme", "globex"]
+    assert [o.slug for o in snapshot.organisations] == ["zeta", "acme"]
     assert snapshot.organisations_total == 3
-    acme = snapshot.organisations[0]
-    assert (acme.page_limit, acme.pages_used, acme.pages_reserved) == (1000, 0, 1)
-    assert acme.pages_reserved == org.pages_reserved and acme.pages_available == 999
-    assert {o.slug for o in everyone} == {"acme", "globex", "tiny"}
+    first = snapshot.organisations[0]
+    assert (first.page_limit, first.pages_used, first.pages_reserved) == (10, 0, 1)
+    assert first.pages_available == 9
+    assert {o.slug for o in everyone} == {"acme", "globex", "zeta"}
 
 
 def test_totals_count_every_attempt_once_whether_rolled_up_or_not(org, redis_conn):
