@@ -165,6 +165,38 @@ def test_its_counters_move_as_documents_flow(token, api, org, settings):
             assert after.get(key, 0) >= number, key
 
 
+def test_the_duration_histogram_is_cumulative_up_to_inf(token, org):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.models import StageAttempt
+    from tests.support.runs import unchecked_run
+
+    run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
+    now = timezone.now()
+    for number, seconds in enumerate((0.05, 3, 2000), start=1):
+        StageAttempt.objects.create(
+            run=run,
+            stage="extract",
+            number=number,
+            outcome="succeeded",
+            started_at=now - timedelta(seconds=seconds),
+            finished_at=now,
+        )
+
+    samples = scrape(token=TOKEN)
+
+    def bucket(le):
+        return value(samples, "paperlane_stage_duration_seconds_bucket", stage="extract", le=le)
+
+    assert [bucket(le) for le in ("0.1", "2.5", "5.0", "1800.0", "+Inf")] == [1, 1, 2, 2, 3]
+    assert value(samples, "paperlane_stage_duration_seconds_count", stage="extract") == 3
+    assert value(samples, "paperlane_stage_duration_seconds_sum", stage="extract") == (
+        pytest.approx(2003.05)
+    )
+
+
 def test_uploads_are_counted_at_the_api_and_the_upload_page(api, member_client, redis_conn):
     assert upload(api, make_pdf(1), "a.pdf", **{"Idempotency-Key": "k1"}).status_code == 202
     assert upload(api, make_pdf(1), "a.pdf", **{"Idempotency-Key": "k1"}).status_code == 202
