@@ -4,7 +4,7 @@ One set of selectors feeds both the pipeline dashboard (`jobs/admin_views.py`)
 and `/metrics` (`jobs/metrics.py`), so both show the same numbers:
 
 - `snapshot`: each stage now (queues, runs, rates, durations), the workers,
-  stuck runs and the pages each organisation holds;
+  stuck runs and the pages each organisation holds; `rq_state` reads Redis for it;
 - `totals`: counters that only go up (attempts by outcome and error, retries,
   a duration histogram), kept cheap by a rollup in Redis;
 - `history`: the last hour minute by minute (throughput, sampled lag);

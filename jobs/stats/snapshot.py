@@ -1,13 +1,12 @@
 """Each stage now: its queue in Redis, its runs and recent attempts in the database.
 
-`pipeline_snapshot()` answers with three SQL aggregates (runs, attempts, stuck
-runs) plus a few small bounded reads (the oldest stuck runs, the busy workers'
-attempts, organisations), and two pipelined Redis round trips for every queue,
-registry and worker at once. If Redis does not answer, the database half is
+`pipeline_snapshot()` answers with two SQL aggregates (runs, attempts) plus a
+few small bounded reads (the oldest stuck runs, the busy workers' attempts,
+organisations), and two pipelined Redis round trips for every queue, registry
+and worker at once (`rq_state`). If Redis does not answer, the database half is
 still returned and `redis_ok` is False.
 """
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -15,15 +14,7 @@ from django.conf import settings
 from django.db import connection as db_connection
 from django.db.models import Count, DurationField, Min, Q
 from django.utils import timezone
-from redis import Redis
 from redis.exceptions import RedisError
-from rq.job import Job
-from rq.queue import Queue
-from rq.registry import ScheduledJobRegistry, StartedJobRegistry
-from rq.suspension import WORKERS_SUSPENDED
-from rq.utils import utcparse
-from rq.worker import Worker
-from rq.worker_registration import REDIS_WORKER_KEYS
 
 from documents.models import Organisation
 from jobs.models import ACTIVE_STATUSES, ImportRun, RunStatus, StageAttempt
@@ -35,13 +26,12 @@ from jobs.stats.base import (
     attempt_duration,
     stats_connection,
 )
+from jobs.stats.rq_state import WorkerState, read_redis_state, workers_from
 
 Outcome = StageAttempt.Outcome
 
 # How many stuck runs the snapshot lists (it counts them all).
 STUCK_LISTED = 20
-# `dispatch.stage_job_id`: run-<run id>-<generation>-<stage>-<attempt>.
-JOB_ID = re.compile(r"^run-(?P<run>[0-9a-f-]{36})-(?P<generation>\d+)-(?P<stage>[a-z_]+)-\d+$")
 
 
 @dataclass(frozen=True)
@@ -96,22 +86,6 @@ class StageStats:
         """Failed attempts among those that finished in the last 15 minutes."""
         finished = self.done_15m + self.failed_15m
         return self.failed_15m / finished if finished else None
-
-
-@dataclass(frozen=True)
-class WorkerState:
-    """An RQ worker registered in Redis, and what it works on now."""
-
-    name: str
-    queues: tuple[str, ...]
-    state: str
-    job_id: str | None
-    run_id: str | None
-    stage: str | None
-    attempt: int | None
-    attempt_started_at: datetime | None
-    last_heartbeat: datetime | None
-    started_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -241,93 +215,6 @@ def _nearest_rank(attempts, fractions) -> list[float | None]:
     return [_seconds(durations[round(f * (count - 1))]) for f in fractions]
 
 
-@dataclass(frozen=True)
-class _RedisState:
-    queues: dict[str, dict]
-    workers: list[dict]
-    suspended: bool
-
-
-def _redis_state(connection: Redis, now: datetime) -> _RedisState:
-    """Every queue, registry and worker: two pipelined round trips."""
-    now_ts = now.timestamp()
-    names = [spec.queue for spec in STAGES]
-    with connection.pipeline(transaction=False) as pipe:
-        for name in names:
-            pipe.llen(Queue.redis_queue_namespace_prefix + name)
-            pipe.lindex(Queue.redis_queue_namespace_prefix + name, 0)
-            # Entries of the started registry are scored by when they expire.
-            pipe.zcount(StartedJobRegistry.key_template.format(name), now_ts, "+inf")
-            pipe.zcard(ScheduledJobRegistry.key_template.format(name))
-        pipe.exists(WORKERS_SUSPENDED)
-        pipe.smembers(REDIS_WORKER_KEYS)
-        replies = pipe.execute()
-    per_queue = [replies[i : i + 4] for i in range(0, 4 * len(names), 4)]
-    suspended, worker_keys = bool(replies[-2]), sorted(k.decode() for k in replies[-1])
-    heads = [head.decode() if head else None for _, head, _, _ in per_queue]
-    with connection.pipeline(transaction=False) as pipe:
-        for head in heads:
-            pipe.hget(Job.redis_job_namespace_prefix + (head or "-"), "enqueued_at")
-        for key in worker_keys:
-            pipe.hgetall(key)
-        replies = pipe.execute()
-    queues = {}
-    for name, (waiting, _, started, scheduled), enqueued in zip(
-        names, per_queue, replies[: len(names)], strict=True
-    ):
-        queues[name] = {
-            "waiting": waiting,
-            "started": started,
-            "scheduled": scheduled,
-            "head_enqueued_at": utcparse(enqueued.decode()) if enqueued else None,
-        }
-    workers = []
-    for key, data in zip(worker_keys, replies[len(names) :], strict=True):
-        if data:  # an expired worker key: RQ forgets the worker
-            fields = {k.decode(): v.decode() for k, v in data.items()}
-            name = key.removeprefix(Worker.redis_worker_namespace_prefix)
-            workers.append({"name": name, **fields})
-    return _RedisState(queues=queues, workers=workers, suspended=suspended)
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    return utcparse(value) if value else None
-
-
-def _workers(raw: list[dict]) -> tuple[WorkerState, ...]:
-    parsed = []
-    for data in raw:
-        job_id = data.get("current_job") or None
-        match = JOB_ID.match(job_id) if job_id else None
-        parsed.append((data, job_id, match))
-    # The attempts the busy workers are on: one query, bounded by the number of workers.
-    busy = [(m["run"], job_id) for _, job_id, m in parsed if m]
-    attempts = {}
-    if busy:
-        rows = StageAttempt.objects.filter(
-            run_id__in=[run for run, _ in busy], job_id__in=[job for _, job in busy]
-        ).values_list("job_id", "number", "started_at")
-        attempts = {job: (number, started) for job, number, started in rows}
-    workers = []
-    for data, job_id, match in parsed:
-        number, started = attempts.get(job_id, (None, None))
-        workers.append(
-            WorkerState(
-                name=data["name"],
-                queues=tuple(q for q in data.get("queues", "").split(",") if q),
-                state=data.get("state", "?"),
-                job_id=job_id,
-                run_id=match["run"] if match else None,
-                stage=match["stage"] if match else None,
-                attempt=number,
-                attempt_started_at=started,
-                last_heartbeat=_parse_time(data.get("last_heartbeat")),
-                started_at=_parse_time(data.get("birth")),
-            )
-        )
-    return tuple(workers)
-
-
 def _stuck_runs(now: datetime) -> tuple[StuckRun, ...]:
     rows = (
         ImportRun.objects.filter(stuck_runs_q(now))
@@ -383,10 +270,10 @@ def pipeline_snapshot(
     now = now or timezone.now()
     runs, attempts = _run_counts(now), _attempt_counts(now)
     try:
-        redis_state = _redis_state(stats_connection(), now)
+        redis_state = read_redis_state(stats_connection(), now)
     except RedisError:
         redis_state = None
-    workers = _workers(redis_state.workers) if redis_state else None
+    workers = workers_from(redis_state.workers) if redis_state else None
     stages = []
     for spec in STAGES:
         run = runs.get(spec.name, {})
