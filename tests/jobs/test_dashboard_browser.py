@@ -132,7 +132,9 @@ def stable_truth(timeout: float = 30) -> dict:
     raise AssertionError("the pipeline did not come to rest after `rq suspend`")
 
 
-def test_the_dashboard_shows_a_burst_as_the_database_and_rq_see_it(page, tmp_path, api, org):
+def test_the_dashboard_shows_a_burst_as_the_database_and_rq_see_it(
+    page, tmp_path, api, org, capsys
+):
     member_add(organisation=org, username="olga", password="operator-pass-1", staff=True)
     slow = {
         "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
@@ -204,8 +206,11 @@ def test_the_dashboard_shows_a_burst_as_the_database_and_rq_see_it(page, tmp_pat
     assert {run.status for run in ended.values()} == {"succeeded"}
     assert final["stages"]["settle"]["done_60m"] == DOCUMENTS
     assert final["pages_used"] == 3 * DOCUMENTS and final["pages_reserved"] == 0
+    paused_copy = SCREENSHOT.replace(".png", "-paused.png")
     shutil.copyfile(busy_png, SCREENSHOT)
-    shutil.copyfile(paused_png, SCREENSHOT.replace(".png", "-paused.png"))
-    print(
-        f"\ndashboard screenshots: {busy_png} (busy), {paused_png} (paused); copied to {SCREENSHOT}"
-    )
+    shutil.copyfile(paused_png, paused_copy)
+    with capsys.disabled():  # shown even when pytest captures output
+        print(
+            f"\ndashboard screenshots: {busy_png} (busy), {paused_png} (paused); "
+            f"copied to {SCREENSHOT} and {paused_copy}"
+        )
