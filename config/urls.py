@@ -3,10 +3,20 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.api import api
+from jobs.admin_views import pipeline_dashboard_view
+from jobs.metrics import metrics_view
 
 urlpatterns = [
+    # Before admin.site.urls, whose catch-all would otherwise answer it.
+    path(
+        "admin/pipeline/",
+        admin.site.admin_view(pipeline_dashboard_view),
+        name="pipeline_dashboard",
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    # Staff, or Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.
+    path("metrics", metrics_view, name="pipeline_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("documents.urls")),

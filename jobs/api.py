@@ -6,7 +6,7 @@ from django.urls import reverse
 from ninja import File, Header, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
-from core.errors import InvalidUpload
+from core.errors import InvalidUpload, ServiceError
 from core.schemas import ErrorOut, QuotaErrorOut
 from documents.selectors import document_get, document_list
 from jobs.models import ImportRun, RunSource
@@ -15,6 +15,7 @@ from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import Acceptance, document_accept
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel, run_retry
+from jobs.stats.uploads import ACCEPTED, REFUSED, REPLAYED, upload_count
 from jobs.uploads import client_file_name, upload_refusal
 
 router = Router()
@@ -56,20 +57,25 @@ def document_upload(
     Repeating a request with the same `Idempotency-Key` returns the first
     answer and creates nothing new.
     """
-    if refused := upload_refusal(request):
-        raise refused
-    if file is None:
-        raise InvalidUpload(
-            "Send the document in a multipart field named 'file'.", code="missing_file"
+    try:
+        if refused := upload_refusal(request):
+            raise refused
+        if file is None:
+            raise InvalidUpload(
+                "Send the document in a multipart field named 'file'.", code="missing_file"
+            )
+        acceptance = document_accept(
+            organisation=request.organisation,
+            upload=file,
+            filename=client_file_name(request, file),
+            source=RunSource.API,
+            api_token=request.api_token,
+            idempotency_key=idempotency_key,
         )
-    acceptance = document_accept(
-        organisation=request.organisation,
-        upload=file,
-        filename=client_file_name(request, file),
-        source=RunSource.API,
-        api_token=request.api_token,
-        idempotency_key=idempotency_key,
-    )
+    except ServiceError as exc:
+        upload_count(channel="api", result=REFUSED, code=exc.code)
+        raise
+    upload_count(channel="api", result=REPLAYED if acceptance.replayed else ACCEPTED)
     return Status(202, _accept_out(acceptance))
 
 

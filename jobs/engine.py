@@ -32,6 +32,7 @@ from core.errors import ServiceError
 from jobs.dispatch import next_delivery
 from jobs.errors import LeaseLost, PermanentError, TransientError
 from jobs.lease import keeper
+from jobs.logcontext import run_log_context
 from jobs.models import ImportRun, StageAttempt
 from jobs.pipeline import StageSpec, is_first, next_stage, stage_spec
 from jobs.services.workers import (
@@ -115,8 +116,14 @@ def execute_stage(run_id: str, stage: str) -> dict:
     """RQ job: do `stage` of run `run_id` if it is due.
 
     Returns what happened and what the run waits for next, which the job's
-    `on_success` callback enqueues.
+    `on_success` callback enqueues. Log lines written meanwhile carry the run,
+    the stage and (once claimed) the attempt number.
     """
+    with run_log_context(run_id=run_id, stage=stage):
+        return _execute_stage(run_id, stage)
+
+
+def _execute_stage(run_id: str, stage: str) -> dict:
     close_old_connections()
     job = get_current_job()
     job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
@@ -133,12 +140,13 @@ def execute_stage(run_id: str, stage: str) -> dict:
         )
         return {"outcome": "skipped", "next": None}
     spec = stage_spec(stage)
-    keeper.hold(run_id=claim.run.id, owner=claim.owner, timeout=spec.timeout)
-    try:
-        outcome, run = _run_body(claim, spec)
-    finally:
-        keeper.release()
-        close_old_connections()
+    with run_log_context(attempt=claim.attempt.number):
+        keeper.hold(run_id=claim.run.id, owner=claim.owner, timeout=spec.timeout)
+        try:
+            outcome, run = _run_body(claim, spec)
+        finally:
+            keeper.release()
+            close_old_connections()
     return {"outcome": outcome, "next": next_delivery(run) if run is not None else None}
 
 

@@ -15,6 +15,7 @@ import uuid
 from django.conf import settings
 from django.db import close_old_connections
 
+from jobs.logcontext import current_log_context, run_log_context
 from jobs.services.workers import run_renew_lease
 
 logger = logging.getLogger(__name__)
@@ -36,10 +37,14 @@ class LeaseKeeper:
         self._deadline = 0.0
         self._lost = False
         self._thread: threading.Thread | None = None
+        self._log_fields: dict[str, str] = {}
 
     def hold(self, *, run_id: uuid.UUID, owner: str, timeout: float) -> None:
         with self._lock:
             self._current, self._lost = (run_id, owner), False
+            # Only the log fields: the whole context would hand this thread's
+            # database connection (a context variable in Django) to the keeper.
+            self._log_fields = current_log_context()
             self._deadline = time.monotonic() + timeout + settings.PAPERLANE_HUNG_MARGIN_SECONDS
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
@@ -58,22 +63,24 @@ class LeaseKeeper:
         while True:
             time.sleep(interval)
             with self._lock:
-                current, deadline = self._current, self._deadline
+                current, deadline, fields = self._current, self._deadline, self._log_fields
             if current is None:
                 continue
-            if time.monotonic() > deadline:
-                logger.error(
-                    "run %s: stage hung past its timeout; stopping this worker", current[0]
-                )
-                os.kill(os.getpid(), signal.SIGKILL)
-            try:
-                close_old_connections()
-                if not run_renew_lease(run_id=current[0], owner=current[1]):
-                    with self._lock:
-                        if self._current == current:
-                            self._lost = True
-            except Exception:  # a database hiccup: try again at the next tick
-                logger.warning("could not renew the lease of run %s", current[0], exc_info=True)
+            with run_log_context(**fields):
+                self._tick(current, deadline)
+
+    def _tick(self, current: tuple[uuid.UUID, str], deadline: float) -> None:
+        if time.monotonic() > deadline:
+            logger.error("run %s: stage hung past its timeout; stopping this worker", current[0])
+            os.kill(os.getpid(), signal.SIGKILL)
+        try:
+            close_old_connections()
+            if not run_renew_lease(run_id=current[0], owner=current[1]):
+                with self._lock:
+                    if self._current == current:
+                        self._lost = True
+        except Exception:  # a database hiccup: try again at the next tick
+            logger.warning("could not renew the lease of run %s", current[0], exc_info=True)
 
 
 keeper = LeaseKeeper()

@@ -17,6 +17,7 @@ from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import document_accept
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel, run_retry
+from jobs.stats.uploads import ACCEPTED, REFUSED, upload_count
 from jobs.uploads import client_file_name, upload_refusal
 
 
@@ -31,6 +32,7 @@ def _upload(request: HttpRequest, organisation: Organisation) -> tuple[UploadFor
         if refused := upload_refusal(request):
             raise refused
         if not form.is_valid():
+            upload_count(channel="web", result=REFUSED, code="invalid_form")
             return form, 400
         upload = form.cleaned_data["file"]
         acceptance = document_accept(
@@ -41,8 +43,10 @@ def _upload(request: HttpRequest, organisation: Organisation) -> tuple[UploadFor
             user=request.user,
         )
     except ServiceError as exc:
+        upload_count(channel="web", result=REFUSED, code=exc.code)
         messages.error(request, exc.message)
         return UploadForm(), exc.status_code
+    upload_count(channel="web", result=ACCEPTED)
     name = acceptance.document.filename
     messages.success(request, f"“{name}” was accepted and is queued for processing.")
     return UploadForm(), 202

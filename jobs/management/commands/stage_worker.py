@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils.module_loading import import_string
 
+from jobs.logcontext import install_worker_logging
 from jobs.queues import get_queue, redis_connection
 
 
@@ -16,6 +17,8 @@ class Command(BaseCommand):
         parser.add_argument("--burst", action="store_true", help="exit when the queues are empty")
 
     def handle(self, *args, queues, burst, **options):
+        # Lines written during a stage name its run, stage and attempt.
+        install_worker_logging()
         worker_class = import_string(settings.PAPERLANE_WORKER_CLASS)
         name = f"{socket.gethostname()}.{os.getpid()}.{'+'.join(queues)}"
         worker = worker_class(

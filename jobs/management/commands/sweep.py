@@ -5,6 +5,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
+from jobs.stats.history import lag_sample_record
+from jobs.stats.snapshot import stage_lags
 from jobs.sweeper import sweep_once
 
 logger = logging.getLogger(__name__)
@@ -33,6 +35,8 @@ class Command(BaseCommand):
             try:
                 close_old_connections()
                 sweep_once(orphans=orphans)
+                # Once a minute, each stage's lag for the dashboard's chart.
+                lag_sample_record(read_lags=stage_lags)
             except Exception:  # keep sweeping through database or Redis hiccups
                 logger.exception("sweep failed; trying again")
             time.sleep(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)
