@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 
 class Stage(models.TextChoices):
@@ -87,6 +88,9 @@ class ImportRun(models.Model):
     crashes = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # When the run last changed stage or status: "time in the current stage" in the admin.
+    # Set by the run services with every such change (accept, claim, complete, fail, ...).
+    stage_entered_at = models.DateTimeField(default=timezone.now)
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
     error_code = models.CharField(max_length=64, blank=True)
