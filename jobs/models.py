@@ -111,6 +111,12 @@ class ImportRun(models.Model):
         indexes = [
             models.Index(fields=["status", "due_at"], name="run_status_due"),
             models.Index(fields=["organisation", "-created_at"], name="run_org_recent"),
+            # The admin's list: newest first, alone or within a status, stage or error
+            # code (the last also lists the error codes, skipping through the index).
+            models.Index(fields=["created_at", "id"], name="run_recent"),
+            models.Index(fields=["status", "created_at", "id"], name="run_status_recent"),
+            models.Index(fields=["stage", "created_at", "id"], name="run_stage_recent"),
+            models.Index(fields=["error_code", "created_at", "id"], name="run_error_recent"),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -170,6 +176,12 @@ class StageAttempt(models.Model):
 
     class Meta:
         ordering = ["started_at", "id"]
+        indexes = [
+            # The admin's attempts list: newest first, alone or by outcome or error type.
+            models.Index(fields=["started_at", "id"], name="attempt_recent"),
+            models.Index(fields=["outcome", "started_at", "id"], name="attempt_outcome_recent"),
+            models.Index(fields=["error_type", "started_at", "id"], name="attempt_error_recent"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "generation", "stage", "number"], name="attempt_unique_number"
