@@ -247,31 +247,39 @@ def job_state(run: ImportRun) -> JobState:
     return _read_state(queue, _awaited_job_id(run))
 
 
-def runs_without_waiting_job(runs: list[ImportRun]) -> list[ImportRun]:
-    """Those of `runs` (active, no lease) whose current job will not run by itself:
-    missing from Redis, ended, or started long ago without claiming its run.
-
-    One pipelined round trip that reads job statuses only, so a job marked queued
-    but sitting in no queue is not caught here (the run page and requeue check that).
-    """
+def job_states(runs: list[ImportRun]) -> list[JobState]:
+    """The jobs of many active runs in one pipelined round trip, without their queue
+    positions: a job marked queued but sitting in no queue list looks waiting here
+    (`job_state` of one run, and requeue, check the lists too)."""
     if not runs:
         return []
+    job_ids = [_awaited_job_id(run) for run in runs]
     with redis_connection().pipeline(transaction=False) as pipe:
-        for run in runs:
-            pipe.hmget(Job.redis_job_namespace_prefix + current_job_id(run), "status", "started_at")
+        for job_id in job_ids:
+            pipe.hmget(Job.redis_job_namespace_prefix + job_id, *_JOB_FIELDS)
         answers = pipe.execute()
     return [
-        run
-        for run, (status, started) in zip(runs, answers, strict=True)
-        if not JobState(
-            job_id="",
-            queue="",
+        JobState(
+            job_id=job_id,
+            queue=stage_spec(run.stage).queue,
             status=status.decode() if status else "missing",
-            started_at=_rq_time(started),
+            worker=worker.decode() if worker else "",
             # A retry is scheduled for the run's due time (rounded up to a second).
             scheduled_for=run.due_at,
-        ).waiting
+            enqueued_at=_rq_time(enqueued),
+            started_at=_rq_time(started),
+            ended_at=_rq_time(ended),
+        )
+        for run, job_id, (status, enqueued, started, ended, worker) in zip(
+            runs, job_ids, answers, strict=True
+        )
     ]
+
+
+def runs_without_waiting_job(runs: list[ImportRun]) -> list[ImportRun]:
+    """Those of `runs` (active, no lease) whose current job will not run by itself:
+    missing from Redis, ended, or started or scheduled long ago. One round trip."""
+    return [run for run, state in zip(runs, job_states(runs), strict=True) if not state.waiting]
 
 
 def stage_redeliver(*, delivery: dict) -> bool:
