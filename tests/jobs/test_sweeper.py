@@ -152,10 +152,11 @@ def test_it_releases_pages_held_by_a_run_that_ended_without_settling(api, org):
 
 
 def test_an_upload_is_accepted_while_redis_is_down_and_delivered_later(api, settings):
+    reachable = settings.REDIS_URL
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/15"  # nothing listens there
     run = accepted_run(api, make_pdf(1))
 
-    settings.REDIS_URL = "redis://127.0.0.1:6379/15"
+    settings.REDIS_URL = reachable
     age(run)
     assert sweep_once().redelivered == 1
     assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
