@@ -17,12 +17,14 @@ from django.db.models import Sum
 from django.test import Client
 
 from documents.models import Organisation, QuotaReservation, UsageEntry
+from documents.services.quota import quota_settle
 from jobs import admin as jobs_admin
 from jobs import admin_actions
 from jobs.dispatch import stage_enqueue, stage_job_id
 from jobs.engine import execute_stage
 from jobs.errors import LeaseLost
 from jobs.models import ImportRun, RunTransition, StageAttempt
+from jobs.pipeline import next_stage
 from jobs.queues import get_queue
 from jobs.services.workers import (
     Failure,
@@ -219,35 +221,50 @@ def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, o
     assert_quota_consistent(org)
 
 
-def test_a_worker_completing_as_the_operator_dead_letters_cannot_resurrect_the_run(
-    api, org, operator
+@pytest.mark.parametrize("stage", ["create", "settle"])
+def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_undoes_it(
+    api, org, operator, stage
 ):
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+    stages_before = {"create": [], "settle": ["create", "store", "extract", "embed"]}[stage]
+    for earlier in stages_before:
+        assert execute_stage(str(run.id), earlier)["outcome"] == "succeeded"
+    claim = run_claim(run_id=run.id, stage=stage, job_id="job-1", worker="host.1.w")
     holding = threading.Event()
 
-    def worker_completes():
+    def worker_finishes():
         try:
             with transaction.atomic():
                 assert run_lock_claimed(claim=claim)
                 holding.set()
                 time.sleep(0.5)  # the operator's dead-letter waits on the row lock
-                run_complete_stage(claim=claim, following="store")
+                if stage == "settle":
+                    quota_settle(
+                        reservation=claim.run.reservation, document=claim.run.document, pages=1
+                    )
+                run_complete_stage(claim=claim, following=next_stage(stage))
         finally:
             connection.close()
 
-    worker = threading.Thread(target=worker_completes)
+    worker = threading.Thread(target=worker_finishes)
     worker.start()
     assert holding.wait(5)
     result = act(operator, "dead_letter", [run], reason="poisonous file")
     worker.join()
 
-    assert outcomes(result) == {str(run.id): "changed"}
     run.refresh_from_db()
-    # The worker's stage counted; the run was then taken out at the next one.
-    assert (run.status, run.stage, run.lease_owner) == ("dead_letter", "store", "")
-    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
-    assert run.reservation.status == "released"
+    if stage == "create":
+        # The worker's stage counted; the run was then taken out at the next one.
+        assert outcomes(result) == {str(run.id): "changed"}
+        assert (run.status, run.stage, run.lease_owner) == ("dead_letter", "store", "")
+        assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
+        assert run.reservation.status == "released"
+    else:
+        # The worker settled first: the run succeeded and was charged; nothing undoes it.
+        assert outcomes(result) == {str(run.id): "refused"}
+        assert "already ended (succeeded)" in text(result)
+        assert (run.status, run.reservation.status) == ("succeeded", "settled")
+        assert [e.pages for e in UsageEntry.objects.filter(document=run.document_id)] == [1]
     assert_quota_consistent(org)
 
 
@@ -287,6 +304,25 @@ def race(*actions) -> list:
     for thread in threads:
         thread.join()
     return results
+
+
+def test_two_operators_retrying_at_once_retry_once(org):
+    operators = [operator_client(org, "olga"), operator_client(org, "omar")]
+    runs = make_runs(org, 5, status="dead_letter", stage="embed", error_code="poison")
+
+    for run in runs:
+        results = race(
+            *(
+                lambda client=client, run=run: act(client, "retry", [run], "same time")
+                for client in operators
+            )
+        )
+        assert sorted(outcomes(r)[str(run.id)] for r in results) == ["changed", "left alone"]
+        run.refresh_from_db()
+        assert (run.status, run.generation, run.reservation.status) == ("queued", 1, "held")
+        assert RunTransition.objects.filter(run=run, reason="same time").count() == 1
+        assert LogEntry.objects.filter(object_id=str(run.id)).count() == 1
+    assert_quota_consistent(org)
 
 
 @pytest.mark.parametrize("start", ["dead_letter", "queued"])
