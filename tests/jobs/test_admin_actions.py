@@ -413,6 +413,7 @@ def test_the_dead_letter_view_groups_runs_by_error_code_and_stage(org, operator)
     make_runs(org, 3, status="dead_letter", stage="embed", error_code="transient_error")
     make_runs(org, 2, status="failed", stage="embed", error_code="transient_error", name="f")
     make_runs(org, 1, status="dead_letter", stage="extract", error_code="poison", name="p")
+    make_runs(org, 1, status="dead_letter", stage="store", error_code="transient_error", name="s")
     make_runs(org, 4, name="fine")
 
     page = operator.get(f"{RUNS}dead-letter/")
@@ -422,14 +423,21 @@ def test_the_dead_letter_view_groups_runs_by_error_code_and_stage(org, operator)
         page.content.decode(),
     )
 
-    assert rows == [("transient_error", "embed", "3", "2"), ("poison", "extract", "1", "0")]
+    assert rows == [
+        ("transient_error", "embed", "3", "2"),
+        ("poison", "extract", "1", "0"),
+        ("transient_error", "store", "1", "0"),
+    ]
     assert f"{RUNS}?" in page.content.decode()  # reachable from the runs list and back
     assert "dead-letter/" in operator.get(RUNS).content.decode()
 
 
 def test_retry_all_in_a_group_retries_it_and_reports_runs_whose_pages_no_longer_fit(org, operator):
     group = make_runs(org, 3, status="dead_letter", stage="embed", error_code="transient_error")
-    other = make_runs(org, 1, status="dead_letter", stage="extract", error_code="poison", name="p")
+    # The same error at another stage is another group.
+    other = make_runs(
+        org, 1, status="dead_letter", stage="extract", error_code="transient_error", name="p"
+    )
     Organisation.objects.filter(id=org.id).update(page_limit=2)
     url = f"{RUNS}dead-letter/retry/?error_code=transient_error&stage=embed"
 
