@@ -230,13 +230,19 @@ class ImportRunAdmin(FastListAdmin):
             run_id = uuid.UUID(str(object_id))
         except ValueError:
             return None
-        return (
+        # The run page asks twice (its story, then Django's form): one query.
+        cached = getattr(request, "_run_page_run", None)
+        if cached is not None and cached.id == run_id:
+            return cached
+        run = (
             ImportRun.objects.select_related(
                 "organisation", "document", "reservation", "created_by", "api_token"
             )
             .filter(id=run_id)
             .first()
         )
+        request._run_page_run = run
+        return run
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         run = self.get_object(request, object_id)

@@ -214,6 +214,7 @@ def apply(action: RunAction, runs: list[ImportRun], *, actor: Actor, reason: str
         try:
             change = action.service(run=run, actor=actor, reason=reason)
         except ServiceError as exc:
+            run.refresh_from_db(fields=["status", "stage"])  # as the refusal found it
             done.append(Done(run, "refused", exc.message))
         else:
             outcome = "changed" if change.changed else "left alone"
