@@ -117,6 +117,8 @@ class ImportRun(models.Model):
             models.Index(fields=["status", "created_at", "id"], name="run_status_recent"),
             models.Index(fields=["stage", "created_at", "id"], name="run_stage_recent"),
             models.Index(fields=["error_code", "created_at", "id"], name="run_error_recent"),
+            # "Longest in its stage" first (changes only with stage or status, as the above).
+            models.Index(fields=["stage_entered_at"], name="run_stage_entered"),
         ]
         constraints = [
             models.UniqueConstraint(

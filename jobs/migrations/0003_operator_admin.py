@@ -78,6 +78,10 @@ class Migration(migrations.Migration):
             index=models.Index(fields=["error_code", "created_at", "id"], name="run_error_recent"),
         ),
         migrations.AddIndex(
+            model_name="importrun",
+            index=models.Index(fields=["stage_entered_at"], name="run_stage_entered"),
+        ),
+        migrations.AddIndex(
             model_name="stageattempt",
             index=models.Index(fields=["started_at", "id"], name="attempt_recent"),
         ),
