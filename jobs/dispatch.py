@@ -8,17 +8,22 @@ repairs them.
 
 import logging
 import uuid
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.utils import timezone
 from redis.exceptions import RedisError
-from rq import Callback
+from rq import Callback, Queue
 from rq.exceptions import DuplicateJobError
+from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
+from rq.registry import ScheduledJobRegistry
+from rq.utils import utcparse
 
 from jobs.models import ACTIVE_STATUSES, ImportRun
 from jobs.pipeline import stage_spec
-from jobs.queues import get_queue
+from jobs.queues import get_queue, redis_connection
 
 logger = logging.getLogger(__name__)
 
@@ -117,3 +122,185 @@ def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:
     delivery = (result or {}).get("next")
     if delivery:
         stage_enqueue(**delivery)
+
+
+# --- What RQ knows about a run's delivery (the admin, "stuck" runs, requeue) ------------
+
+# RQ statuses of a job that will still run without anyone's help.
+WAITING_STATUSES = frozenset({"queued", "scheduled", "deferred"})
+
+
+@dataclass(frozen=True)
+class JobState:
+    """The run's current stage job as RQ sees it.
+
+    `status` is RQ's own (queued, scheduled, deferred, started, finished, failed,
+    stopped, canceled), "missing" when Redis has no such job, or "none" when the run
+    has ended and waits for no job.
+    """
+
+    job_id: str
+    queue: str
+    status: str
+    # 1 = next to be taken; None when the job is not in its queue's list.
+    position: int | None = None
+    # The job is marked queued but sits neither in its queue nor in the list a
+    # worker moves it to while taking it: nothing would ever run it.
+    stranded: bool = False
+    worker: str = ""
+    scheduled_for: datetime | None = None
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """True when the job will run (or is running) without an operator's help."""
+        if self.status == "scheduled":
+            # The scheduler moves it to its queue on time; long past that, it is not running.
+            return not _long_ago(self.scheduled_for)
+        if self.status in WAITING_STATUSES:
+            return not self.stranded
+        if self.status == "started":
+            # A worker claims the run first thing; one that has not for this long died.
+            return not _long_ago(self.started_at)
+        return False
+
+    def describe(self) -> str:
+        """One line for operators: where the job is and since when."""
+        text = {
+            "queued": f"queued in {self.queue}"
+            + (f" at position {self.position}" if self.position else ""),
+            "scheduled": f"scheduled in {self.queue}"
+            + (f" for {_local(self.scheduled_for)}" if self.scheduled_for else ""),
+            "deferred": f"deferred in {self.queue}",
+            "started": f"started by {self.worker or 'a worker'}"
+            + (f" at {_local(self.started_at)}" if self.started_at else ""),
+            "finished": "finished" + (f" at {_local(self.ended_at)}" if self.ended_at else ""),
+            "failed": "failed in RQ" + (f" at {_local(self.ended_at)}" if self.ended_at else ""),
+            "missing": f"missing from Redis (no job {self.job_id})",
+            "none": "none: the run has ended",
+        }.get(self.status, self.status)
+        if self.stranded:
+            text = f"marked queued but in no queue list of {self.queue}"
+        elif self.status == "started" and not self.waiting:
+            text += ", long ago, and the run was never claimed"
+        elif self.status == "scheduled" and not self.waiting:
+            text += ", long past (is the scheduler running?)"
+        return text
+
+
+def _long_ago(moment: datetime | None) -> bool:
+    # The sweeper's rule for a job that should have moved on by now.
+    limit = timedelta(seconds=settings.PAPERLANE_REDELIVER_AFTER_SECONDS)
+    return moment is None or timezone.now() - moment > limit
+
+
+def _local(value: datetime) -> str:
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def _rq_time(value: bytes | None) -> datetime | None:
+    return utcparse(value.decode()) if value else None
+
+
+def _awaited_job_id(run: ImportRun) -> str:
+    # A worker holding the stage runs the job named in its lease; otherwise the run
+    # waits for the delivery of its current try.
+    if run.lease_owner:
+        return run.lease_owner.partition("@")[0]
+    return current_job_id(run)
+
+
+_JOB_FIELDS = ("status", "enqueued_at", "started_at", "ended_at", "worker_name")
+
+
+def _read_state(queue: Queue, job_id: str) -> JobState:
+    scheduled = ScheduledJobRegistry(queue=queue)
+    # One MULTI: a worker moving the job between lists cannot make it look lost.
+    with queue.connection.pipeline(transaction=True) as pipe:
+        pipe.hmget(Job.redis_job_namespace_prefix + job_id, *_JOB_FIELDS)
+        pipe.lpos(queue.key, job_id)
+        pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue.key), job_id)
+        pipe.zscore(scheduled.key, job_id)
+        (status, enqueued, started, ended, worker), index, taking, at = pipe.execute()
+    status = status.decode() if status else "missing"
+    return JobState(
+        job_id=job_id,
+        queue=queue.name,
+        status=status,
+        position=None if index is None else index + 1,
+        stranded=status == "queued" and index is None and taking is None,
+        worker=worker.decode() if worker else "",
+        scheduled_for=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
+        enqueued_at=_rq_time(enqueued),
+        started_at=_rq_time(started),
+        ended_at=_rq_time(ended),
+    )
+
+
+def job_state(run: ImportRun) -> JobState:
+    """Where the run's current stage job is in RQ (one Redis round trip)."""
+    queue = get_queue(stage_spec(run.stage).queue)
+    if run.status not in ACTIVE_STATUSES:
+        return JobState(job_id="", queue=queue.name, status="none")
+    return _read_state(queue, _awaited_job_id(run))
+
+
+def job_states(runs: list[ImportRun]) -> list[JobState]:
+    """The jobs of many active runs in one pipelined round trip, without their queue
+    positions: a job marked queued but sitting in no queue list looks waiting here
+    (`job_state` of one run, and requeue, check the lists too)."""
+    if not runs:
+        return []
+    job_ids = [_awaited_job_id(run) for run in runs]
+    with redis_connection().pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.hmget(Job.redis_job_namespace_prefix + job_id, *_JOB_FIELDS)
+        answers = pipe.execute()
+    return [
+        JobState(
+            job_id=job_id,
+            queue=stage_spec(run.stage).queue,
+            status=status.decode() if status else "missing",
+            worker=worker.decode() if worker else "",
+            # A retry is scheduled for the run's due time (rounded up to a second).
+            scheduled_for=run.due_at,
+            enqueued_at=_rq_time(enqueued),
+            started_at=_rq_time(started),
+            ended_at=_rq_time(ended),
+        )
+        for run, job_id, (status, enqueued, started, ended, worker) in zip(
+            runs, job_ids, answers, strict=True
+        )
+    ]
+
+
+def runs_without_waiting_job(runs: list[ImportRun]) -> list[ImportRun]:
+    """Those of `runs` (active, no lease) whose current job will not run by itself:
+    missing from Redis, ended, or started or scheduled long ago. One round trip."""
+    return [run for run, state in zip(runs, job_states(runs), strict=True) if not state.waiting]
+
+
+def stage_redeliver(*, delivery: dict) -> bool:
+    """Enqueue a run's current stage again because its job was lost. A job RQ still
+    keeps under the same id but that will not run (ended, stranded, started long ago)
+    is removed first; one that is waiting after all is left to run. True if a new job
+    was queued."""
+    queue = get_queue(stage_spec(delivery["stage"]).queue)
+    job_id = stage_job_id(
+        run_id=delivery["run_id"],
+        stage=delivery["stage"],
+        attempt=delivery["attempt"],
+        generation=delivery["generation"],
+    )
+    try:
+        state = _read_state(queue, job_id)
+        if state.waiting:
+            return False
+        if state.status != "missing":
+            Job(job_id, connection=queue.connection).delete(remove_from_queue=True)
+    except RedisError:
+        logger.warning("could not redeliver %s; the sweeper will retry", job_id, exc_info=True)
+        return False
+    return stage_enqueue(**delivery)

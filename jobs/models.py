@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 
 class Stage(models.TextChoices):
@@ -87,6 +88,9 @@ class ImportRun(models.Model):
     crashes = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # When the run last changed stage or status: "time in the current stage" in the admin.
+    # Set by the run services with every such change (accept, claim, complete, fail, ...).
+    stage_entered_at = models.DateTimeField(default=timezone.now)
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
     error_code = models.CharField(max_length=64, blank=True)
@@ -107,6 +111,14 @@ class ImportRun(models.Model):
         indexes = [
             models.Index(fields=["status", "due_at"], name="run_status_due"),
             models.Index(fields=["organisation", "-created_at"], name="run_org_recent"),
+            # The admin's list: newest first, alone or within a status, stage or error
+            # code (the last also lists the error codes, skipping through the index).
+            models.Index(fields=["created_at", "id"], name="run_recent"),
+            models.Index(fields=["status", "created_at", "id"], name="run_status_recent"),
+            models.Index(fields=["stage", "created_at", "id"], name="run_stage_recent"),
+            models.Index(fields=["error_code", "created_at", "id"], name="run_error_recent"),
+            # "Longest in its stage" first (changes only with stage or status, as the above).
+            models.Index(fields=["stage_entered_at"], name="run_stage_entered"),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -166,6 +178,12 @@ class StageAttempt(models.Model):
 
     class Meta:
         ordering = ["started_at", "id"]
+        indexes = [
+            # The admin's attempts list: newest first, alone or by outcome or error type.
+            models.Index(fields=["started_at", "id"], name="attempt_recent"),
+            models.Index(fields=["outcome", "started_at", "id"], name="attempt_outcome_recent"),
+            models.Index(fields=["error_type", "started_at", "id"], name="attempt_error_recent"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "generation", "stage", "number"], name="attempt_unique_number"

@@ -30,6 +30,6 @@ class Migration(migrations.Migration):
     # CREATE INDEX CONCURRENTLY cannot run inside a transaction.
     atomic = False
 
-    dependencies = [("jobs", "0002_attempt_counts")]
+    dependencies = [("jobs", "0003_operator_admin")]
 
     operations = [migrations.RunPython(create, drop)]

@@ -63,7 +63,12 @@ def run_record(
 def run_save(
     run: ImportRun, fields: list[str], *, from_status: str, actor: Actor, reason: str
 ) -> None:
-    """Save the changed fields of a run and write the transition they make."""
+    """Save the changed fields of a run and write the transition they make.
+
+    A change of status restarts the clock of "time in the current stage"."""
+    if run.status != from_status:
+        run.stage_entered_at = timezone.now()
+        fields = [*fields, "stage_entered_at"]
     run.save(update_fields=[*fields, "updated_at"])
     run_record(run, from_status=from_status, from_stage=run.stage, actor=actor, reason=reason)
 

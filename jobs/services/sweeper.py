@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from documents.services.quota import quota_release
 from jobs.models import ImportRun, RunStatus, StageAttempt
-from jobs.services.history import SWEEPER, attempt_finish, dispatch_on_commit, run_save
+from jobs.services.history import SWEEPER, Actor, attempt_finish, dispatch_on_commit, run_save
 
 Outcome = StageAttempt.Outcome
 
@@ -16,16 +16,24 @@ Outcome = StageAttempt.Outcome
 @transaction.atomic
 def run_abandon_expired(*, run_id: uuid.UUID) -> ImportRun | None:
     """A worker stopped renewing its hold: record the crash, then retry or dead letter."""
-    now = timezone.now()
     run = (
         ImportRun.objects.select_for_update(skip_locked=True)
         .select_related("reservation")
-        .filter(id=run_id, lease_expires_at__lt=now)
+        .filter(id=run_id, lease_expires_at__lt=timezone.now())
         .exclude(lease_owner="")
         .first()
     )
     if run is None:
         return None
+    run_take_back_locked(run=run, actor=SWEEPER)
+    return run
+
+
+def run_take_back_locked(*, run: ImportRun, actor: Actor, note: str = "") -> None:
+    """Take back the stage of a run whose lease expired (the caller holds the row lock):
+    its running attempt is abandoned, the crash counted, and the stage is due again now,
+    or the run is dead-lettered as poison after PAPERLANE_POISON_CRASHES in a row."""
+    now = timezone.now()
     job_id, _, worker = run.lease_owner.partition("@")
     message = f"worker {worker or 'unknown'} stopped responding during {run.stage}"
     for attempt in StageAttempt.objects.filter(
@@ -53,11 +61,10 @@ def run_abandon_expired(*, run_id: uuid.UUID) -> ImportRun | None:
         run,
         [*fields, "error_code", "error_message"],
         from_status=from_status,
-        actor=SWEEPER,
-        reason=reason,
+        actor=actor,
+        reason=f"{reason}{note}",
     )
     if run.status == RunStatus.DEAD_LETTER:
         quota_release(reservation=run.reservation)
     else:
         dispatch_on_commit(run)
-    return run

@@ -60,7 +60,11 @@ def run_claim(
     order = [RunStatus.PROCESSING, RunStatus.QUEUED]
     if queued_first:
         order.reverse()
-    claimed_from = next((s for s in order if due.filter(status=s).update(**take) == 1), None)
+    # Only queued -> processing changes the status: only it restarts the stage clock.
+    entered = {RunStatus.QUEUED: {"stage_entered_at": now}, RunStatus.PROCESSING: {}}
+    claimed_from = next(
+        (s for s in order if due.filter(status=s).update(**take, **entered[s]) == 1), None
+    )
     if claimed_from is None:
         return None
     run = ImportRun.objects.select_related("document", "organisation", "reservation").get(
@@ -121,6 +125,8 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
         "error_code": "",
         "error_message": "",
         "updated_at": now,
+        # The stage (or, at the end, the status) changes.
+        "stage_entered_at": now,
     }
     if following is None:
         changes.update(status=RunStatus.SUCCEEDED, finished_at=now, due_at=None)
