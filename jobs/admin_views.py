@@ -27,7 +27,7 @@ STAGE_ORDER = {str(spec.name): number for number, spec in enumerate(STAGES)}
 
 
 def _outcome_rows(now) -> tuple[list[dict], dict[str, int]]:
-    """Finished attempts by stage, outcome and error, the last hour and since counting
+    """Finished attempts by stage, outcome and error code, the last hour and since counting
     began; and retries by stage since counting began."""
     recent = StageAttempt.objects.filter(finished_at__gte=now - timedelta(hours=1))
     last_hour = attempts_counted(recent)

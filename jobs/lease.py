@@ -13,7 +13,7 @@ import time
 import uuid
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from jobs.logcontext import current_log_context, run_log_context
 from jobs.services.workers import run_renew_lease
@@ -65,6 +65,8 @@ class LeaseKeeper:
             with self._lock:
                 current, deadline, fields = self._current, self._deadline, self._log_fields
             if current is None:
+                # Idle between stages: hold no database connection of this thread's.
+                connection.close()
                 continue
             with run_log_context(**fields):
                 self._tick(current, deadline)

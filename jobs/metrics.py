@@ -99,11 +99,11 @@ def _quantiles(stage: StageStats):
 def _total_families(totals: AttemptTotals):
     attempts = CounterMetricFamily(
         "paperlane_stage_attempts",
-        "Stage attempts finished, by outcome and the class of the error they raised.",
-        labels=["stage", "outcome", "error"],
+        "Stage attempts finished, by outcome and error code.",
+        labels=["stage", "outcome", "code"],
     )
-    for (stage, outcome, error), count in sorted(totals.attempts.items()):
-        attempts.add_metric([stage, outcome, error or "none"], count)
+    for (stage, outcome, code), count in sorted(totals.attempts.items()):
+        attempts.add_metric([stage, outcome, code or "none"], count)
     yield attempts
     retries = CounterMetricFamily(
         "paperlane_stage_retries",

@@ -171,7 +171,9 @@ class StageAttempt(models.Model):
     outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.RUNNING)
     # CPU time the stage body used (its thread only), to tell work from waiting.
     cpu_ms = models.PositiveIntegerField(null=True, blank=True)
-    # The class of the exception a failed attempt raised, e.g. "pypdf.errors.PdfReadError".
+    # What went wrong, as the run's error code says it (e.g. "damaged_pdf", "timeout",
+    # "worker_lost"), and the class of the exception raised, e.g. "pypdf.errors.PdfReadError".
+    error_code = models.CharField(max_length=64, blank=True)
     error_type = models.CharField(max_length=200, blank=True)
     error_message = models.TextField(blank=True)
     traceback = models.TextField(blank=True)

@@ -73,11 +73,22 @@ def run_save(
     run_record(run, from_status=from_status, from_stage=run.stage, actor=actor, reason=reason)
 
 
-def attempt_finish(attempt: StageAttempt, outcome: str, *, message: str = "", tb: str = "") -> None:
+def attempt_finish(
+    attempt: StageAttempt, outcome: str, *, code: str = "", message: str = "", tb: str = ""
+) -> None:
     """Close a stage attempt with its outcome (and error, for operators)."""
     attempt.outcome = outcome
     attempt.finished_at = timezone.now()
     attempt.error_message = message[:10000]
     attempt.traceback = tb[:50000]
-    fields = ["outcome", "finished_at", "error_message", "error_type", "traceback", "cpu_ms"]
+    attempt.error_code = code
+    fields = [
+        "outcome",
+        "finished_at",
+        "error_code",
+        "error_message",
+        "error_type",
+        "traceback",
+        "cpu_ms",
+    ]
     attempt.save(update_fields=fields)

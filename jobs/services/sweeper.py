@@ -39,7 +39,7 @@ def run_take_back_locked(*, run: ImportRun, actor: Actor, note: str = "") -> Non
     for attempt in StageAttempt.objects.filter(
         run=run, stage=run.stage, job_id=job_id, outcome=Outcome.RUNNING
     ):
-        attempt_finish(attempt, Outcome.ABANDONED, message=message)
+        attempt_finish(attempt, Outcome.ABANDONED, code="worker_lost", message=message)
     run.crashes += 1
     run.lease_owner, run.lease_expires_at = "", None
     from_status = run.status

@@ -189,7 +189,9 @@ def run_record_failure(
     if run is None:
         return None
     claim.attempt.error_type = failure.error_type
-    attempt_finish(claim.attempt, outcome, message=failure.detail, tb=failure.traceback)
+    attempt_finish(
+        claim.attempt, outcome, code=code, message=failure.detail, tb=failure.traceback
+    )
     if outcome == Outcome.TIMEOUT and _timed_out_before(claim):
         permanent, message = True, f"Processing took too long: {message[0].lower()}{message[1:]}"
     now, from_status = timezone.now(), run.status
@@ -236,6 +238,6 @@ def run_release(*, claim: Claim, reason: str) -> bool:
     ):
         return False
     run.lease_owner, run.lease_expires_at, run.due_at = "", None, now
-    attempt_finish(claim.attempt, Outcome.ABANDONED, message=reason)
+    attempt_finish(claim.attempt, Outcome.ABANDONED, code="worker_stopped", message=reason)
     dispatch_on_commit(run)
     return True

@@ -1,4 +1,4 @@
-"""Counters that only go up: stage attempts by outcome and error, retries, durations.
+"""Counters that only go up: stage attempts by outcome and error code, retries, durations.
 
 They are counts of StageAttempt rows, so they survive restarts and agree across
 web processes. Counting every attempt ever on each scrape would read the whole
@@ -29,7 +29,7 @@ DURATION_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 SETTLED_AFTER = timedelta(hours=1)
 # The rollup moves forward at most this often.
 ADVANCE_EVERY = timedelta(minutes=1)
-ROLLUP_KEY = "paperlane:stats:attempt-totals:v1"
+ROLLUP_KEY = "paperlane:stats:attempt-totals:v2"
 
 
 @dataclass
@@ -48,8 +48,8 @@ class Durations:
 
 @dataclass
 class AttemptTotals:
-    # (stage, outcome, error type) -> finished attempts; the error type is the
-    # exception's class, "" when there was none (succeeded, abandoned).
+    # (stage, outcome, error code) -> finished attempts; the code is the one the run
+    # got ("timeout", "damaged_pdf", "worker_lost"), "" when there was none.
     attempts: dict[tuple[str, str, str], int] = field(default_factory=dict)
     # stage -> attempts that repeated a stage of the same run generation.
     retries: dict[str, int] = field(default_factory=dict)
@@ -92,12 +92,12 @@ def attempts_counted(attempts: QuerySet) -> AttemptTotals:
     )
     totals = AttemptTotals()
     rows = (
-        attempts.values("stage", "outcome", "error_type")
+        attempts.values("stage", "outcome", "error_code")
         .order_by()
         .annotate(n=Count("id"), retries=Count("id", filter=Q(number__gt=1)))
     )
     for row in rows:
-        totals.attempts[(row["stage"], row["outcome"], row["error_type"])] = row["n"]
+        totals.attempts[(row["stage"], row["outcome"], row["error_code"])] = row["n"]
         totals.retries[row["stage"]] = totals.retries.get(row["stage"], 0) + row["retries"]
     buckets = {
         f"le{i}": Count("id", filter=Q(duration__lte=timedelta(seconds=bound)))

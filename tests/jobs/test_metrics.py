@@ -142,11 +142,11 @@ def test_its_counters_move_as_documents_flow(token, api, org, settings):
 
     for stage in ("create", "store", "extract", "embed", "settle"):
         assert (
-            moved("paperlane_stage_attempts_total", stage=stage, outcome="succeeded", error="none")
+            moved("paperlane_stage_attempts_total", stage=stage, outcome="succeeded", code="none")
             == 1
         )
     # The flaky provider said "busy" twice before embed succeeded: two retries.
-    failed = dict(stage="embed", outcome="transient_error", error="jobs.errors.TransientError")
+    failed = dict(stage="embed", outcome="transient_error", code="transient_error")
     assert moved("paperlane_stage_attempts_total", **failed) == 2
     assert moved("paperlane_stage_retries_total", stage="embed") == 2
     assert moved("paperlane_stage_retries_total", stage="extract") == 0

@@ -102,7 +102,10 @@ def test_a_database_data_error_fails_the_run_after_one_attempt(api, monkeypatch)
 
     assert (run.status, run.error_code) == ("failed", "unstorable_data")
     [attempt] = StageAttempt.objects.filter(run=run, stage="extract")
-    assert attempt.error_type == "django.db.utils.DataError"
+    assert (attempt.error_code, attempt.error_type) == (
+        "unstorable_data",
+        "django.db.utils.DataError",
+    )
     assert "NUL" in attempt.error_message and "NUL" not in run.error_message
 
 

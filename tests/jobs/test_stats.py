@@ -118,7 +118,7 @@ def test_it_counts_attempts_rates_and_durations_per_stage(org):
         outcome=Outcome.TRANSIENT_ERROR,
         finished_ago=600,
         seconds=4,
-        error_type="jobs.errors.TransientError",
+        error_code="transient_error",
     )
     attempt(run, "extract", number=6, finished_ago=1800, seconds=10)
     attempt(run, "extract", number=7, finished_ago=7200, seconds=100)  # over an hour ago
@@ -230,7 +230,7 @@ def test_totals_count_every_attempt_once_whether_rolled_up_or_not(org, redis_con
         outcome=Outcome.TIMEOUT,
         finished_ago=60,
         seconds=300,
-        error_type="rq.timeouts.JobTimeoutException",
+        error_code="timeout",
     )
     attempt(run, "embed", finished_ago=30, seconds=700)
 
@@ -244,7 +244,7 @@ def test_totals_count_every_attempt_once_whether_rolled_up_or_not(org, redis_con
     for totals in (first, again, recounted):
         assert totals.attempts == {
             ("extract", "succeeded", ""): 2,
-            ("extract", "timeout", "rq.timeouts.JobTimeoutException"): 1,
+            ("extract", "timeout", "timeout"): 1,
             ("embed", "succeeded", ""): 1,
         }
         assert totals.retries == {"extract": 2, "embed": 0}

@@ -114,7 +114,9 @@ def test_an_expired_lease_is_recorded_as_abandoned_and_made_due_again(api, setti
     run.refresh_from_db()
     assert (run.lease_owner, run.crashes, run.status) == ("", 1, "processing")
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "abandoned"
-    assert "stopped responding" in StageAttempt.objects.get(id=claim.attempt.id).error_message
+    abandoned = StageAttempt.objects.get(id=claim.attempt.id)
+    assert (abandoned.error_code, abandoned.outcome) == ("worker_lost", "abandoned")
+    assert "stopped responding" in abandoned.error_message
     assert run.error_message == "The create step was interrupted; it is resuming elsewhere."
 
 
