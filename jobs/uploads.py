@@ -18,6 +18,7 @@ from django.http.multipartparser import MultiPartParser
 from django.utils.datastructures import ImmutableList
 
 from core.errors import FileTooLarge, InvalidUpload, ServiceError
+from jobs.stats.uploads import upload_count
 
 # What a multipart body may carry beyond its one file: boundaries, headers, the
 # CSRF token and a name.
@@ -42,7 +43,9 @@ class RequestSizeLimitMiddleware:
             length = 0
         if length > settings.PAPERLANE_MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES:
             error = _too_large()
-            if request.path.startswith("/api/"):
+            api = request.path.startswith("/api/")
+            upload_count(channel="api" if api else "web", result="refused", code=error.code)
+            if api:
                 return JsonResponse(error.as_dict(), status=error.status_code)
             return HttpResponse(error.message, status=error.status_code, content_type="text/plain")
         return self.get_response(request)

@@ -8,6 +8,7 @@ from django.core.files.uploadhandler import TemporaryFileUploadHandler
 from django.test import Client, RequestFactory
 
 from jobs.models import ImportRun
+from jobs.stats.uploads import upload_counts
 from jobs.uploads import (
     MULTIPART_OVERHEAD_BYTES,
     RequestSizeLimitMiddleware,
@@ -61,7 +62,7 @@ class Unreadable(io.RawIOBase):
         raise AssertionError("the body was read")
 
 
-def test_a_body_larger_than_one_upload_is_refused_from_its_length_unread(settings):
+def test_a_body_larger_than_one_upload_is_refused_from_its_length_unread(settings, redis_conn):
     settings.PAPERLANE_MAX_UPLOAD_BYTES = 100_000
     request = RequestFactory().post(URL, b"", content_type="multipart/form-data; boundary=x")
     request.META["CONTENT_LENGTH"] = str(100_000 + MULTIPART_OVERHEAD_BYTES + 1)
@@ -71,6 +72,8 @@ def test_a_body_larger_than_one_upload_is_refused_from_its_length_unread(setting
 
     assert response.status_code == 413
     assert json.loads(response.content)["code"] == "file_too_large"
+    counted = upload_counts(connection=redis_conn)
+    assert counted[("api", "refused", "file_too_large")] == 1
 
 
 def test_a_request_with_two_files_is_refused_and_keeps_at_most_one(api, org, spooled):

@@ -8,6 +8,11 @@ from django.utils.module_loading import import_string
 from jobs.logcontext import install_worker_logging
 from jobs.queues import get_queue, redis_connection
 
+# RQ's registration of a worker lasts this + 60 s past its last heartbeat, and an idle
+# worker beats every this - 15 s: a worker that died leaves the dashboard in ~95 s
+# (RQ's default, 420, kept a dead one listed as live for up to eight minutes).
+WORKER_TTL_SECONDS = 35
+
 
 class Command(BaseCommand):
     help = "Run one RQ worker for the given stage queues (run_workers starts these)."
@@ -22,6 +27,9 @@ class Command(BaseCommand):
         worker_class = import_string(settings.PAPERLANE_WORKER_CLASS)
         name = f"{socket.gethostname()}.{os.getpid()}.{'+'.join(queues)}"
         worker = worker_class(
-            [get_queue(q) for q in queues], connection=redis_connection(), name=name
+            [get_queue(q) for q in queues],
+            connection=redis_connection(),
+            name=name,
+            worker_ttl=WORKER_TTL_SECONDS,
         )
         worker.work(burst=burst, logging_level=settings.LOGGING["root"]["level"])
