@@ -7,6 +7,7 @@ from django.test import Client
 from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create
 from jobs.queues import redis_connection
+from tests.support.admin import operator_client
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +62,12 @@ def api(org) -> Client:
 @pytest.fixture
 def other_api(other_org) -> Client:
     return _api_client(other_org)
+
+
+@pytest.fixture
+def operator(org) -> Client:
+    """A staff member in the Operators group, logged in."""
+    return operator_client(org)
 
 
 @pytest.fixture

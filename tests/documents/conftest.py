@@ -4,19 +4,8 @@ import html
 import re
 
 import pytest
-from django.test import Client, override_settings
+from django.test import override_settings
 from django.utils import formats
-
-from documents.services.organisations import member_add
-
-
-@pytest.fixture
-def operator(org) -> Client:
-    """A staff member in the Operators group, logged in."""
-    member_add(organisation=org, username="olga", password="operator-pass-1", staff=True)
-    client = Client()
-    assert client.login(username="olga", password="operator-pass-1")
-    return client
 
 
 def page_text(response) -> str:

@@ -30,11 +30,6 @@ from tests.support.uploads import accepted_run
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def operator(org) -> Client:
-    return operator_client(org)
-
-
 def ids(runs) -> set[str]:
     return {str(run.id) for run in runs}
 

@@ -43,11 +43,6 @@ from tests.support.uploads import accepted_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def operator(org) -> Client:
-    return operator_client(org)
-
-
 def text(response) -> str:
     """The page's text, tags removed and spaces collapsed, for reading sentences."""
     body = re.sub(r"<[^>]+>", " ", response.content.decode())

@@ -9,7 +9,6 @@ from django.utils import timezone
 from rq.suspension import suspend
 from rq.worker import SimpleWorker
 
-from documents.services.organisations import member_add
 from jobs.models import ImportRun, StageAttempt
 from jobs.pipeline import STAGES
 from jobs.queues import get_queue, redis_connection
@@ -22,14 +21,6 @@ pytestmark = pytest.mark.django_db
 URL = "/admin/pipeline/"
 # Tests that run stages in-process (tests.support.runs.drive) need real commits.
 DRIVES = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def operator(org) -> Client:
-    member_add(organisation=org, username="olga", password="operator-pass-1", staff=True)
-    client = Client()
-    assert client.login(username="olga", password="operator-pass-1")
-    return client
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from documents.services.organisations import member_add
 from jobs.queues import get_queue
 from jobs.stats import uploads
 from jobs.stats.snapshot import pipeline_snapshot
@@ -34,14 +33,6 @@ def _counting_on():
 def token(settings) -> str:
     settings.PAPERLANE_METRICS_TOKEN = TOKEN
     return TOKEN
-
-
-@pytest.fixture
-def operator(org) -> Client:
-    member_add(organisation=org, username="olga", password="operator-pass-1", staff=True)
-    client = Client()
-    assert client.login(username="olga", password="operator-pass-1")
-    return client
 
 
 def scrape(client: Client | None = None, *, token: str | None = None) -> dict[tuple, float]:
