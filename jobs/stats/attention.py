@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from jobs.stats.base import seconds_text
 from jobs.stats.snapshot import PipelineSnapshot
 
 
@@ -13,16 +14,6 @@ class Attention:
     kind: str
     stage: str | None
     message: str
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        minutes, rest = divmod(seconds, 60)
-        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 def attention(snapshot: PipelineSnapshot) -> list[Attention]:
@@ -65,8 +56,8 @@ def attention(snapshot: PipelineSnapshot) -> list[Attention]:
                     "lag",
                     stage.name,
                     f"{stage.name}: the oldest waiting run has waited "
-                    f"{_duration(stage.lag_seconds)}, longer than the "
-                    f"{_duration(lag_limit)} allowed; {stage.due} runs are waiting.",
+                    f"{seconds_text(stage.lag_seconds)}, longer than the "
+                    f"{seconds_text(lag_limit)} allowed; {stage.due} runs are waiting.",
                 )
             )
         share = stage.failure_share_15m
@@ -87,7 +78,7 @@ def attention(snapshot: PipelineSnapshot) -> list[Attention]:
                 "stuck",
                 None,
                 f"{snapshot.stuck_total} {runs} made no progress for more than "
-                f"{_duration(settings.PAPERLANE_STUCK_AFTER_SECONDS)} or lost their "
+                f"{seconds_text(settings.PAPERLANE_STUCK_AFTER_SECONDS)} or lost their "
                 "worker: see the stuck runs below.",
             )
         )

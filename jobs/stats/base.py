@@ -55,3 +55,22 @@ def _client(url: str) -> Redis:
 def stats_connection() -> Redis:
     """A pooled Redis client for the operators' reads (one pool per process)."""
     return _client(settings.REDIS_URL)
+
+
+def seconds_text(value: float | None) -> str:
+    """A duration for people: 45 ms, 1.5 s, 42 s, 4 min 05 s, 2 min, 2 h 03 min; an en
+    dash for no value."""
+    if value is None or value == "":
+        return "–"
+    value = float(value)
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 10:
+        return f"{value:.1f} s"
+    whole = int(value)
+    if whole < 120:
+        return f"{whole} s"
+    if whole < 7200:
+        minutes, rest = divmod(whole, 60)
+        return f"{minutes} min {rest:02d} s" if rest else f"{minutes} min"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"

@@ -17,6 +17,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from documents.models import Organisation
+from documents.services.quota import QuotaSnapshot
 from jobs.models import ACTIVE_STATUSES, ImportRun, RunStatus, StageAttempt
 from jobs.pipeline import STAGES
 from jobs.stats.base import (
@@ -100,16 +101,9 @@ class StuckRun:
 
 
 @dataclass(frozen=True)
-class OrganisationPages:
+class OrganisationPages(QuotaSnapshot):
     slug: str
     name: str
-    page_limit: int
-    pages_used: int
-    pages_reserved: int
-
-    @property
-    def pages_available(self) -> int:
-        return max(self.page_limit - self.pages_used - self.pages_reserved, 0)
 
 
 @dataclass(frozen=True)
@@ -249,13 +243,13 @@ def _ago(delta: timedelta) -> str:
 
 
 def _organisations(limit: int | None) -> tuple[tuple[OrganisationPages, ...], int]:
-    rows = Organisation.objects.order_by("-pages_reserved", "-pages_used", "slug").values_list(
+    rows = Organisation.objects.order_by("-pages_reserved", "-pages_used", "slug").values(
         "slug", "name", "page_limit", "pages_used", "pages_reserved"
     )
     if limit is None:
-        found = tuple(OrganisationPages(*row) for row in rows)
+        found = tuple(OrganisationPages(**row) for row in rows)
         return found, len(found)
-    return tuple(OrganisationPages(*row) for row in rows[:limit]), Organisation.objects.count()
+    return tuple(OrganisationPages(**row) for row in rows[:limit]), Organisation.objects.count()
 
 
 def _age(now: datetime, then: datetime | None) -> float | None:

@@ -2,26 +2,14 @@
 
 from django import template
 
+from jobs.stats.base import seconds_text
+
 register = template.Library()
 
 
 @register.filter
 def seconds(value) -> str:
-    """45 ms, 1.5 s, 42 s, 4 min 05 s, 2 min, 2 h 03 min; an en dash for no value."""
-    if value is None or value == "":
-        return "–"
-    value = float(value)
-    if value < 1:
-        return f"{value * 1000:.0f} ms"
-    if value < 10:
-        return f"{value:.1f} s"
-    whole = int(value)
-    if whole < 120:
-        return f"{whole} s"
-    if whole < 7200:
-        minutes, rest = divmod(whole, 60)
-        return f"{minutes} min {rest:02d} s" if rest else f"{minutes} min"
-    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+    return seconds_text(value)
 
 
 @register.filter
