@@ -8,7 +8,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
@@ -17,6 +16,7 @@ from redis.exceptions import RedisError
 from documents.models import Chunk, UsageEntry
 from jobs.dispatch import DISPATCH_FIELDS, JobState, job_state, runs_without_waiting_job
 from jobs.models import ACTIVE_STATUSES, ImportRun, RunStatus, RunTransition, StageAttempt
+from jobs.stats.snapshot import lease_expired_q, no_progress_q
 
 # A run due for less than this may simply not have been enqueued yet (the accept
 # path and the stage callbacks enqueue right after their commit).
@@ -30,10 +30,6 @@ STUCK_KINDS = {
     "lease_expired": "lease expired",
     "no_job": "due, no job waiting",
 }
-
-
-def _stuck_before(now: datetime) -> datetime:
-    return now - timedelta(seconds=settings.PAPERLANE_STUCK_AFTER_SECONDS)
 
 
 def runs_lost_in_redis(*, now: datetime | None = None) -> list[uuid.UUID]:
@@ -63,8 +59,8 @@ def stuck_filter(kind: str, *, now: datetime | None = None) -> Q:
     renewals), a worker's lease that expired, or a due stage with no job waiting."""
     now = now or timezone.now()
     kinds = {
-        "no_progress": lambda: Q(updated_at__lt=_stuck_before(now)),
-        "lease_expired": lambda: ~Q(lease_owner="") & Q(lease_expires_at__lt=now),
+        "no_progress": lambda: no_progress_q(now),
+        "lease_expired": lambda: lease_expired_q(now),
         "no_job": lambda: Q(id__in=runs_lost_in_redis(now=now)),
     }
     chosen = list(kinds) if kind == "any" else [kind]

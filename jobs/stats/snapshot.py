@@ -123,12 +123,20 @@ class PipelineSnapshot:
         return next(s for s in self.stages if s.name == name)
 
 
+def no_progress_q(now: datetime) -> Q:
+    """No change or progress report for PAPERLANE_STUCK_AFTER_SECONDS (`updated_at` moves
+    with each, not with lease renewals)."""
+    return Q(updated_at__lt=now - timedelta(seconds=settings.PAPERLANE_STUCK_AFTER_SECONDS))
+
+
+def lease_expired_q(now: datetime) -> Q:
+    """A worker's lease that expired: the sweeper has not taken the stage back yet."""
+    return ~Q(lease_owner="") & Q(lease_expires_at__lt=now)
+
+
 def stuck_runs_q(now: datetime) -> Q:
-    """Runs that have not ended and made no progress for PAPERLANE_STUCK_AFTER_SECONDS,
-    or whose worker's lease expired (the sweeper has not taken the stage back yet)."""
-    stale_before = now - timedelta(seconds=settings.PAPERLANE_STUCK_AFTER_SECONDS)
-    expired = ~Q(lease_owner="") & Q(lease_expires_at__lt=now)
-    return Q(status__in=ACTIVE_STATUSES) & (Q(updated_at__lt=stale_before) | expired)
+    """Runs that have not ended and made no progress, or whose worker's lease expired."""
+    return Q(status__in=ACTIVE_STATUSES) & (no_progress_q(now) | lease_expired_q(now))
 
 
 def _due_now_q(now: datetime) -> Q:
