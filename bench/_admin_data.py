@@ -95,7 +95,7 @@ SELECT run_id, org_id, doc_id, reservation_id,
 FROM plan;
 
 INSERT INTO jobs_stageattempt (run_id, stage, generation, number, job_id, worker, started_at,
-    finished_at, outcome, cpu_ms, error_type, error_message, traceback)
+    finished_at, outcome, cpu_ms, error_code, error_type, error_message, traceback)
 SELECT run_id, (ARRAY%(stages)s)[1 + least(i, stage_idx)], 0,
        greatest(i - stage_idx, 0) + 1,
        'run-' || run_id || '-0-' || (ARRAY%(stages)s)[1 + least(i, stage_idx)] || '-' || i,
@@ -107,6 +107,9 @@ SELECT run_id, (ARRAY%(stages)s)[1 + least(i, stage_idx)], 0,
             WHEN status = 'cancelled' THEN 'skipped'
             ELSE 'transient_error' END,
        40 + (n + i) %% 300,
+       CASE WHEN i >= stage_idx AND status = 'failed' THEN 'damaged_pdf'
+            WHEN i >= stage_idx AND status IN ('dead_letter', 'queued', 'processing')
+            THEN 'transient_error' ELSE '' END,
        CASE WHEN i >= stage_idx AND status = 'failed' THEN 'pypdf.errors.PdfReadError'
             WHEN i >= stage_idx AND status IN ('dead_letter', 'queued', 'processing')
             THEN 'jobs.errors.TransientError' ELSE '' END,

@@ -1,4 +1,4 @@
-"""The operator's admin on a big history: how long the runs list and a run page take.
+"""The operator's admin on a big history: the runs list, a run page, the dashboard, /metrics.
 
     .venv/bin/python bench/admin.py [--runs 100000] [--repeats 5]
 
@@ -79,6 +79,8 @@ def cases() -> list[tuple[str, str]]:
         ),
         ("attempts: stage=embed", "/admin/jobs/stageattempt/?stage__exact=embed"),
         ("attempts: error type", "/admin/jobs/stageattempt/?error_type=pypdf.errors.PdfReadError"),
+        ("pipeline dashboard", "/admin/pipeline/"),
+        ("/metrics", "/metrics"),
     ]
 
 
