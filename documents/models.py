@@ -84,6 +84,9 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        verbose_name = "API token"
+
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.organisation})"
 
@@ -210,6 +213,7 @@ class UsageEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "usage entries"
         constraints = [
             models.UniqueConstraint(
                 fields=["organisation", "document", "document_version"],
