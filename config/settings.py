@@ -132,6 +132,14 @@ STORAGES = {
 }
 
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
+# Where a person waits (enqueue after accept, upload counters), Redis gets this long,
+# and after a failure is not asked from requests for the pause (the sweeper delivers).
+PAPERLANE_REQUEST_REDIS_TIMEOUT_SECONDS = env.float(
+    "PAPERLANE_REQUEST_REDIS_TIMEOUT_SECONDS", default=0.25
+)
+PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS = env.float(
+    "PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS", default=15
+)
 # django-rq's RQ_QUEUES is derived from the stage list (jobs/pipeline.py) at start-up.
 
 # --- Accept path -----------------------------------------------------------

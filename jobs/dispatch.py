@@ -23,7 +23,7 @@ from rq.utils import utcparse
 
 from jobs.models import ACTIVE_STATUSES, ImportRun
 from jobs.pipeline import stage_spec
-from jobs.queues import get_queue, redis_connection
+from jobs.queues import get_queue, redis_connection, request_breaker, request_connection
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +55,19 @@ def stage_enqueue(
     attempt: int,
     generation: int = 0,
     at: datetime | None = None,
+    in_request: bool = False,
 ) -> bool:
-    """Enqueue one stage of a run (now, or at `at`). True if a new job was queued."""
+    """Enqueue one stage of a run (now, or at `at`). True if a new job was queued.
+
+    `in_request`: someone waits for the answer, so Redis gets a short time and is
+    skipped while its breaker is open; the sweeper delivers what was not enqueued.
+    """
     job_id = stage_job_id(run_id=run_id, stage=stage, attempt=attempt, generation=generation)
-    queue = get_queue(stage_spec(stage).queue)
+    breaker = request_breaker() if in_request else None
+    if breaker is not None and breaker.open:
+        return False
+    connection = request_connection() if in_request else redis_connection()
+    queue = get_queue(stage_spec(stage).queue, connection=connection)
     try:
         if at is not None and at > timezone.now():
             if Job.exists(job_id, connection=queue.connection):
@@ -72,6 +81,8 @@ def stage_enqueue(
     except DuplicateJobError:
         return False
     except RedisError:
+        if breaker is not None:
+            breaker.trip(f"enqueuing {job_id}")
         logger.warning("could not enqueue %s; the sweeper will retry", job_id, exc_info=True)
         return False
     return True

@@ -1,8 +1,13 @@
+import os
 import shutil
+import socket
+import threading
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.test import Client
+from playwright.sync_api import sync_playwright
 
 from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create
@@ -81,13 +86,41 @@ def member_client(org) -> Client:
 @pytest.fixture
 def media_files():
     """Every file under MEDIA_ROOT, relative; a test uses it to prove nothing stray was stored."""
-    from pathlib import Path
-
     def listing() -> list[str]:
         root = Path(settings.MEDIA_ROOT)
         return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
     return listing
+
+
+@pytest.fixture
+def silent_redis(settings):
+    """REDIS_URL pointed at a server that accepts connections and never answers, as a
+    hung Redis does; yields the test run's own Redis URL, to switch back to."""
+    reachable = settings.REDIS_URL
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    settings.REDIS_URL = f"redis://127.0.0.1:{server.getsockname()[1]}/15"
+    yield reachable
+    stop.set()
+    thread.join()
+    for connection in held:
+        connection.close()
+    server.close()
 
 
 CHROMIUM = "/usr/bin/chromium"
@@ -96,10 +129,6 @@ CHROMIUM = "/usr/bin/chromium"
 @pytest.fixture(scope="session")
 def browser():
     """Headless Debian Chromium driven by Playwright."""
-    import os
-
-    from playwright.sync_api import sync_playwright
-
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package chromium)")
 

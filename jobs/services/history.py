@@ -39,9 +39,10 @@ SWEEPER = Actor("sweeper")
 
 
 def dispatch_on_commit(run: ImportRun) -> None:
-    """Enqueue the stage this transaction made due, once it has committed."""
+    """Enqueue the stage this transaction made due, once it has committed, within a
+    request's budget (if Redis is away the sweeper delivers it)."""
     delivery = delivery_of(run)
-    transaction.on_commit(lambda: stage_enqueue(**delivery))
+    transaction.on_commit(lambda: stage_enqueue(**delivery, in_request=True))
 
 
 def run_record(

@@ -2,8 +2,6 @@
 same numbers as the dashboard; counters that move as documents flow."""
 
 import re
-import socket
-import threading
 import time
 
 import pytest
@@ -11,7 +9,6 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from jobs.queues import get_queue
-from jobs.stats import uploads
 from jobs.stats.snapshot import pipeline_snapshot
 from jobs.stats.uploads import upload_count, upload_counts
 from tests.support.files import HTML_AS_PDF, make_pdf
@@ -21,12 +18,6 @@ from tests.support.uploads import accepted_run, upload
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOKEN = "metrics-token-7f3a9c"
-
-
-@pytest.fixture(autouse=True)
-def _counting_on():
-    # A test elsewhere that took Redis away may have paused upload counting.
-    uploads._pause._until = 0.0
 
 
 @pytest.fixture
@@ -218,35 +209,6 @@ def _file(name, data):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     return SimpleUploadedFile(name, data)
-
-
-@pytest.fixture
-def silent_redis(settings):
-    """A server that accepts connections and never answers, as a hung Redis does."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held = []
-    stop = threading.Event()
-
-    def accept():
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    settings.REDIS_URL = f"redis://127.0.0.1:{server.getsockname()[1]}/15"
-    yield
-    stop.set()
-    thread.join()
-    for connection in held:
-        connection.close()
-    server.close()
-    uploads._pause._until = 0.0
 
 
 def test_counting_never_holds_up_an_upload_when_redis_is_silent(silent_redis):

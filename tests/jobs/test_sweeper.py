@@ -22,6 +22,7 @@ from jobs.services.workers import run_claim
 from jobs.sweeper import sweep_once
 from tests.support.files import make_pdf
 from tests.support.processes import free_port
+from tests.support.runs import drive
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -162,6 +163,21 @@ def test_an_upload_is_accepted_while_redis_is_down_and_delivered_later(api, sett
     age(run)
     assert sweep_once().redelivered == 1
     assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+
+
+def test_uploads_are_answered_at_once_while_redis_is_silent_and_delivered_later(
+    api, settings, silent_redis
+):
+    started = time.monotonic()
+    runs = [accepted_run(api, make_pdf(1)) for _ in range(3)]
+    # One short timeout, then the breaker leaves Redis alone: not ten seconds an upload.
+    assert time.monotonic() - started < 1.0
+
+    settings.REDIS_URL = silent_redis
+    for run in runs:
+        age(run)
+    assert sweep_once().redelivered == 3
+    assert drive(runs[0].id).status == "succeeded"
 
 
 def test_a_retry_left_scheduled_long_after_its_time_is_delivered_now(api, settings):
