@@ -211,7 +211,8 @@ def _local(value: datetime) -> str:
     return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-def _rq_time(value: bytes | None) -> datetime | None:
+def rq_time(value: bytes | None) -> datetime | None:
+    """A time as RQ stores it in a job's hash (None when absent)."""
     return utcparse(value.decode()) if value else None
 
 
@@ -244,9 +245,9 @@ def _read_state(queue: Queue, job_id: str) -> JobState:
         stranded=status == "queued" and index is None and taking is None,
         worker=worker.decode() if worker else "",
         scheduled_for=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
-        enqueued_at=_rq_time(enqueued),
-        started_at=_rq_time(started),
-        ended_at=_rq_time(ended),
+        enqueued_at=rq_time(enqueued),
+        started_at=rq_time(started),
+        ended_at=rq_time(ended),
     )
 
 
@@ -277,9 +278,9 @@ def job_states(runs: list[ImportRun]) -> list[JobState]:
             worker=worker.decode() if worker else "",
             # A retry is scheduled for the run's due time (rounded up to a second).
             scheduled_for=run.due_at,
-            enqueued_at=_rq_time(enqueued),
-            started_at=_rq_time(started),
-            ended_at=_rq_time(ended),
+            enqueued_at=rq_time(enqueued),
+            started_at=rq_time(started),
+            ended_at=rq_time(ended),
         )
         for run, job_id, (status, enqueued, started, ended, worker) in zip(
             runs, job_ids, answers, strict=True

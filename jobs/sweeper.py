@@ -25,12 +25,17 @@ from django.utils import timezone
 from redis import Redis
 from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
-from rq.utils import utcparse
 
 from documents.models import QuotaReservation
 from documents.services.orphans import stored_orphans_remove
 from documents.services.quota import quota_release
-from jobs.dispatch import DISPATCH_FIELDS, current_job_id, enqueue_current
+from jobs.dispatch import (
+    DISPATCH_FIELDS,
+    WAITING_STATUSES,
+    current_job_id,
+    enqueue_current,
+    rq_time,
+)
 from jobs.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
 from jobs.pipeline import stage_spec
 from jobs.queues import get_queue, redis_connection
@@ -46,7 +51,6 @@ DELIVERIES_CHECKED_PER_PASS = 10_000
 ORPHANS_PER_PASS = 1_000
 # Jobs asked about in one Redis round trip.
 REDIS_BATCH = 500
-WAITING = {b"queued", b"scheduled", b"deferred"}
 
 
 @dataclass
@@ -110,7 +114,8 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
     job_ids = [current_job_id(run) for run in runs]
     with connection.pipeline(transaction=False) as pipe:
         for job_id in job_ids:
-            pipe.hmget(f"rq:job:{job_id}", "status", "enqueued_at", "started_at")
+            key = Job.redis_job_namespace_prefix + job_id
+            pipe.hmget(key, "status", "enqueued_at", "started_at")
         states = pipe.execute()
     # LPOS walks the list, so only jobs queued longer than PAPERLANE_REDELIVER_AFTER_SECONDS
     # (the rule for started jobs) are looked for: in a healthy system none, in a backlog
@@ -118,7 +123,7 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
     long_queued = [
         (run, job_id)
         for run, job_id, (status, enqueued, _) in zip(runs, job_ids, states, strict=True)
-        if status == b"queued" and enqueued and _parse_rq_time(enqueued) < stale_before
+        if status == b"queued" and enqueued and rq_time(enqueued) < stale_before
     ]
     stranded = _in_no_queue(connection, long_queued)
     redelivered = 0
@@ -131,13 +136,13 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
         elif job_id in stranded:
             # Marked queued but in no list a worker reads: nothing would ever run it.
             Job(job_id, connection=connection).delete(remove_from_queue=True)
-        elif status in WAITING:
+        elif status is not None and status.decode() in WAITING_STATUSES:
             continue
         elif status is not None:
             # The job ran or started without moving the run on (a worker
             # died before claiming): only redeliver once it is clearly stale.
             stamp = started or enqueued
-            if stamp and _parse_rq_time(stamp) > stale_before:
+            if stamp and rq_time(stamp) > stale_before:
                 continue
             Job(job_id, connection=connection).delete(remove_from_queue=True)
         if enqueue_current(run):
@@ -155,7 +160,7 @@ def _in_no_queue(connection: Redis, queued: list[tuple[ImportRun, str]]) -> set[
     with connection.pipeline(transaction=True) as pipe:
         for run, job_id in queued:
             queue_key = get_queue(stage_spec(run.stage).queue).key
-            pipe.hget(f"rq:job:{job_id}", "status")
+            pipe.hget(Job.redis_job_namespace_prefix + job_id, "status")
             pipe.lpos(queue_key, job_id)
             pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue_key), job_id)
         answers = pipe.execute()
@@ -166,10 +171,6 @@ def _in_no_queue(connection: Redis, queued: list[tuple[ImportRun, str]]) -> set[
         )
         if status == b"queued" and in_queue is None and being_taken is None
     }
-
-
-def _parse_rq_time(value: bytes) -> datetime:
-    return utcparse(value.decode())
 
 
 def _release_ended_reservations() -> int:
