@@ -185,7 +185,7 @@ def test_retry_after_comes_from_the_drain_rate_and_spreads_the_refused(
 
 @pytest.mark.django_db(transaction=True)
 def test_an_organisation_at_its_bound_is_refused_while_another_is_accepted(
-    api, other_api, org, other_org, settings, media_files
+    api, other_api, org, other_org, settings, media_files, tmp_path
 ):
     settings.PAPERLANE_ADMISSION_ORGANISATION_BOUND = 3
     settings.PAPERLANE_ADMISSION_RETRY_AFTER_DEFAULT_SECONDS = 30
@@ -195,11 +195,16 @@ def test_an_organisation_at_its_bound_is_refused_while_another_is_accepted(
     # another organisation's quick drain does not shorten its wait.
     ended_lately(org, 6, over_seconds=20)
     ended_lately(other_org, 50, over_seconds=5)
-    before, stored = recorded(org), media_files()
+    before, stored, media_root = recorded(org), media_files(), settings.MEDIA_ROOT
+    # Refused before storage: with storage unwritable the answer is still the 429.
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_bytes(b"")
+    settings.MEDIA_ROOT = str(blocked)
 
     refused = upload(api, make_pdf(1))
 
     assert assert_refused(refused, reason_text="your organisation") == math.ceil(1 / 0.3)
+    settings.MEDIA_ROOT = media_root
     assert recorded(org) == before and media_files() == stored
     assert upload(other_api, make_pdf(1)).status_code == 202
 
