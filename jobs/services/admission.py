@@ -178,7 +178,9 @@ def admission_organisation_full(*, organisation_id: int) -> bool:
     return _count_upto(_in_flight().filter(organisation_id=organisation_id), bound + 1) >= bound
 
 
-def admission_organisation_refusal(*, organisation_id: int, in_flight: int | None = None):
+def admission_organisation_refusal(
+    *, organisation_id: int, in_flight: int | None = None
+) -> SystemBusy:
     """The SystemBusy for an organisation at its bound, its wait from its own drain rate."""
     bound = settings.PAPERLANE_ADMISSION_ORGANISATION_BOUND
     if in_flight is None:
