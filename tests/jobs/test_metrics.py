@@ -8,10 +8,10 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from jobs.queues import get_queue
 from jobs.stats.snapshot import pipeline_snapshot
 from jobs.stats.uploads import upload_count, upload_counts
 from tests.support.files import HTML_AS_PDF, make_pdf
+from tests.support.lanes import waiting_count
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run, upload
 
@@ -98,7 +98,7 @@ def test_it_reports_the_same_numbers_as_the_dashboard(token, api, org, redis_con
         )
     # Both accepts enqueued their create job; drive() ran the first run's stages directly.
     assert value(samples, "paperlane_stage_waiting_jobs", stage="create") == 2
-    assert get_queue("create").count == 2
+    assert waiting_count("create") == 2
     assert value(samples, "paperlane_organisation_pages_used", organisation="acme") == 2
     assert value(samples, "paperlane_organisation_pages_reserved", organisation="acme") == 3
     assert value(samples, "paperlane_organisation_pages_limit", organisation="acme") == 1000
