@@ -47,7 +47,10 @@ class Command(BaseCommand):
             for stage in stages
             for name in priority_queue_names(stage, priority)
         ]
-        name = f"{socket.gethostname()}.{os.getpid()}.{'+'.join(stages)}.{prefers}"
+        # host.pid.stages (callers read the pid second from the end); bulk-first workers
+        # say so: host.pid.extract-bulk.
+        served = "+".join(stages) + ("" if prefers == PRIORITIES[0] else f"-{prefers}")
+        name = f"{socket.gethostname()}.{os.getpid()}.{served}"
         worker = worker_class(
             queues,
             connection=redis_connection(),
