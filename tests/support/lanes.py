@@ -30,3 +30,16 @@ def lane_of(job_id: str) -> Queue:
     origin = job_origin(redis_connection(), job_id)
     assert origin, f"no job {job_id} in Redis"
     return get_queue(origin)
+
+
+# What `record_pick` jobs write: the labels in the order workers took them.
+PICKS = "test:lanes:picks"
+
+
+def record_pick(label: str) -> None:
+    """A job that only notes that a worker took it."""
+    redis_connection().rpush(PICKS, label)
+
+
+def picks() -> list[str]:
+    return [label.decode() for label in redis_connection().lrange(PICKS, 0, -1)]
