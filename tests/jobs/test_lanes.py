@@ -12,7 +12,7 @@ from rq.job import Job
 from jobs.dispatch import delivery_of, enqueue_current, job_state, stage_redeliver
 from jobs.lanes import LaneWorker, lane_choose
 from jobs.models import ImportRun, RunPriority, RunSource
-from jobs.pipeline import priority_queue_names, queue_lane, stage_queue_names
+from jobs.pipeline import priority_queue_names, queue_for, queue_lane, stage_queue_names
 from jobs.queues import get_queue, redis_connection
 from jobs.services.accept import document_accept
 from jobs.supervisor import default_children
@@ -118,6 +118,16 @@ def test_organisations_take_turns_so_a_single_upload_is_not_stuck_behind_a_backf
 
     assert len(taken) == 31
     assert taken.index("b") <= 1
+
+
+def test_a_worker_serves_the_lanes_in_turn(redis_conn):
+    # Straight into lanes 0, 3 and 5: the worker's order alone decides.
+    for lane, labels in [(0, ["a0", "a1", "a2", "a3"]), (3, ["b0", "b1"]), (5, ["c0"])]:
+        for label in labels:
+            queue = get_queue(queue_for("extract", INTERACTIVE, lane))
+            queue.enqueue("tests.support.lanes.record_pick", label)
+
+    assert drain("extract") == ["a0", "b0", "c0", "a1", "b1", "a2", "a3"]
 
 
 def test_bulk_work_moves_every_nth_pick_while_interactive_work_waits(redis_conn, settings):
