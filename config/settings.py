@@ -248,7 +248,8 @@ PAPERLANE_EMBEDDING_DIMENSIONS = env.int("PAPERLANE_EMBEDDING_DIMENSIONS", defau
 PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
 # Embedding requests per second across all workers (0: no limit, as for the local embedder).
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
-# rq.worker.SimpleWorker runs stages in the worker process (no fork per job);
-# rq.Worker forks a work horse per job. See bench/pipeline.py for the cost. Either
-# way the worker takes lanes in turn (jobs.lanes.LaneOrder is mixed in).
-PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="rq.worker.SimpleWorker")
+# jobs.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
+# (no fork per job); jobs.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
+# job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane
+# order mixed in (jobs.lanes.LaneOrder).
+PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="jobs.lanes.LaneWorker")

@@ -210,6 +210,30 @@ def test_it_redelivers_a_job_marked_queued_that_is_in_no_queue(api):
     assert Job.fetch(job_id, connection=redis_connection()).get_status() == "queued"
 
 
+def test_it_redelivers_a_job_left_in_a_queue_no_worker_reads_to_a_lane(api, settings):
+    run = upload(api)
+    job_id = first_job_id(run)
+    redis_connection().flushdb()
+    # Queued before the stage had lanes, in the queue named after it.
+    get_queue("create").enqueue("jobs.engine.execute_stage", str(run.id), "create", job_id=job_id)
+    age(run)
+    enqueued_long_ago(job_id)
+
+    assert sweep_once().redelivered == 1
+    assert waiting_job_ids("create") == [job_id] and get_queue("create").count == 0
+
+    # In a lane that a lowered PAPERLANE_LANES took away.
+    redis_connection().flushdb()
+    lane_5 = get_queue(queue_for("create", "interactive", 5))
+    lane_5.enqueue("jobs.engine.execute_stage", str(run.id), "create", job_id=job_id)
+    settings.PAPERLANE_LANES = 2
+    age(run)
+    enqueued_long_ago(job_id)
+
+    assert sweep_once().redelivered == 1
+    assert waiting_job_ids("create") == [job_id] and lane_5.count == 0
+
+
 def test_it_leaves_a_queued_job_that_a_worker_is_taking_off_its_queue(api):
     run = upload(api)
     queue = lane_of(first_job_id(run))
