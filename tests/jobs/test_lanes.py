@@ -8,9 +8,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from rq.job import Job
+from rq.worker import SimpleWorker
 
 from jobs.dispatch import delivery_of, enqueue_current, job_state, stage_redeliver
-from jobs.lanes import LaneWorker, lane_choose
+from jobs.lanes import ForkingLaneWorker, LaneWorker, lane_choose, lane_worker_class
 from jobs.models import ImportRun, RunPriority, RunSource
 from jobs.pipeline import priority_queue_names, queue_for, queue_lane, stage_queue_names
 from jobs.queues import get_queue, redis_connection
@@ -34,14 +35,14 @@ def enqueue_pick(stage: str, priority: str, organisation, label: str) -> str:
     return lane
 
 
-def drain(stage: str, *, prefers: str = INTERACTIVE) -> list[str]:
+def drain(stage: str, *, prefers: str = INTERACTIVE, worker_class=LaneWorker) -> list[str]:
     """Let one worker of `stage` take every job there is, in its own order."""
     queues = [
         get_queue(name) for p in (INTERACTIVE, BULK) for name in priority_queue_names(stage, p)
     ]
     if prefers == BULK:
         queues = queues[len(queues) // 2 :] + queues[: len(queues) // 2]
-    LaneWorker(queues, connection=redis_connection(), prefers=prefers).work(burst=True)
+    worker_class(queues, connection=redis_connection(), prefers=prefers).work(burst=True)
     return picks()
 
 
@@ -120,14 +121,20 @@ def test_organisations_take_turns_so_a_single_upload_is_not_stuck_behind_a_backf
     assert taken.index("b") <= 1
 
 
-def test_a_worker_serves_the_lanes_in_turn(redis_conn):
+@pytest.mark.parametrize(
+    "worker_class",
+    # In-process (the default), forking, and a plain RQ class named in the setting.
+    [LaneWorker, ForkingLaneWorker, lane_worker_class(SimpleWorker)],
+    ids=["LaneWorker", "ForkingLaneWorker", "SimpleWorker"],
+)
+def test_a_worker_serves_the_lanes_in_turn(redis_conn, worker_class):
     # Straight into lanes 0, 3 and 5: the worker's order alone decides.
     for lane, labels in [(0, ["a0", "a1", "a2", "a3"]), (3, ["b0", "b1"]), (5, ["c0"])]:
         for label in labels:
             queue = get_queue(queue_for("extract", INTERACTIVE, lane))
             queue.enqueue("tests.support.lanes.record_pick", label)
 
-    assert drain("extract") == ["a0", "b0", "c0", "a1", "b1", "a2", "a3"]
+    assert drain("extract", worker_class=worker_class) == ["a0", "b0", "c0", "a1", "b1", "a2", "a3"]
 
 
 def test_bulk_work_moves_every_nth_pick_while_interactive_work_waits(redis_conn, settings):
