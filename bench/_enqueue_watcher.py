@@ -9,6 +9,8 @@ from _common import BENCH_REDIS_URL
 from redis.exceptions import RedisError
 from rq.utils import utcparse
 
+from jobs.pipeline import priority_queue_names
+
 WATCH_INTERVAL = 0.01  # seconds between polls of Redis
 WATCH_TAIL = 20  # newest entries read per queue and poll; far more than one interval adds
 
@@ -18,15 +20,19 @@ class EnqueueWatcher:
 
     Stage jobs are enqueued with result_ttl=0, so RQ deletes a job's hash the moment
     it succeeds and the enqueue time cannot be read afterwards. Every WATCH_INTERVAL
-    this polls (one round trip) the newest entries of each queue it is given, its
+    this polls (one round trip) the newest entries of each interactive lane of the stages given, its
     intermediate list and its started registry, and reads `enqueued_at` of job ids it
     has not seen. A job enqueued, run and deleted between two polls is missed; the
     report says how many hand-offs were covered, and the thread's own CPU time.
     """
 
-    def __init__(self, queues: list[str]) -> None:
+    def __init__(self, stages: list[str]) -> None:
         self.redis = redis.Redis.from_url(BENCH_REDIS_URL)
-        self.queues = queues
+        # The interactive lanes of each stage (jobs/pipeline.py names them): the bench's
+        # documents are all API uploads; bulk lanes would only add Redis reads per poll.
+        self.queues = [
+            name for stage in stages for name in priority_queue_names(stage, "interactive")
+        ]
         self.enqueued: dict[str, datetime] = {}
         self.cpu_seconds = 0.0
         self._stop = threading.Event()

@@ -30,7 +30,7 @@ def transitions() -> list[str]:
 
 
 def stage_worker_count() -> int:
-    return sum(spec.concurrency for spec in STAGES)
+    return sum(spec.concurrency + spec.bulk_concurrency for spec in STAGES)
 
 
 @contextmanager

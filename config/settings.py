@@ -199,9 +199,21 @@ LOGGING = {
 PAPERLANE_STAGE_TIMEOUTS = {
     k: int(v) for k, v in env.dict("PAPERLANE_STAGE_TIMEOUTS", default={}).items()
 }
+# Workers per stage that take interactive work first (uploads from people and the
+# API), e.g. extract=3, and workers that take bulk work first (connector imports,
+# re-processing), e.g. PAPERLANE_STAGE_BULK_CONCURRENCY=extract=1. Either kind takes
+# the other's work when its own is empty. See "Priorities and lanes" in the README.
 PAPERLANE_STAGE_CONCURRENCY = {
     k: int(v) for k, v in env.dict("PAPERLANE_STAGE_CONCURRENCY", default={}).items()
 }
+PAPERLANE_STAGE_BULK_CONCURRENCY = {
+    k: int(v) for k, v in env.dict("PAPERLANE_STAGE_BULK_CONCURRENCY", default={}).items()
+}
+# Queues ("lanes") per stage and priority: organisations take turns between lanes.
+PAPERLANE_LANES = env.int("PAPERLANE_LANES", default=8)
+# Every Nth job a worker that prefers interactive work takes, it looks at bulk work
+# first, so bulk work moves while interactive work keeps arriving.
+PAPERLANE_BULK_EVERY = env.int("PAPERLANE_BULK_EVERY", default=4)
 # Transient errors: retried with exponential backoff and full jitter, then dead letter.
 PAPERLANE_RETRY_MAX_ATTEMPTS = env.int("PAPERLANE_RETRY_MAX_ATTEMPTS", default=5)
 PAPERLANE_RETRY_BASE_SECONDS = env.float("PAPERLANE_RETRY_BASE_SECONDS", default=2.0)
@@ -253,6 +265,8 @@ PAPERLANE_EMBEDDING_DIMENSIONS = env.int("PAPERLANE_EMBEDDING_DIMENSIONS", defau
 PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
 # Embedding requests per second across all workers (0: no limit, as for the local embedder).
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
-# rq.worker.SimpleWorker runs stages in the worker process (no fork per job);
-# rq.Worker forks a work horse per job. See bench/pipeline.py for the cost.
-PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="rq.worker.SimpleWorker")
+# jobs.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
+# (no fork per job); jobs.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
+# job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane
+# order mixed in (jobs.lanes.LaneOrder).
+PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="jobs.lanes.LaneWorker")

@@ -13,16 +13,18 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
+from redis import Redis
 from redis.exceptions import RedisError
-from rq import Callback, Queue
+from rq import Callback
 from rq.exceptions import DuplicateJobError
 from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 from rq.utils import utcparse
 
-from jobs.models import ACTIVE_STATUSES, ImportRun
-from jobs.pipeline import stage_spec
+from jobs.lanes import lane_choose
+from jobs.models import ACTIVE_STATUSES, ImportRun, RunPriority
+from jobs.pipeline import is_served_queue, run_priority, stage_spec
 from jobs.queues import get_queue, redis_connection, request_breaker, request_connection
 
 logger = logging.getLogger(__name__)
@@ -54,11 +56,15 @@ def stage_enqueue(
     stage: str,
     attempt: int,
     generation: int = 0,
+    organisation_id: uuid.UUID | str | None = None,
+    priority: str = RunPriority.INTERACTIVE,
     at: datetime | None = None,
     in_request: bool = False,
 ) -> bool:
     """Enqueue one stage of a run (now, or at `at`). True if a new job was queued.
 
+    The job goes to a lane of the stage's `priority` queues: the organisation's
+    own while it holds jobs, else the shortest (jobs/lanes.py).
     `in_request`: someone waits for the answer, so Redis gets a short time and is
     skipped while its breaker is open; the sweeper delivers what was not enqueued.
     """
@@ -67,8 +73,14 @@ def stage_enqueue(
     if breaker is not None and breaker.open:
         return False
     connection = request_connection() if in_request else redis_connection()
-    queue = get_queue(stage_spec(stage).queue, connection=connection)
     try:
+        lane = lane_choose(
+            connection=connection,
+            stage=stage,
+            priority=priority,
+            organisation_id=str(organisation_id) if organisation_id else None,
+        )
+        queue = get_queue(lane, connection=connection)
         if at is not None and at > timezone.now():
             if Job.exists(job_id, connection=queue.connection):
                 return False
@@ -95,8 +107,17 @@ def current_job_id(run: ImportRun) -> str:
     )
 
 
-# The fields of a run that say which delivery it waits for.
-DISPATCH_FIELDS = ("id", "stage", "stage_attempts", "generation", "due_at")
+# The fields of a run that say which delivery it waits for, and where it goes.
+DISPATCH_FIELDS = (
+    "id",
+    "stage",
+    "stage_attempts",
+    "generation",
+    "due_at",
+    "organisation_id",
+    "source",
+    "priority",
+)
 
 
 def delivery_of(run: ImportRun) -> dict:
@@ -106,6 +127,8 @@ def delivery_of(run: ImportRun) -> dict:
         "stage": run.stage,
         "attempt": run.stage_attempts,
         "generation": run.generation,
+        "organisation_id": str(run.organisation_id),
+        "priority": run_priority(source=run.source, priority=run.priority),
         "at": run.due_at,
     }
 
@@ -151,6 +174,7 @@ class JobState:
     """
 
     job_id: str
+    # The lane the job was enqueued to (its RQ `origin`), or the stage when Redis has no job.
     queue: str
     status: str
     # 1 = next to be taken; None when the job is not in its queue's list.
@@ -224,25 +248,48 @@ def _awaited_job_id(run: ImportRun) -> str:
     return current_job_id(run)
 
 
-_JOB_FIELDS = ("status", "enqueued_at", "started_at", "ended_at", "worker_name")
+_JOB_FIELDS = ("status", "enqueued_at", "started_at", "ended_at", "worker_name", "origin")
 
 
-def _read_state(queue: Queue, job_id: str) -> JobState:
+def job_origin(connection: Redis, job_id: str) -> str | None:
+    """The queue (lane) a job was enqueued to, from its hash; None when Redis has no job."""
+    origin = connection.hget(Job.redis_job_namespace_prefix + job_id, "origin")
+    return origin.decode() if origin else None
+
+
+def job_delete(connection: Redis, job_id: str) -> None:
+    """Delete a job and take its id out of its lane and registries (found from its hash)."""
+    job = Job(job_id, connection=connection)
+    job.origin = job_origin(connection, job_id) or ""
+    job.delete(remove_from_queue=bool(job.origin))
+
+
+def _read_state(connection: Redis, job_id: str, stage: str, *, again: bool = True) -> JobState:
+    # The job's lane is in its hash; a job is never moved to another lane, so the
+    # MULTI below (a worker moving the job between lists cannot make it look lost)
+    # reads the lists of the lane it was found in.
+    origin = job_origin(connection, job_id)
+    queue = get_queue(origin or stage, connection=connection)
     scheduled = ScheduledJobRegistry(queue=queue)
-    # One MULTI: a worker moving the job between lists cannot make it look lost.
-    with queue.connection.pipeline(transaction=True) as pipe:
+    with connection.pipeline(transaction=True) as pipe:
         pipe.hmget(Job.redis_job_namespace_prefix + job_id, *_JOB_FIELDS)
         pipe.lpos(queue.key, job_id)
         pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue.key), job_id)
         pipe.zscore(scheduled.key, job_id)
-        (status, enqueued, started, ended, worker), index, taking, at = pipe.execute()
+        (status, enqueued, started, ended, worker, now_origin), index, taking, at = pipe.execute()
+    if (now_origin.decode() if now_origin else None) != origin and again:
+        # Deleted or enqueued again between the two reads: read the new job's lane.
+        return _read_state(connection, job_id, stage, again=False)
     status = status.decode() if status else "missing"
     return JobState(
         job_id=job_id,
         queue=queue.name,
         status=status,
         position=None if index is None else index + 1,
-        stranded=status == "queued" and index is None and taking is None,
+        # In no list a worker reads: neither its lane's lists nor a lane at all (a queue
+        # of an older layout, or a lane beyond a lowered PAPERLANE_LANES).
+        stranded=status == "queued"
+        and ((index is None and taking is None) or not is_served_queue(queue.name)),
         worker=worker.decode() if worker else "",
         scheduled_for=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
         enqueued_at=rq_time(enqueued),
@@ -252,11 +299,11 @@ def _read_state(queue: Queue, job_id: str) -> JobState:
 
 
 def job_state(run: ImportRun) -> JobState:
-    """Where the run's current stage job is in RQ (one Redis round trip)."""
-    queue = get_queue(stage_spec(run.stage).queue)
+    """Where the run's current stage job is in RQ (two Redis round trips: its lane, then
+    the job and that lane's lists)."""
     if run.status not in ACTIVE_STATUSES:
-        return JobState(job_id="", queue=queue.name, status="none")
-    return _read_state(queue, _awaited_job_id(run))
+        return JobState(job_id="", queue=run.stage, status="none")
+    return _read_state(redis_connection(), _awaited_job_id(run), run.stage)
 
 
 def job_states(runs: list[ImportRun]) -> list[JobState]:
@@ -273,7 +320,7 @@ def job_states(runs: list[ImportRun]) -> list[JobState]:
     return [
         JobState(
             job_id=job_id,
-            queue=stage_spec(run.stage).queue,
+            queue=origin.decode() if origin else run.stage,
             status=status.decode() if status else "missing",
             worker=worker.decode() if worker else "",
             # A retry is scheduled for the run's due time (rounded up to a second).
@@ -282,7 +329,7 @@ def job_states(runs: list[ImportRun]) -> list[JobState]:
             started_at=rq_time(started),
             ended_at=rq_time(ended),
         )
-        for run, job_id, (status, enqueued, started, ended, worker) in zip(
+        for run, job_id, (status, enqueued, started, ended, worker, origin) in zip(
             runs, job_ids, answers, strict=True
         )
     ]
@@ -299,7 +346,7 @@ def stage_redeliver(*, delivery: dict) -> bool:
     keeps under the same id but that will not run (ended, stranded, started long ago)
     is removed first; one that is waiting after all is left to run. True if a new job
     was queued."""
-    queue = get_queue(stage_spec(delivery["stage"]).queue)
+    connection = redis_connection()
     job_id = stage_job_id(
         run_id=delivery["run_id"],
         stage=delivery["stage"],
@@ -307,11 +354,11 @@ def stage_redeliver(*, delivery: dict) -> bool:
         generation=delivery["generation"],
     )
     try:
-        state = _read_state(queue, job_id)
+        state = _read_state(connection, job_id, delivery["stage"])
         if state.waiting:
             return False
         if state.status != "missing":
-            Job(job_id, connection=queue.connection).delete(remove_from_queue=True)
+            job_delete(connection, job_id)
     except RedisError:
         logger.warning("could not redeliver %s; the sweeper will retry", job_id, exc_info=True)
         return False

@@ -31,17 +31,24 @@ from jobs.stats.uploads import upload_counts
 
 # stage gauge name -> (help, the StageStats field it reports)
 STAGE_GAUGES = {
-    "paperlane_stage_waiting_jobs": ("Jobs waiting in the stage's RQ queue.", "waiting"),
-    "paperlane_stage_started_jobs": ("Jobs in the stage's RQ started registry.", "started_jobs"),
+    "paperlane_stage_waiting_jobs": (
+        "Jobs waiting in the stage's RQ queues (all its lanes).",
+        "waiting",
+    ),
+    "paperlane_stage_started_jobs": (
+        "Jobs in the started registries of the stage's RQ queues.",
+        "started_jobs",
+    ),
     "paperlane_stage_scheduled_jobs": (
-        "Jobs in the stage's RQ scheduled registry (retries waiting out their backoff).",
+        "Jobs in the scheduled registries of the stage's RQ queues (retries waiting out "
+        "their backoff).",
         "scheduled_jobs",
     ),
     "paperlane_stage_queue_lag_seconds": (
-        "Age of the job at the head of the stage's RQ queue (0 when it is empty).",
+        "Age of the oldest job at the head of one of the stage's RQ queues (0 when all are empty).",
         "queue_lag_seconds",
     ),
-    "paperlane_stage_workers": ("Live RQ workers that serve the stage's queue.", "workers"),
+    "paperlane_stage_workers": ("Live RQ workers that serve the stage's queues.", "workers"),
     "paperlane_stage_due_runs": ("Runs due in this stage that no worker holds.", "due"),
     "paperlane_stage_running_runs": (
         "Runs in this stage held by a worker with a live lease.",
@@ -81,6 +88,8 @@ def _stage_families(snapshot: PipelineSnapshot):
         for stage in snapshot.stages:
             family.add_metric([stage.name], float(getattr(stage, field_name) or 0))
         yield family
+    if snapshot.redis_ok:
+        yield from _priority_families(snapshot)
     quantiles = GaugeMetricFamily(
         "paperlane_stage_duration_last_hour_seconds",
         "Stage attempt durations over the last hour, by quantile (absent when none).",
@@ -91,6 +100,26 @@ def _stage_families(snapshot: PipelineSnapshot):
             if value is not None:
                 quantiles.add_metric([stage.name, quantile], value)
     yield quantiles
+
+
+def _priority_families(snapshot: PipelineSnapshot):
+    waiting = GaugeMetricFamily(
+        "paperlane_queue_waiting_jobs",
+        "Jobs waiting in the stage's RQ queues of one priority (interactive or bulk).",
+        labels=["stage", "priority"],
+    )
+    lag = GaugeMetricFamily(
+        "paperlane_queue_lag_seconds",
+        "Age of the oldest job at the head of one of the stage's RQ queues of one priority "
+        "(0 when all are empty).",
+        labels=["stage", "priority"],
+    )
+    for stage in snapshot.stages:
+        for queue in stage.priorities or ():
+            waiting.add_metric([stage.name, queue.priority], queue.waiting)
+            lag.add_metric([stage.name, queue.priority], queue.queue_lag_seconds or 0.0)
+    yield waiting
+    yield lag
 
 
 def _quantiles(stage: StageStats):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from jobs.models import RunPriority
 from jobs.pipeline import STAGES
 
 logger = logging.getLogger(__name__)
@@ -46,15 +47,25 @@ class Child:
         return self.process is not None and self.process.poll() is None
 
 
-def default_children(*, concurrency: dict[str, int] | None = None) -> list[Child]:
+def default_children(
+    *, concurrency: dict[str, int] | None = None, bulk_concurrency: dict[str, int] | None = None
+) -> list[Child]:
+    """Per stage, its workers that take interactive work first (`concurrency`, else
+    PAPERLANE_STAGE_CONCURRENCY) and those that take bulk work first (`bulk_concurrency`,
+    else PAPERLANE_STAGE_BULK_CONCURRENCY); then the scheduler and the sweeper."""
     python = sys.executable
     children = []
     for spec in STAGES:
-        count = (concurrency or {}).get(spec.name, spec.concurrency)
-        for number in range(1, count + 1):
-            children.append(
-                Child(f"{spec.name}-{number}", [python, MANAGE, "stage_worker", spec.queue])
-            )
+        counts = {
+            RunPriority.INTERACTIVE: (concurrency or {}).get(spec.name, spec.concurrency),
+            RunPriority.BULK: (bulk_concurrency or {}).get(spec.name, spec.bulk_concurrency),
+        }
+        for priority, count in counts.items():
+            # Interactive-first workers keep the names they always had: extract-1, extract-2.
+            label = spec.name if priority == RunPriority.INTERACTIVE else f"{spec.name}-bulk"
+            for number in range(1, count + 1):
+                argv = [python, MANAGE, "stage_worker", spec.name, "--prefers", priority]
+                children.append(Child(f"{label}-{number}", argv))
     children.append(Child("scheduler", [python, MANAGE, "rq_scheduler"]))
     children.append(Child("sweeper", [python, MANAGE, "sweep", "--loop"]))
     return children

@@ -6,7 +6,7 @@ One pass:
 2. runs with a stage due (or a retry scheduled) but no job waiting in Redis
    (Redis flushed, a callback that never ran, an enqueue that failed at
    accept, a job stuck with a dead worker, a job marked queued whose id is in
-   no queue list): enqueue it again;
+   no list a worker reads): enqueue it again;
 3. ended runs that still hold pages: release them;
 4. only when asked (`sweep --loop` does every PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS):
    stored files no document points to, older than PAPERLANE_ORPHAN_GRACE_SECONDS,
@@ -25,6 +25,7 @@ from django.utils import timezone
 from redis import Redis
 from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
+from rq.queue import Queue
 
 from documents.models import QuotaReservation
 from documents.services.orphans import stored_orphans_remove
@@ -34,11 +35,12 @@ from jobs.dispatch import (
     WAITING_STATUSES,
     current_job_id,
     enqueue_current,
+    job_delete,
     rq_time,
 )
 from jobs.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
-from jobs.pipeline import stage_spec
-from jobs.queues import get_queue, redis_connection
+from jobs.pipeline import is_served_queue
+from jobs.queues import redis_connection
 from jobs.services.sweeper import run_abandon_expired
 
 logger = logging.getLogger(__name__)
@@ -115,27 +117,27 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
     with connection.pipeline(transaction=False) as pipe:
         for job_id in job_ids:
             key = Job.redis_job_namespace_prefix + job_id
-            pipe.hmget(key, "status", "enqueued_at", "started_at")
+            pipe.hmget(key, "status", "enqueued_at", "started_at", "origin")
         states = pipe.execute()
     # LPOS walks the list, so only jobs queued longer than PAPERLANE_REDELIVER_AFTER_SECONDS
     # (the rule for started jobs) are looked for: in a healthy system none, in a backlog
     # the oldest, which LPOS finds near the head. A minute's delay is cheap for so rare a loss.
     long_queued = [
-        (run, job_id)
-        for run, job_id, (status, enqueued, _) in zip(runs, job_ids, states, strict=True)
-        if status == b"queued" and enqueued and rq_time(enqueued) < stale_before
+        (job_id, origin.decode())
+        for job_id, (status, enqueued, _, origin) in zip(job_ids, states, strict=True)
+        if status == b"queued" and enqueued and rq_time(enqueued) < stale_before and origin
     ]
     stranded = _in_no_queue(connection, long_queued)
     redelivered = 0
-    for run, job_id, (status, enqueued, started) in zip(runs, job_ids, states, strict=True):
+    for run, job_id, (status, enqueued, started, _) in zip(runs, job_ids, states, strict=True):
         if status == b"scheduled" and run.due_at and run.due_at < stale_before:
             # A retry whose time passed long ago: the scheduler is not running,
             # so deliver it straight to its queue instead of scheduling it again.
-            Job(job_id, connection=connection).delete(remove_from_queue=True)
+            job_delete(connection, job_id)
             run.due_at = None
         elif job_id in stranded:
             # Marked queued but in no list a worker reads: nothing would ever run it.
-            Job(job_id, connection=connection).delete(remove_from_queue=True)
+            job_delete(connection, job_id)
         elif status is not None and status.decode() in WAITING_STATUSES:
             continue
         elif status is not None:
@@ -144,32 +146,36 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
             stamp = started or enqueued
             if stamp and rq_time(stamp) > stale_before:
                 continue
-            Job(job_id, connection=connection).delete(remove_from_queue=True)
+            job_delete(connection, job_id)
         if enqueue_current(run):
             redelivered += 1
     return redelivered
 
 
-def _in_no_queue(connection: Redis, queued: list[tuple[ImportRun, str]]) -> set[str]:
-    """The job ids, of those given, that Redis marks queued but that sit neither in
-    their stage's queue nor in the list a worker moves a job to while taking it."""
+def _in_no_queue(connection: Redis, queued: list[tuple[str, str]]) -> set[str]:
+    """The job ids, of those given with the lane they were enqueued to, that Redis
+    marks queued but that sit in no list a worker reads: neither in their lane nor in
+    the list a worker moves a job to while taking it, or in a queue that is no lane."""
     if not queued:
         return set()
     # One MULTI: a worker moving the id between the two lists (and marking the job
     # started) cannot fall between the reads and make a taken job look lost.
     with connection.pipeline(transaction=True) as pipe:
-        for run, job_id in queued:
-            queue_key = get_queue(stage_spec(run.stage).queue).key
-            pipe.hget(Job.redis_job_namespace_prefix + job_id, "status")
+        for job_id, origin in queued:
+            queue_key = Queue.redis_queue_namespace_prefix + origin
+            pipe.hmget(Job.redis_job_namespace_prefix + job_id, "status", "origin")
             pipe.lpos(queue_key, job_id)
             pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue_key), job_id)
         answers = pipe.execute()
     return {
         job_id
-        for (_, job_id), status, in_queue, being_taken in zip(
+        for (job_id, origin), (status, now_origin), in_queue, being_taken in zip(
             queued, answers[0::3], answers[1::3], answers[2::3], strict=True
         )
-        if status == b"queued" and in_queue is None and being_taken is None
+        # A job enqueued again (to another lane) between the reads is left for the next pass.
+        if status == b"queued"
+        and now_origin == origin.encode()
+        and ((in_queue is None and being_taken is None) or not is_served_queue(origin))
     }
 
 

@@ -1,8 +1,9 @@
 """RQ's side of the pipeline, read straight from Redis: queues, registries, workers.
 
-Every stage queue, its started and scheduled registries, the suspension flag
-and every registered worker are read in two pipelined round trips, whatever
-the number of jobs. Key names come from RQ's own classes.
+Every lane of every stage, its started and scheduled registries, the
+suspension flag and every registered worker are read in two pipelined round
+trips, whatever the number of jobs. Key names come from RQ's own classes.
+Lanes are summed per stage and per stage and priority.
 """
 
 import re
@@ -19,7 +20,7 @@ from rq.worker import Worker
 from rq.worker_registration import REDIS_WORKER_KEYS
 
 from jobs.models import StageAttempt
-from jobs.pipeline import STAGES
+from jobs.pipeline import PRIORITIES, STAGES, priority_queue_names, queue_lane
 
 # `dispatch.stage_job_id`: run-<run id>-<generation>-<stage>-<attempt>.
 JOB_ID = re.compile(r"^run-(?P<run>[0-9a-f-]{36})-(?P<generation>\d+)-(?P<stage>[a-z_]+)-\d+$")
@@ -40,18 +41,63 @@ class WorkerState:
     last_heartbeat: datetime | None
     started_at: datetime | None
 
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """The stages whose lanes the worker reads, in its order."""
+        found = [lane.stage for lane in map(queue_lane, self.queues) if lane]
+        return tuple(dict.fromkeys(found))
+
+    @property
+    def serves(self) -> str:
+        """What the worker reads, for people: "extract, interactive first"."""
+        lanes = [lane for lane in map(queue_lane, self.queues) if lane]
+        others = [q for q in self.queues if queue_lane(q) is None]
+        parts = [", ".join(self.stages)] if lanes else []
+        if lanes:
+            # stage_worker lists the lanes of the priority the worker prefers first.
+            parts[0] += f", {lanes[0].priority} first"
+        return "; ".join(parts + others)
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """Jobs of some lanes: waiting in them, in their started and scheduled registries,
+    and the enqueue time of the oldest job at the head of one of them."""
+
+    waiting: int = 0
+    started: int = 0
+    scheduled: int = 0
+    head_enqueued_at: datetime | None = None
+
+    def __add__(self, other: "QueueState") -> "QueueState":
+        heads = [h for h in (self.head_enqueued_at, other.head_enqueued_at) if h is not None]
+        return QueueState(
+            waiting=self.waiting + other.waiting,
+            started=self.started + other.started,
+            scheduled=self.scheduled + other.scheduled,
+            head_enqueued_at=min(heads) if heads else None,
+        )
+
 
 @dataclass(frozen=True)
 class RedisState:
-    queues: dict[str, dict]
+    # stage -> its lanes summed; (stage, priority) -> that priority's lanes summed.
+    queues: dict[str, QueueState]
+    priorities: dict[tuple[str, str], QueueState]
     workers: list[dict]
     suspended: bool
 
 
 def read_redis_state(connection: Redis, now: datetime) -> RedisState:
-    """Every queue, registry and worker: two pipelined round trips."""
+    """Every lane, registry and worker: two pipelined round trips."""
     now_ts = now.timestamp()
-    names = [spec.queue for spec in STAGES]
+    lanes = [
+        (spec.name, priority, name)
+        for spec in STAGES
+        for priority in PRIORITIES
+        for name in priority_queue_names(spec.name, priority)
+    ]
+    names = [name for _, _, name in lanes]
     with connection.pipeline(transaction=False) as pipe:
         for name in names:
             pipe.llen(Queue.redis_queue_namespace_prefix + name)
@@ -71,23 +117,26 @@ def read_redis_state(connection: Redis, now: datetime) -> RedisState:
         for key in worker_keys:
             pipe.hgetall(key)
         replies = pipe.execute()
-    queues = {}
-    for name, (waiting, _, started, scheduled), enqueued in zip(
-        names, per_queue, replies[: len(names)], strict=True
+    queues = {spec.name: QueueState() for spec in STAGES}
+    priorities = {(spec.name, p): QueueState() for spec in STAGES for p in PRIORITIES}
+    for (stage, priority, _), (waiting, _, started, scheduled), enqueued in zip(
+        lanes, per_queue, replies[: len(names)], strict=True
     ):
-        queues[name] = {
-            "waiting": waiting,
-            "started": started,
-            "scheduled": scheduled,
-            "head_enqueued_at": utcparse(enqueued.decode()) if enqueued else None,
-        }
+        lane = QueueState(
+            waiting=waiting,
+            started=started,
+            scheduled=scheduled,
+            head_enqueued_at=utcparse(enqueued.decode()) if enqueued else None,
+        )
+        queues[stage] += lane
+        priorities[stage, priority] += lane
     workers = []
     for key, data in zip(worker_keys, replies[len(names) :], strict=True):
         if data:  # an expired worker key: RQ forgets the worker
             fields = {k.decode(): v.decode() for k, v in data.items()}
             name = key.removeprefix(Worker.redis_worker_namespace_prefix)
             workers.append({"name": name, **fields})
-    return RedisState(queues=queues, workers=workers, suspended=suspended)
+    return RedisState(queues=queues, priorities=priorities, workers=workers, suspended=suspended)
 
 
 def _parse_time(value: str | None) -> datetime | None:

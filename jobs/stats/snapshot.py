@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from documents.models import Organisation
 from documents.services.quota import QuotaSnapshot
 from jobs.models import ACTIVE_STATUSES, ImportRun, RunStatus, StageAttempt
-from jobs.pipeline import STAGES
+from jobs.pipeline import PRIORITIES, STAGES
 from jobs.stats.base import (
     FAILED_OUTCOMES,
     TIMED_OUTCOMES,
@@ -36,12 +36,22 @@ STUCK_LISTED = 20
 
 
 @dataclass(frozen=True)
+class PriorityQueueStats:
+    """One priority's lanes of a stage in Redis: jobs waiting, the age of the oldest head."""
+
+    priority: str
+    waiting: int
+    queue_lag_seconds: float | None
+
+
+@dataclass(frozen=True)
 class StageStats:
     """One stage now. Redis numbers are None when Redis did not answer."""
 
     name: str
-    # Redis (RQ): jobs in the stage's queue, being worked on, scheduled for later;
-    # the age of the job at the head of the queue; workers that serve the queue.
+    # Redis (RQ), summed over the stage's lanes: jobs waiting, being worked on,
+    # scheduled for later; the age of the oldest job at the head of a lane; workers
+    # that serve the stage.
     waiting: int | None
     started_jobs: int | None
     scheduled_jobs: int | None
@@ -65,6 +75,8 @@ class StageStats:
     failed_60m: int
     p50_seconds: float | None
     p95_seconds: float | None
+    # Redis: the stage's interactive and bulk lanes apart (None when Redis did not answer).
+    priorities: tuple[PriorityQueueStats, ...] | None = None
 
     @property
     def done_per_minute_5m(self) -> float:
@@ -264,6 +276,17 @@ def _age(now: datetime, then: datetime | None) -> float | None:
     return max((now - then).total_seconds(), 0.0) if then is not None else None
 
 
+def _priorities(redis_state, stage: str, now: datetime) -> tuple[PriorityQueueStats, ...]:
+    return tuple(
+        PriorityQueueStats(
+            priority=str(priority),
+            waiting=redis_state.priorities[stage, priority].waiting,
+            queue_lag_seconds=_age(now, redis_state.priorities[stage, priority].head_enqueued_at),
+        )
+        for priority in PRIORITIES
+    )
+
+
 def pipeline_snapshot(
     *, now: datetime | None = None, organisations_limit: int | None = None
 ) -> PipelineSnapshot:
@@ -280,19 +303,20 @@ def pipeline_snapshot(
     for spec in STAGES:
         run = runs.get(spec.name, {})
         attempt = attempts.get(spec.name, {})
-        queue = redis_state.queues[spec.queue] if redis_state else None
+        queue = redis_state.queues[spec.name] if redis_state else None
         stages.append(
             StageStats(
                 name=str(spec.name),
-                waiting=queue["waiting"] if queue else None,
-                started_jobs=queue["started"] if queue else None,
-                scheduled_jobs=queue["scheduled"] if queue else None,
-                queue_lag_seconds=_age(now, queue["head_enqueued_at"]) if queue else None,
+                waiting=queue.waiting if queue else None,
+                started_jobs=queue.started if queue else None,
+                scheduled_jobs=queue.scheduled if queue else None,
+                queue_lag_seconds=_age(now, queue.head_enqueued_at) if queue else None,
                 workers=(
-                    sum(1 for w in workers if spec.queue in w.queues)
+                    sum(1 for w in workers if spec.name in w.stages)
                     if workers is not None
                     else None
                 ),
+                priorities=_priorities(redis_state, spec.name, now) if redis_state else None,
                 due=run.get("due", 0),
                 running=run.get("running", 0),
                 retry_scheduled=run.get("retry_scheduled", 0),

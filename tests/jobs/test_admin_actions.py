@@ -24,7 +24,7 @@ from jobs.dispatch import stage_enqueue, stage_job_id
 from jobs.engine import execute_stage
 from jobs.errors import LeaseLost
 from jobs.models import ImportRun, RunTransition, StageAttempt
-from jobs.pipeline import next_stage
+from jobs.pipeline import next_stage, stage_queue_names
 from jobs.queues import get_queue
 from jobs.services.workers import (
     Failure,
@@ -36,6 +36,7 @@ from jobs.services.workers import (
 )
 from tests.support.admin import RUNS, act, make_runs, operator_client
 from tests.support.files import make_pdf
+from tests.support.lanes import waiting_count, waiting_job_ids
 from tests.support.pipeline import running_workers, wait_terminal
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -94,7 +95,7 @@ def test_requeue_delivers_a_run_whose_job_was_lost_and_the_run_succeeds(
     assert "missing from Redis" in text(confirmation)
     assert outcomes(result) == {str(run.id): "changed"}
     # Delivered by the requeue itself, before any worker or sweeper runs.
-    assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+    assert waiting_job_ids("create") == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
     with running_workers():
         finished = wait_terminal([run.id], timeout=60)[run.id]
     assert finished.status == "succeeded", finished.error_message
@@ -103,7 +104,8 @@ def test_requeue_delivers_a_run_whose_job_was_lost_and_the_run_succeeds(
 
 def test_requeue_leaves_a_running_stage_alone_and_says_why(api, org, operator):
     run = accepted_run(api, make_pdf(1))
-    get_queue("create").empty()
+    for name in stage_queue_names("create"):
+        get_queue(name).empty()
     run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
     before = ImportRun.objects.get(id=run.id)
     history = RunTransition.objects.filter(run=run).count()
@@ -116,7 +118,7 @@ def test_requeue_leaves_a_running_stage_alone_and_says_why(api, org, operator):
     assert (after.updated_at, after.lease_owner) == (before.updated_at, before.lease_owner)
     assert RunTransition.objects.filter(run=run).count() == history
     assert not LogEntry.objects.filter(object_id=str(run.id)).exists()
-    assert get_queue("create").count == 0
+    assert waiting_count("create") == 0
 
 
 def test_requeue_leaves_a_run_whose_job_is_waiting_alone(api, org, operator):
@@ -125,8 +127,8 @@ def test_requeue_leaves_a_run_whose_job_is_waiting_alone(api, org, operator):
     result = act(operator, "requeue", [waiting])
 
     assert outcomes(result) == {str(waiting.id): "left alone"}
-    assert "its job is queued in create at position 1" in text(result)
-    assert get_queue("create").count == 1
+    assert re.search(r"its job is queued in create\.interactive\.\d at position 1", text(result))
+    assert waiting_count("create") == 1
 
 
 # --- Retry, cancel, dead-letter ----------------------------------------------------------
@@ -460,7 +462,7 @@ def test_a_requeued_stage_is_enqueued_once_however_often_it_is_asked(org, operat
     )
 
     job = stage_job_id(run_id=run.id, stage="store", attempt=0)
-    assert get_queue("store").job_ids == [job]
+    assert waiting_job_ids("store") == [job]
     # A third ask finds the job waiting.
     assert outcomes(act(operator, "requeue", [run])) == {str(run.id): "left alone"}
     assert not stage_enqueue(run_id=run.id, stage="store", attempt=0)

@@ -5,7 +5,6 @@ import pytest
 
 from documents.models import Document, QuotaReservation
 from jobs.models import ImportRun, RunTransition
-from jobs.queues import get_queue
 from tests.support import hostile
 from tests.support.files import (
     HTML_AS_PDF,
@@ -14,6 +13,7 @@ from tests.support.files import (
     make_owner_only_encrypted_pdf,
     make_pdf,
 )
+from tests.support.lanes import waiting_job_ids
 from tests.support.uploads import URL, upload
 
 pytestmark = pytest.mark.django_db
@@ -54,8 +54,7 @@ def test_it_enqueues_the_first_stage_after_commit(
     with django_capture_on_commit_callbacks(execute=True):
         body = upload(api, make_pdf(1)).json()
 
-    queue = get_queue("create")
-    assert queue.job_ids == [f"run-{body['run_id']}-0-create-0"]
+    assert waiting_job_ids("create") == [f"run-{body['run_id']}-0-create-0"]
 
 
 def test_the_run_can_be_polled(api):

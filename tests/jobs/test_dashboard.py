@@ -10,7 +10,7 @@ from rq.suspension import suspend
 from rq.worker import SimpleWorker
 
 from jobs.models import ImportRun, StageAttempt
-from jobs.pipeline import STAGES
+from jobs.pipeline import STAGES, stage_queue_names
 from jobs.queues import get_queue, redis_connection
 from tests.support.files import make_pdf
 from tests.support.runs import drive
@@ -25,11 +25,10 @@ DRIVES = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def workers_for_every_stage(redis_conn):
-    """One registered (idle) RQ worker per stage queue, as run_workers would have."""
+    """One registered (idle) RQ worker per stage, reading its lanes, as run_workers would have."""
     for spec in STAGES:
-        SimpleWorker(
-            [get_queue(spec.queue)], connection=redis_connection(), name=f"w-{spec.name}"
-        ).register_birth()
+        queues = [get_queue(name) for name in stage_queue_names(spec.name)]
+        SimpleWorker(queues, connection=redis_connection(), name=f"w-{spec.name}").register_birth()
 
 
 def attention(html: str) -> dict[str, set]:
@@ -93,7 +92,8 @@ def test_it_shows_each_stages_numbers_in_the_admin(operator, api, org, workers_f
 
 
 def test_a_stage_without_a_worker_needs_attention(operator, redis_conn):
-    SimpleWorker([get_queue("create")], connection=redis_connection(), name="w").register_birth()
+    queues = [get_queue(name) for name in stage_queue_names("create")]
+    SimpleWorker(queues, connection=redis_connection(), name="w").register_birth()
 
     found = attention(operator.get(URL).content.decode())
 

@@ -24,7 +24,7 @@ from rq.worker import Worker
 from documents.models import Organisation
 from documents.services.organisations import member_add
 from jobs.models import ACTIVE_STATUSES, ImportRun, StageAttempt
-from jobs.pipeline import STAGES
+from jobs.pipeline import STAGES, queue_stage, stage_queue_names
 from jobs.queues import get_queue, redis_connection
 from tests.support.files import make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
@@ -61,14 +61,17 @@ def truth() -> dict:
     stages = {}
     for name in STAGE_NAMES:
         runs = active.filter(stage=name)
+        lanes = stage_queue_names(name)
         attempts = StageAttempt.objects.filter(stage=name, finished_at__gte=hour_ago)
         stages[name] = {
-            "waiting": get_queue(name).count,
-            "started_jobs": StartedJobRegistry(name, connection=connection).get_job_count(
-                cleanup=False
+            "waiting": sum(get_queue(lane).count for lane in lanes),
+            "started_jobs": sum(
+                StartedJobRegistry(lane, connection=connection).get_job_count(cleanup=False)
+                for lane in lanes
             ),
-            "scheduled_jobs": ScheduledJobRegistry(name, connection=connection).get_job_count(
-                cleanup=False
+            "scheduled_jobs": sum(
+                ScheduledJobRegistry(lane, connection=connection).get_job_count(cleanup=False)
+                for lane in lanes
             ),
             "due": runs.filter(lease_owner="").filter(Q(due_at__lte=now) | Q(due_at=None)).count(),
             "running": runs.exclude(lease_owner="").filter(lease_expires_at__gte=now).count(),
@@ -79,7 +82,7 @@ def truth() -> dict:
             ).count(),
             "done_60m": attempts.filter(outcome="succeeded").count(),
             "failed_60m": attempts.exclude(outcome__in=["succeeded", "skipped"]).count(),
-            "workers": sum(1 for w in workers if name in w.queue_names()),
+            "workers": sum(1 for w in workers if name in map(queue_stage, w.queue_names())),
         }
     organisation = Organisation.objects.get(slug="acme")
     return {

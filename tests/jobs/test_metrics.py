@@ -8,11 +8,13 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from jobs.queues import get_queue
+from jobs.dispatch import enqueue_current
+from jobs.models import ImportRun
 from jobs.stats.snapshot import pipeline_snapshot
 from jobs.stats.uploads import upload_count, upload_counts
 from tests.support.files import HTML_AS_PDF, make_pdf
-from tests.support.runs import drive
+from tests.support.lanes import lane_of, waiting_count
+from tests.support.runs import drive, unchecked_run
 from tests.support.uploads import accepted_run, upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,7 +100,7 @@ def test_it_reports_the_same_numbers_as_the_dashboard(token, api, org, redis_con
         )
     # Both accepts enqueued their create job; drive() ran the first run's stages directly.
     assert value(samples, "paperlane_stage_waiting_jobs", stage="create") == 2
-    assert get_queue("create").count == 2
+    assert waiting_count("create") == 2
     assert value(samples, "paperlane_organisation_pages_used", organisation="acme") == 2
     assert value(samples, "paperlane_organisation_pages_reserved", organisation="acme") == 3
     assert value(samples, "paperlane_organisation_pages_limit", organisation="acme") == 1000
@@ -224,6 +226,28 @@ def test_counting_never_holds_up_an_upload_when_redis_is_silent(silent_redis):
     assert rest < 0.05  # then counting pauses instead of waiting again
 
 
+def test_lanes_are_summed_per_stage_and_shown_per_priority(token, org, other_org, redis_conn):
+    interactive = [unchecked_run(o, make_pdf(1), kind="pdf", pages=1) for o in (org, other_org)]
+    bulk = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
+    ImportRun.objects.filter(id=bulk.id).update(priority="bulk")
+    bulk.refresh_from_db()
+    for run in [*interactive, bulk]:
+        assert enqueue_current(run)
+
+    samples = scrape(token=TOKEN)
+
+    # Two organisations: two interactive lanes; the bulk run: a bulk lane.
+    assert len({lane_of(f"run-{r.id}-0-create-0").name for r in [*interactive, bulk]}) == 3
+    assert value(samples, "paperlane_stage_waiting_jobs", stage="create") == 3
+    assert (
+        value(samples, "paperlane_queue_waiting_jobs", stage="create", priority="interactive") == 2
+    )
+    assert value(samples, "paperlane_queue_waiting_jobs", stage="create", priority="bulk") == 1
+    assert value(samples, "paperlane_queue_waiting_jobs", stage="store", priority="bulk") == 0
+    [interactive_stats, bulk_stats] = pipeline_snapshot().stage("create").priorities
+    assert (interactive_stats.waiting, bulk_stats.waiting) == (2, 1)
+
+
 def test_the_metric_names_are_documented(token):
     text = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode()
 
@@ -231,6 +255,8 @@ def test_the_metric_names_are_documented(token):
 
     assert {
         "paperlane_stage_waiting_jobs",
+        "paperlane_queue_waiting_jobs",
+        "paperlane_queue_lag_seconds",
         "paperlane_stage_running_runs",
         "paperlane_stage_lag_seconds",
         "paperlane_stage_attempts_total",

@@ -15,6 +15,7 @@ from documents.models import Chunk, Organisation, QuotaReservation, UsageEntry
 from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.models import ImportRun, StageAttempt
+from jobs.pipeline import stage_queue_names
 from jobs.queues import get_queue, redis_connection
 from tests.support import hostile
 from tests.support.files import make_pdf
@@ -271,7 +272,11 @@ def test_a_worker_killed_after_its_callback_but_before_rq_finished_the_job(api, 
         run = accepted_run(api, make_pdf(3))
         finished = wait_terminal([run.id], timeout=60)[run.id]
         # RQ still lists the store job as started by a worker that is gone.
-        stuck = get_queue("store").started_job_registry.get_job_ids()
+        stuck = [
+            job_id
+            for name in stage_queue_names("store")
+            for job_id in get_queue(name).started_job_registry.get_job_ids()
+        ]
 
     assert redis_connection().get("test:died:after-callback") == b"1"
     assert finished.status == "succeeded", finished.error_message

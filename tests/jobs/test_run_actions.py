@@ -5,8 +5,8 @@ import pytest
 from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.models import ImportRun, StageAttempt
-from jobs.queues import get_queue
 from tests.support.files import make_pdf
+from tests.support.lanes import waiting_job_ids
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
 
@@ -82,7 +82,7 @@ def test_an_operator_retry_of_a_dead_letter_run_finishes_it(api, org, settings):
     settings.PAPERLANE_EMBEDDER = "jobs.embedding.HashingEmbedder"
     assert api.post(f"/api/v1/runs/{run.id}/retry").status_code == 200
     # A new generation: the delivery gets a job id RQ has not seen for this run.
-    assert get_queue("embed").job_ids[-1] == stage_job_id(
+    assert waiting_job_ids("embed")[-1] == stage_job_id(
         run_id=run.id, stage="embed", attempt=0, generation=1
     )
     run = drive(run.id)

@@ -12,6 +12,7 @@ from rq.worker import SimpleWorker
 from documents.services.organisations import organisation_create
 from jobs.dispatch import stage_enqueue, stage_job_id
 from jobs.models import ImportRun, StageAttempt
+from jobs.pipeline import queue_for, stage_queue_names
 from jobs.queues import get_queue, redis_connection
 from jobs.stats.history import (
     lag_history,
@@ -26,6 +27,10 @@ from tests.support.runs import unchecked_run
 pytestmark = pytest.mark.django_db
 
 Outcome = StageAttempt.Outcome
+
+
+def lanes(stage: str) -> list:
+    return [get_queue(name) for name in stage_queue_names(stage)]
 
 
 def make_run(org, **fields) -> ImportRun:
@@ -153,19 +158,19 @@ def test_it_reads_queues_registries_and_workers_from_redis(org, redis_conn):
     at = timezone.now() + timedelta(minutes=5)
     assert stage_enqueue(run_id=later.id, stage="embed", attempt=1, at=at)
     # A job a worker is running (RQ scores it by when its hold expires), one expired long ago.
-    started = StartedJobRegistry.key_template.format("extract")
+    started = StartedJobRegistry.key_template.format(queue_for("extract", "interactive", 5))
     running_job = stage_job_id(run_id=held.id, stage="extract", attempt=0)
     now_ts = timezone.now().timestamp()
     redis_conn.zadd(started, {f"{running_job}:exec-1": now_ts + 60, "gone:exec-0": now_ts - 60})
     StageAttempt.objects.create(
         run=held, stage="extract", number=1, job_id=running_job, started_at=timezone.now()
     )
-    worker = SimpleWorker([get_queue("extract")], connection=redis_connection(), name="w-extract")
+    worker = SimpleWorker(lanes("extract"), connection=redis_connection(), name="w-extract")
     worker.register_birth()
     worker.set_state("busy")
     worker.set_current_job_id(running_job)
     idle = SimpleWorker(
-        [get_queue("create"), get_queue("store")], connection=redis_connection(), name="w-idle"
+        lanes("create") + lanes("store"), connection=redis_connection(), name="w-idle"
     )
     idle.register_birth()
 
@@ -185,9 +190,10 @@ def test_it_reads_queues_registries_and_workers_from_redis(org, redis_conn):
         "extract",
         1,
     )
-    assert busy.queues == ("extract",) and busy.last_heartbeat is not None
+    assert busy.stages == ("extract",) and busy.last_heartbeat is not None
+    assert busy.serves == "extract, interactive first"
     spare = next(w for w in snapshot.workers if w.name == "w-idle")
-    assert (spare.queues, spare.job_id, spare.run_id) == (("create", "store"), None, None)
+    assert (spare.stages, spare.job_id, spare.run_id) == (("create", "store"), None, None)
     assert settle.waiting == 0
 
 

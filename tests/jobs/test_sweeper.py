@@ -17,10 +17,12 @@ from documents.models import QuotaReservation
 from documents.storage import document_storage_key, storage_exists, storage_put
 from jobs.dispatch import stage_job_id
 from jobs.models import ImportRun, StageAttempt
+from jobs.pipeline import queue_for
 from jobs.queues import get_queue, redis_connection
 from jobs.services.workers import run_claim
 from jobs.sweeper import sweep_once
 from tests.support.files import make_pdf
+from tests.support.lanes import lane_of, scheduled_job_ids, waiting_job_ids
 from tests.support.processes import free_port
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -78,7 +80,7 @@ def test_it_redelivers_a_due_stage_whose_job_redis_lost(api):
     age(run)
 
     assert sweep_once().redelivered == 1
-    assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+    assert waiting_job_ids("create") == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
     assert sweep_once().redelivered == 0  # the job is waiting now
 
 
@@ -98,7 +100,7 @@ def test_it_redelivers_a_scheduled_retry_at_its_time(api):
     age(run)
 
     assert sweep_once().redelivered == 1
-    scheduled = get_queue("create").scheduled_job_registry.get_job_ids()
+    scheduled = scheduled_job_ids("create")
     assert scheduled == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
 
 
@@ -162,7 +164,7 @@ def test_an_upload_is_accepted_while_redis_is_down_and_delivered_later(api, sett
     settings.REDIS_URL = test_redis
     age(run)
     assert sweep_once().redelivered == 1
-    assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+    assert waiting_job_ids("create") == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
 
 
 def test_uploads_are_answered_at_once_while_redis_is_silent_and_delivered_later(
@@ -187,30 +189,54 @@ def test_a_retry_left_scheduled_long_after_its_time_is_delivered_now(api, settin
     past = timezone.now() - timedelta(seconds=30)
     ImportRun.objects.filter(id=run.id).update(due_at=past, status="processing")
     job_id = stage_job_id(run_id=run.id, stage="create", attempt=0)
-    get_queue("create").enqueue_at(
+    get_queue(queue_for("create", "interactive", 0)).enqueue_at(
         past, "jobs.engine.execute_stage", str(run.id), "create", job_id=job_id
     )
     age(run)
 
     assert sweep_once().redelivered == 1
-    assert get_queue("create").job_ids == [job_id]
+    assert waiting_job_ids("create") == [job_id]
 
 
 def test_it_redelivers_a_job_marked_queued_that_is_in_no_queue(api):
     run = upload(api)
     job_id = first_job_id(run)
-    assert redis_connection().lrem(get_queue("create").key, 0, job_id) == 1
+    assert redis_connection().lrem(lane_of(job_id).key, 0, job_id) == 1
     age(run)
     enqueued_long_ago(job_id)
 
     assert sweep_once().redelivered == 1
-    assert get_queue("create").job_ids == [job_id]
+    assert waiting_job_ids("create") == [job_id]
     assert Job.fetch(job_id, connection=redis_connection()).get_status() == "queued"
+
+
+def test_it_redelivers_a_job_left_in_a_queue_no_worker_reads_to_a_lane(api, settings):
+    run = upload(api)
+    job_id = first_job_id(run)
+    redis_connection().flushdb()
+    # Queued before the stage had lanes, in the queue named after it.
+    get_queue("create").enqueue("jobs.engine.execute_stage", str(run.id), "create", job_id=job_id)
+    age(run)
+    enqueued_long_ago(job_id)
+
+    assert sweep_once().redelivered == 1
+    assert waiting_job_ids("create") == [job_id] and get_queue("create").count == 0
+
+    # In a lane that a lowered PAPERLANE_LANES took away.
+    redis_connection().flushdb()
+    lane_5 = get_queue(queue_for("create", "interactive", 5))
+    lane_5.enqueue("jobs.engine.execute_stage", str(run.id), "create", job_id=job_id)
+    settings.PAPERLANE_LANES = 2
+    age(run)
+    enqueued_long_ago(job_id)
+
+    assert sweep_once().redelivered == 1
+    assert waiting_job_ids("create") == [job_id] and lane_5.count == 0
 
 
 def test_it_leaves_a_queued_job_that_a_worker_is_taking_off_its_queue(api):
     run = upload(api)
-    queue = get_queue("create")
+    queue = lane_of(first_job_id(run))
     # What a worker's dequeue does before it marks the job started.
     redis_connection().lmove(queue.key, queue.intermediate_queue_key)
     age(run)
@@ -229,7 +255,7 @@ def test_a_pass_bounded_to_two_runs_redelivers_the_two_oldest(api, monkeypatch):
         age(run, seconds=seconds)
 
     assert sweep_once().redelivered == 2
-    assert sorted(get_queue("create").job_ids) == sorted(
+    assert sorted(waiting_job_ids("create")) == sorted(
         [first_job_id(runs[1]), first_job_id(runs[3])]
     )
 
@@ -305,7 +331,7 @@ def test_the_sweep_command_without_loop_includes_the_orphan_pass(org):
 
 def test_a_job_missing_from_its_queue_is_left_until_the_redeliver_period_passes(api):
     run = upload(api)
-    redis_connection().lrem(get_queue("create").key, 0, first_job_id(run))
+    redis_connection().lrem(lane_of(first_job_id(run)).key, 0, first_job_id(run))
     age(run)
 
     assert sweep_once().redelivered == 0

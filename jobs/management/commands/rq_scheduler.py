@@ -2,7 +2,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from rq.scheduler import RQScheduler
 
-from jobs.pipeline import STAGES
+from jobs.pipeline import all_queue_names
 from jobs.queues import redis_connection
 
 
@@ -14,7 +14,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, interval, **options):
         scheduler = RQScheduler(
-            [spec.queue for spec in STAGES],
+            all_queue_names(),
             connection=redis_connection(),
             interval=interval,
             logging_level=settings.LOGGING["root"]["level"],
