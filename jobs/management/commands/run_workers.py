@@ -23,5 +23,5 @@ class Command(BaseCommand):
             counts[name.strip()] = int(value)
         children = default_children(concurrency=counts)
         summary = ", ".join(f"{s.name}x{counts.get(s.name, s.concurrency)}" for s in STAGES)
-        self.stdout.write(f"Starting workers: {summary}, scheduler, sweeper")
+        self.stdout.write(f"Starting workers: {summary}, scheduler, sweeper, connectors")
         Supervisor(children).run()
