@@ -309,7 +309,10 @@ def _finish(
     sync.finished_at, sync.result, sync.error = now, result, error[:5000]
     sync.files_seen, sync.imports_started = counts.seen, counts.started
     sync.files_skipped, sync.files_deleted = counts.skipped, counts.deleted
-    sync.save()
+    # The history keeps syncs that found something or went wrong; a quiet poll (a local
+    # folder every few seconds) only moves the connection's last sync time.
+    if result != Result.OK or counts.seen or counts.deleted:
+        sync.save()
     with transaction.atomic():
         row = Connection.objects.select_for_update().get(id=connection.id)
         row.last_sync_at, row.last_sync_result = now, result
@@ -356,7 +359,7 @@ def connection_sync(
     claimed = connection_claim_sync(connection_id=connection.id, owner=owner, only_due=only_due)
     if claimed is None:
         return None
-    sync = ConnectionSync.objects.create(connection=claimed, started_at=timezone.now())
+    sync = ConnectionSync(connection=claimed, started_at=timezone.now())
     counts = PageCounts()
     try:
         provider = provider_for(claimed)
