@@ -6,7 +6,8 @@ from jobs.supervisor import Supervisor, default_children
 
 class Command(BaseCommand):
     help = (
-        "Run every stage worker (with its configured concurrency), the scheduler and the sweeper."
+        "Run every stage worker (with its configured concurrency), the scheduler, the sweeper "
+        "and the connectors loop."
     )
 
     def add_arguments(self, parser):
