@@ -3,11 +3,10 @@ connector's run came from in the API and on the documents page."""
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
 
 from documents.models import Connection, ConnectorImport
 from documents.services.connections import connection_create_local
-from documents.services.organisations import member_add, organisation_set_limit
+from documents.services.organisations import organisation_set_limit
 from tests.documents.conftest import page_text
 from tests.support.files import make_pdf
 from tests.support.folders import sync, write
@@ -176,10 +175,3 @@ def test_the_run_page_in_the_admin_shows_the_connector_source(folder, connection
     text = page_text(operator.get(f"/admin/jobs/importrun/{run.id}/change/"))
 
     assert "Local folder: deep/x.pdf" in text
-
-
-def test_a_member_without_staff_does_not_see_another_member_connect(org):
-    member_add(organisation=org, username="bob", password="correct horse battery")
-    client = Client()
-    assert client.login(username="bob", password="correct horse battery")
-    assert client.get("/connections/").status_code == 200

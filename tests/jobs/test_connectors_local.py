@@ -6,6 +6,7 @@ from documents.models import Chunk, Connection, ConnectorImport, Document, Usage
 from documents.services.connections import connection_create_local
 from documents.services.organisations import organisation_set_limit
 from jobs.connectors import sync as sync_module
+from jobs.connectors.local import LocalFolderProvider
 from jobs.models import ImportRun
 from jobs.services.history import Actor
 from jobs.services.people import run_retry
@@ -187,3 +188,38 @@ def test_a_missing_folder_pauses_the_connection_after_repeated_failures(
     assert connection.syncs.count() == 3
     # Paused: it is not synced until resumed.
     assert sync_module.connection_sync(connection=connection, only_due=False) is None
+
+
+def test_a_file_still_changing_is_not_listed_until_it_stops(settings, folder, connection):
+    path = write(folder, "growing.pdf", make_pdf(3)[:200])
+    assert sync(connection).counts.run_ids == []  # seen for the first time
+    with path.open("ab") as fh:
+        fh.write(b"more bytes")  # it changed since the last poll
+    assert sync(connection).counts.run_ids == []
+    settings.PAPERLANE_LOCAL_STABLE_SECONDS = 60
+    path.write_bytes(make_pdf(3))
+    assert sync(connection).counts.run_ids == []
+    # Unchanged, but not yet for 60 s.
+    assert sync(connection).counts.run_ids == []
+    settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
+
+    [run_id] = sync(connection).counts.run_ids
+
+    run = drive(run_id)
+    assert run.status == "succeeded" and run.document.page_count == 3
+    assert ConnectorImport.objects.count() == 1
+
+
+def test_links_are_not_followed_out_of_the_folder(tmp_path, folder, connection):
+    outside = write(tmp_path, "outside/secret.pdf", make_pdf(1))
+    (folder / "link.pdf").symlink_to(outside)
+    (folder / "linked-dir").symlink_to(outside.parent, target_is_directory=True)
+    write(folder, "real.pdf", make_pdf(1))
+
+    run_ids = sync_until_listed(connection)
+
+    assert [ImportRun.objects.get(id=r).connector_import.path for r in run_ids] == ["real.pdf"]
+    provider = LocalFolderProvider()
+    for escape in ("link.pdf", "linked-dir/secret.pdf", "../outside/secret.pdf"):
+        with pytest.raises(OSError):
+            provider.open(connection, escape)
