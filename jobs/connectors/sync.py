@@ -270,11 +270,18 @@ def connection_refresh_imports(*, connection: Connection) -> None:
     mine.filter(state=State.QUEUED, run__status=RunStatus.SUCCEEDED).update(
         state=State.IMPORTED, reason=""
     )
+    # Replaced by a newer version of its file before it was imported: not a failure.
     mine.filter(
-        state=State.QUEUED,
-        run__status__in=[RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED],
+        state=State.QUEUED, run__status=RunStatus.FAILED, run__error_code="superseded"
+    ).update(state=State.SKIPPED, reason=Subquery(run_error[:1]))
+    mine.filter(state=State.QUEUED, run__status=RunStatus.CANCELLED).update(
+        state=State.SKIPPED, reason="Cancelled before it was imported."
+    )
+    mine.filter(
+        state=State.QUEUED, run__status__in=[RunStatus.FAILED, RunStatus.DEAD_LETTER]
     ).update(state=State.FAILED, reason=Subquery(run_error[:1]))
-    mine.filter(state__in=[State.FAILED, State.IMPORTED], run__status__in=ACTIVE_STATUSES).update(
+    retried = [State.FAILED, State.IMPORTED, State.SKIPPED]
+    mine.filter(state__in=retried, run__status__in=ACTIVE_STATUSES).update(
         state=State.QUEUED, reason=""
     )
     by_state = dict(mine.values_list("state").annotate(n=Count("id")).values_list("state", "n"))

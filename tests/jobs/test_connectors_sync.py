@@ -7,7 +7,13 @@ import pytest
 
 from documents.models import Connection, ConnectorImport, Document
 from jobs.connectors.base import NeedsReconnect, ProviderBusy, RemoteFile
-from jobs.connectors.sync import connection_claim_sync, connection_record_page, connection_sync
+from jobs.connectors.sync import (
+    connection_claim_sync,
+    connection_record_page,
+    connection_refresh_imports,
+    connection_sync,
+)
+from jobs.engine import execute_stage
 from jobs.models import ImportRun
 from tests.support.files import make_pdf
 from tests.support.folders import sync
@@ -189,3 +195,40 @@ def test_two_syncs_started_together_never_both_run(remote, connection):
     ran = [r for r in results if r is not None]
     assert len(results) == 2 and len(ran) == 1
     assert ImportRun.objects.count() == 1
+
+
+def test_a_version_replaced_before_it_was_stored_is_skipped_not_charged(remote, connection):
+    remote.files = {"a": make_pdf(2)}
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))]]
+    [old] = sync(connection).counts.run_ids
+    [new] = sync(connection).counts.run_ids
+
+    assert drive(old).error_code == "superseded"
+    assert drive(new).status == "succeeded"
+
+    connection_refresh_imports(connection=connection)
+    states = dict(ConnectorImport.objects.values_list("content_version", "state"))
+    assert states == {"v1": "skipped", "v2": "imported"}
+    document = Document.objects.filter(connector_imports__file_id="a").distinct().get()
+    assert document.version == 1 and document.usage.count() == 1
+
+
+def test_a_new_version_stored_cancels_the_older_one_still_in_the_pipeline(remote, connection):
+    remote.files = {"a": make_pdf(2, label="Old")}
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))]]
+    [old] = sync(connection).counts.run_ids
+    execute_stage(str(old), "create")
+    execute_stage(str(old), "store")  # v1 stored; extract is due
+    remote.files = {"a": make_pdf(3, label="New")}
+    [new] = sync(connection).counts.run_ids
+
+    assert drive(new).status == "succeeded"
+
+    assert ImportRun.objects.get(id=old).status == "cancelled"
+    assert drive(old).status == "cancelled"
+    document = Document.objects.filter(connector_imports__file_id="a").distinct().get()
+    assert (document.version, document.page_count) == (2, 3)
+    assert [u.document_version for u in document.usage.all()] == [2]
+    connection_refresh_imports(connection=connection)
+    states = dict(ConnectorImport.objects.values_list("content_version", "state"))
+    assert states == {"v1": "skipped", "v2": "imported"}
