@@ -12,6 +12,7 @@ file listed, and the files seen changing, with when they were first seen so.
 
 import hashlib
 import json
+import logging
 import os
 import stat
 import time
@@ -23,6 +24,8 @@ from django.conf import settings
 
 from documents.models import Connection
 from jobs.connectors.base import ChangePage, ProviderError, RemoteFile
+
+logger = logging.getLogger(__name__)
 
 # Files listed per page (each page is recorded in one transaction).
 PAGE_SIZE = 500
@@ -71,6 +74,11 @@ class LocalFolderProvider:
                 while block := fh.read(HASH_BLOCK):
                     digest.update(block)
         except FileNotFoundError:
+            return None
+        except OSError as exc:
+            # One unreadable file (permissions, a link) must not stop the folder's sync;
+            # it stays unlisted until it can be read.
+            logger.warning("cannot read %s in %s: %s", relative, root, exc)
             return None
         return digest.hexdigest()
 
