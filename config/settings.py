@@ -250,7 +250,7 @@ PAPERLANE_CONNECTOR_KEY = env("PAPERLANE_CONNECTOR_KEY", default="")
 PAPERLANE_CONNECTOR_SYNC_SECONDS = {
     "local": 5,
     "onedrive": 900,
-    **{k: int(v) for k, v in env.dict("PAPERLANE_CONNECTOR_SYNC_SECONDS", default={}).items()},
+    **{k: float(v) for k, v in env.dict("PAPERLANE_CONNECTOR_SYNC_SECONDS", default={}).items()},
 }
 # How often the connectors loop looks for due connections, and calls each provider's upkeep.
 PAPERLANE_CONNECTOR_LOOP_SECONDS = env.float("PAPERLANE_CONNECTOR_LOOP_SECONDS", default=1.0)

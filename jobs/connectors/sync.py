@@ -67,7 +67,7 @@ def connector_actor(connection: Connection) -> Actor:
     return Actor(f"connector:{connection.provider}:{connection.id}")
 
 
-def sync_interval(connection: Connection) -> int:
+def sync_interval(connection: Connection) -> float:
     return settings.PAPERLANE_CONNECTOR_SYNC_SECONDS.get(connection.provider, 900)
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from documents.models import ConnectorImport, Document, UsageEntry
+from documents.models import Connection, ConnectorImport, Document, UsageEntry
 from documents.services.connections import connection_create_local
 from jobs.models import ImportRun
 from tests.support.files import make_pdf
@@ -18,9 +18,11 @@ from tests.support.pipeline import running_workers, wait_for
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 CONNECTOR_ENV = {
-    "PAPERLANE_CONNECTOR_SYNC_SECONDS": "local=1",
-    "PAPERLANE_CONNECTOR_LOOP_SECONDS": "0.3",
-    "PAPERLANE_LOCAL_STABLE_SECONDS": "1.5",
+    "PAPERLANE_CONNECTOR_SYNC_SECONDS": "local=0.3",
+    "PAPERLANE_CONNECTOR_LOOP_SECONDS": "0.2",
+    # Longer than the slow copy's pauses between writes (1.2 s), which are longer than
+    # the polling interval: only the time window keeps the copy from being listed early.
+    "PAPERLANE_LOCAL_STABLE_SECONDS": "2.5",
 }
 
 
@@ -47,10 +49,16 @@ def test_files_dropped_while_it_runs_are_imported_once_and_left_as_they_were(org
     done: dict = {}
 
     with running_workers(**CONNECTOR_ENV):
+        # Files are dropped once the connectors loop polls the (empty) folder.
+        wait_for(
+            lambda: Connection.objects.get(id=connection.id).last_sync_at,
+            timeout=60,
+            what="the first poll",
+        )
         slow = threading.Thread(
             target=write_slowly,
             args=(folder / "slow.pdf", slow_data),
-            kwargs={"pieces": 10, "pause": 0.5, "done": done},
+            kwargs={"pieces": 6, "pause": 1.2, "done": done},
         )
         slow.start()
         for batch in range(5):
