@@ -380,7 +380,7 @@ def connection_sync(
             counts.skipped += page_counts.skipped
             counts.deleted += page_counts.deleted
             counts.run_ids += page_counts.run_ids
-            if page.cursor is not None:
+            if page.cursor is not None and page.cursor != claimed.cursor:
                 connection_save_cursor(connection=claimed, owner=owner, cursor=page.cursor)
         counts.deleted += _reconcile(claimed)
     except ProviderBusy as exc:
