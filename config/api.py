@@ -20,4 +20,7 @@ api.add_router("", documents_router)
 
 @api.exception_handler(ServiceError)
 def service_error(request, exc: ServiceError):
-    return api.create_response(request, exc.as_dict(), status=exc.status_code)
+    response = api.create_response(request, exc.as_dict(), status=exc.status_code)
+    for header, value in exc.headers().items():
+        response[header] = value
+    return response

@@ -168,6 +168,23 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = env.int("FILE_UPLOAD_MAX_MEMORY_SIZE", default=5 *
 # API tokens: only write last_used_at when it is older than this.
 PAPERLANE_TOKEN_TOUCH_SECONDS = env.int("PAPERLANE_TOKEN_TOUCH_SECONDS", default=60)
 
+# --- Admission (uploads refused with 429 and Retry-After when full; 0 turns a check off) --
+# Interactive runs (uploads from people and the API) not yet ended, at most; and at
+# most this many of them for one organisation, so one backfill cannot fill the system.
+PAPERLANE_ADMISSION_BACKLOG_BOUND = env.int("PAPERLANE_ADMISSION_BACKLOG_BOUND", default=2000)
+PAPERLANE_ADMISSION_ORGANISATION_BOUND = env.int(
+    "PAPERLANE_ADMISSION_ORGANISATION_BOUND", default=500
+)
+# The promise: no interactive stage waits longer than this for a worker.
+PAPERLANE_ADMISSION_PROMISE_SECONDS = env.int("PAPERLANE_ADMISSION_PROMISE_SECONDS", default=300)
+# Retry-After when no run ended lately (no drain rate to compute it from), and at most.
+PAPERLANE_ADMISSION_RETRY_AFTER_DEFAULT_SECONDS = env.int(
+    "PAPERLANE_ADMISSION_RETRY_AFTER_DEFAULT_SECONDS", default=30
+)
+PAPERLANE_ADMISSION_RETRY_AFTER_MAX_SECONDS = env.int(
+    "PAPERLANE_ADMISSION_RETRY_AFTER_MAX_SECONDS", default=900
+)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -20,6 +20,10 @@ class ServiceError(Exception):
     def as_dict(self) -> dict[str, Any]:
         return {"detail": self.message, "code": self.code, **self.extra}
 
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the response that renders this error must carry."""
+        return {}
+
 
 class InvalidUpload(ServiceError):
     status_code = 400
@@ -56,3 +60,19 @@ class NotFound(ServiceError):
 class Conflict(ServiceError):
     status_code = 409
     code = "conflict"
+
+
+class SystemBusy(ServiceError):
+    """Refused at admission: too much work is waiting. Come back after `retry_after` seconds."""
+
+    status_code = 429
+    code = "busy"
+
+    def __init__(self, message: str, *, retry_after: int, reason: str) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.retry_after = retry_after
+        # What was full ("backlog", "late", "organisation"): for the metrics, not the client.
+        self.reason = reason
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}

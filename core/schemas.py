@@ -13,3 +13,10 @@ class ErrorOut(Schema):
 class QuotaErrorOut(ErrorOut):
     pages_requested: int
     pages_available: int
+
+
+class BusyErrorOut(ErrorOut):
+    """429: the pipeline is full; send again after `retry_after` seconds (also the
+    `Retry-After` header)."""
+
+    retry_after: int

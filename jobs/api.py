@@ -7,7 +7,7 @@ from ninja import File, Header, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from core.errors import InvalidUpload, ServiceError
-from core.schemas import ErrorOut, QuotaErrorOut
+from core.schemas import BusyErrorOut, ErrorOut, QuotaErrorOut
 from documents.selectors import document_get, document_list
 from jobs.models import ImportRun, RunSource
 from jobs.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut
@@ -26,6 +26,7 @@ _ACCEPT_ERRORS = {
     413: ErrorOut,
     415: ErrorOut,
     422: ErrorOut,
+    429: BusyErrorOut,
 }
 
 
@@ -55,7 +56,8 @@ def document_upload(
     `status_url` for progress.
 
     Repeating a request with the same `Idempotency-Key` returns the first
-    answer and creates nothing new.
+    answer and creates nothing new. When the pipeline is full the answer is
+    `429` with `Retry-After` (seconds): send the same request again after it.
     """
     try:
         if refused := upload_refusal(request):

@@ -22,6 +22,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from redis.exceptions import RedisError
 
+from jobs.services.admission import admission_refusal_counts
 from jobs.stats.base import stats_connection
 from jobs.stats.history import lag_sample_record
 from jobs.stats.snapshot import PipelineSnapshot, StageStats, pipeline_snapshot
@@ -179,6 +180,20 @@ def _upload_families():
     for (channel, result, code), count in sorted(counts.items()):
         uploads.add_metric([channel, result, code], count)
     yield uploads
+    try:
+        by_reason = admission_refusal_counts(connection=stats_connection())
+    except RedisError:
+        return
+    refused = CounterMetricFamily(
+        "paperlane_uploads_refused",
+        "Uploads refused at admission (429) because the interactive backlog was full "
+        "(backlog), a run waited past the promise (late) or the organisation had its "
+        "bound of runs in flight (organisation).",
+        labels=["reason"],
+    )
+    for reason, count in sorted(by_reason.items()):
+        refused.add_metric([reason], count)
+    yield refused
 
 
 def _organisation_families(snapshot: PipelineSnapshot):

@@ -25,15 +25,18 @@ class UploadForm(forms.Form):
     file = forms.FileField(label="PDF or Word (.docx) file")
 
 
-def _upload(request: HttpRequest, organisation: Organisation) -> tuple[UploadForm, int]:
-    """Accept the posted file. Returns the form to show and the HTTP status it deserves."""
+def _upload(
+    request: HttpRequest, organisation: Organisation
+) -> tuple[UploadForm, int, dict[str, str]]:
+    """Accept the posted file. Returns the form to show, the HTTP status it deserves and
+    the headers its answer must carry (Retry-After when the system is busy)."""
     form = UploadForm(request.POST, request.FILES)
     try:
         if refused := upload_refusal(request):
             raise refused
         if not form.is_valid():
             upload_count(channel="web", result=REFUSED, code="invalid_form")
-            return form, 400
+            return form, 400, {}
         upload = form.cleaned_data["file"]
         acceptance = document_accept(
             organisation=organisation,
@@ -45,19 +48,19 @@ def _upload(request: HttpRequest, organisation: Organisation) -> tuple[UploadFor
     except ServiceError as exc:
         upload_count(channel="web", result=REFUSED, code=exc.code)
         messages.error(request, exc.message)
-        return UploadForm(), exc.status_code
+        return UploadForm(), exc.status_code, exc.headers()
     upload_count(channel="web", result=ACCEPTED)
     name = acceptance.document.filename
     messages.success(request, f"“{name}” was accepted and is queued for processing.")
-    return UploadForm(), 202
+    return UploadForm(), 202, {}
 
 
 @login_required
 def document_list_view(request: HttpRequest) -> HttpResponse:
     organisation = current_organisation(request)
-    form, status = UploadForm(), 200
+    form, status, headers = UploadForm(), 200, {}
     if request.method == "POST":
-        form, status = _upload(request, organisation)
+        form, status, headers = _upload(request, organisation)
         if status == 202:
             return redirect("jobs:document_list")
     rows = documents_with_latest_runs(
@@ -71,7 +74,10 @@ def document_list_view(request: HttpRequest) -> HttpResponse:
         "quota": quota_get(organisation_id=organisation.id),
         "refresh": any(run and run.status in ACTIVE_STATUSES for _, run in rows),
     }
-    return render(request, "jobs/document_list.html", context, status=status)
+    response = render(request, "jobs/document_list.html", context, status=status)
+    for header, value in headers.items():
+        response[header] = value
+    return response
 
 
 @login_required

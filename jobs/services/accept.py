@@ -1,9 +1,10 @@
 """The accept path shared by the HTML upload page and the API.
 
-Validate by content, write the bytes once to their final key, then in one
-transaction create the document and the run, reserve quota and mark the first
-stage due. The first stage is enqueued after commit. Nothing here parses the
-whole file or calls anything but storage.
+Validate by content, ask admission control (jobs/services/admission.py) whether
+there is room, write the bytes once to their final key, then in one transaction
+create the document and the run, reserve quota and mark the first stage due. The
+first stage is enqueued after commit. Nothing here parses the whole file or calls
+anything but storage.
 """
 
 import hashlib
@@ -23,6 +24,12 @@ from documents.models import ApiToken, Document, Organisation
 from documents.services.quota import quota_check, quota_reserve
 from documents.storage import document_storage_key, storage_delete, storage_put
 from jobs.models import ImportRun, RunStatus, Stage
+from jobs.services.admission import (
+    OrganisationAtBound,
+    admission_check,
+    admission_organisation_full,
+    admission_organisation_refusal,
+)
 from jobs.services.history import Actor, dispatch_on_commit, run_record
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -108,11 +115,14 @@ def document_accept(
             f"{settings.PAPERLANE_MAX_UPLOAD_BYTES} bytes.",
             max_bytes=settings.PAPERLANE_MAX_UPLOAD_BYTES,
         )
-    sha256 = _sha256(upload)
-    if idempotency_key and (
-        found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256)
-    ):
-        return found
+    sha256 = None
+    if idempotency_key:
+        sha256 = _sha256(upload)
+        if found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256):
+            return found
+    # Before the file is read or stored: a refusal is instant and records nothing.
+    admission_check(organisation_id=organisation.id)
+    sha256 = sha256 or _sha256(upload)
     inspection = inspect_upload(upload.file)
     quota_check(organisation=organisation, pages=inspection.pages)
 
@@ -138,6 +148,10 @@ def document_accept(
                 pages=inspection.pages,
                 estimated=inspection.estimated,
             )
+            # Under the organisation's row lock quota_reserve took: concurrent uploads of
+            # one organisation count here one after another, so its bound holds exactly.
+            if admission_organisation_full(organisation_id=organisation.id):
+                raise OrganisationAtBound()
             run = ImportRun.objects.create(
                 organisation=organisation,
                 document=document,
@@ -154,6 +168,9 @@ def document_accept(
             actor = Actor.of(user=user, api_token=api_token)
             run_record(run, from_status="", from_stage="", actor=actor, reason="accepted")
             dispatch_on_commit(run)
+    except OrganisationAtBound:
+        storage_delete(key=key)
+        raise admission_organisation_refusal(organisation_id=organisation.id) from None
     except IntegrityError:
         storage_delete(key=key)
         # Two requests with one Idempotency-Key raced; the other one won.

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('documents', '0003_connections'),
-        ('jobs', '0005_attempt_error_code'),
+        ('jobs', '0006_admission_indexes'),
     ]
 
     operations = [
