@@ -2,11 +2,14 @@
 restarted listings, deletions, a busy provider, revoked consent, and two syncs at once."""
 
 import threading
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from documents.models import Connection, ConnectorImport, Document
 from jobs.connectors.base import NeedsReconnect, ProviderBusy, RemoteFile
+from jobs.connectors.loop import connectors_maintain, connectors_sync_due
 from jobs.connectors.sync import (
     connection_claim_sync,
     connection_record_page,
@@ -32,6 +35,7 @@ def remote(settings):
     ScriptedProvider.script, ScriptedProvider.files, ScriptedProvider.cursors_given = [], {}, []
     yield ScriptedProvider
     ScriptedProvider.script, ScriptedProvider.files = [], {}
+    ScriptedProvider.maintain_error = None
 
 
 @pytest.fixture
@@ -232,3 +236,40 @@ def test_a_new_version_stored_cancels_the_older_one_still_in_the_pipeline(remote
     connection_refresh_imports(connection=connection)
     states = dict(ConnectorImport.objects.values_list("content_version", "state"))
     assert states == {"v1": "skipped", "v2": "imported"}
+
+
+def test_a_file_deleted_and_restored_as_it_was_is_present_again(remote, connection):
+    remote.files = {"a": make_pdf(1)}
+    remote.script = [
+        [page(f("a"), cursor="d1")],
+        [page(f("a", deleted=True), cursor="d2")],
+        [page(f("a"), cursor="d3")],
+    ]
+    [run_id] = sync(connection).counts.run_ids
+    drive(run_id)
+    assert sync(connection).counts.deleted == 1
+
+    again = sync(connection)
+
+    assert again.counts.run_ids == []
+    connection_refresh_imports(connection=connection)
+    assert ConnectorImport.objects.get(file_id="a").state == "imported"
+    assert Document.objects.get(runs=run_id).source_deleted_at is None
+
+
+def test_the_loop_syncs_due_connections_and_keeps_providers_upkeep(remote, connection, org):
+    later = Connection.objects.create(
+        organisation=org, provider="onedrive", folder_id="LATER", folder_path="/Later"
+    )
+    Connection.objects.filter(id=later.id).update(next_sync_at=timezone.now() + timedelta(hours=1))
+    remote.script = [[page(f("a"), cursor="d1")]]
+
+    assert connectors_sync_due(owner="loop-test") == 1
+    assert remote.script == []  # only the due connection was listed
+    connection.refresh_from_db()
+    assert connection.cursor == "d1"
+
+    remote.maintain_error = NeedsReconnect("The refresh token was refused.")
+    connectors_maintain()
+    assert set(Connection.objects.values_list("status", flat=True)) == {"needs_reconnect"}
+    assert connectors_sync_due(owner="loop-test") == 0

@@ -20,6 +20,8 @@ class ScriptedProvider:
     # file id -> bytes, what open() returns.
     files: dict[str, bytes] = {}
     cursors_given: list = []
+    # Raised by maintain() when set (e.g. NeedsReconnect: a refresh token refused).
+    maintain_error: Exception | None = None
 
     def changes(self, connection, cursor):
         type(self).cursors_given.append(cursor)
@@ -38,7 +40,8 @@ class ScriptedProvider:
             raise FileNotFoundError(file_id) from None
 
     def maintain(self, connection) -> None:
-        pass
+        if type(self).maintain_error is not None:
+            raise type(self).maintain_error
 
 
 def page(*files, cursor=None, restarted=False) -> ChangePage:
