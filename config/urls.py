@@ -19,6 +19,7 @@ urlpatterns = [
     path("metrics", metrics_view, name="pipeline_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("connections/", include("jobs.connector_urls")),
     path("", include("documents.urls")),
     path("", include("jobs.urls")),
 ]
