@@ -240,6 +240,45 @@ PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", d
 # rq.Worker forks a work horse per job. See bench/pipeline.py for the cost.
 PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="rq.worker.SimpleWorker")
 
+# --- Connected folders -----------------------------------------------------
+# The Fernet key (urlsafe base64 of 32 bytes) that encrypts connections' credentials at
+# rest. Unset, it is derived from SECRET_KEY (documents/secrets.py): changing SECRET_KEY
+# then makes stored credentials unreadable and every OneDrive connection must reconnect.
+PAPERLANE_CONNECTOR_KEY = env("PAPERLANE_CONNECTOR_KEY", default="")
+# How often each provider's connections are synced without being asked (seconds):
+# local folders are polled; OneDrive is synced on change notifications, this is the fallback.
+PAPERLANE_CONNECTOR_SYNC_SECONDS = {
+    "local": 5,
+    "onedrive": 900,
+    **{k: int(v) for k, v in env.dict("PAPERLANE_CONNECTOR_SYNC_SECONDS", default={}).items()},
+}
+# How often the connectors loop looks for due connections, and calls each provider's upkeep.
+PAPERLANE_CONNECTOR_LOOP_SECONDS = env.float("PAPERLANE_CONNECTOR_LOOP_SECONDS", default=1.0)
+PAPERLANE_CONNECTOR_MAINTAIN_SECONDS = env.int("PAPERLANE_CONNECTOR_MAINTAIN_SECONDS", default=60)
+# A connection pauses itself after this many failed syncs in a row.
+PAPERLANE_CONNECTOR_MAX_FAILURES = env.int("PAPERLANE_CONNECTOR_MAX_FAILURES", default=5)
+# One sync holds its connection this long, renewed with every page.
+PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS = env.int(
+    "PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS", default=120
+)
+# The store stage's download of one file: its size limit and time limit.
+PAPERLANE_CONNECTOR_MAX_FILE_BYTES = env.int(
+    "PAPERLANE_CONNECTOR_MAX_FILE_BYTES", default=PAPERLANE_MAX_UPLOAD_BYTES
+)
+PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS = env.float(
+    "PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS", default=60.0
+)
+# A file deleted at its source: its document is marked so; remove its chunks from search too?
+PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS = env.bool(
+    "PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS", default=True
+)
+# A local file is imported once its size and modification time stayed the same this long.
+PAPERLANE_LOCAL_STABLE_SECONDS = env.float("PAPERLANE_LOCAL_STABLE_SECONDS", default=2.0)
+# Where each provider's code lives (one more provider is one more line).
+PAPERLANE_CONNECTOR_PROVIDERS = {
+    "local": "jobs.connectors.local.LocalFolderProvider",
+    "onedrive": "jobs.connectors.onedrive.OneDriveProvider",
+}
 # --- OneDrive (Microsoft Graph) ----------------------------------------------
 # The app registration (README, "Connecting OneDrive"). Empty client id: OneDrive is off.
 PAPERLANE_ONEDRIVE_CLIENT_ID = env("PAPERLANE_ONEDRIVE_CLIENT_ID", default="")

@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from core.errors import NotFound
-from documents.models import ApiToken, Document, Organisation, UsageEntry
+from documents.models import ApiToken, Connection, Document, Organisation, UsageEntry
 
 
 def document_list(*, organisation: Organisation) -> QuerySet[Document]:
@@ -36,3 +36,7 @@ def usage_entry_list(*, organisation: Organisation) -> QuerySet[UsageEntry]:
 def api_token_list(*, organisation: Organisation) -> QuerySet[ApiToken]:
     """The organisation's API tokens, revoked ones included, newest first."""
     return ApiToken.objects.filter(organisation=organisation).order_by("-created_at", "-id")
+
+
+def connection_list(*, organisation: Organisation) -> QuerySet[Connection]:
+    return Connection.objects.filter(organisation=organisation).order_by("-created_at", "-id")

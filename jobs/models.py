@@ -67,6 +67,14 @@ class ImportRun(models.Model):
         "documents.QuotaReservation", on_delete=models.RESTRICT, related_name="run"
     )
     source = models.CharField(max_length=16, choices=RunSource.choices)
+    # A connector's run: the file version it imports (uploads have none).
+    connector_import = models.OneToOneField(
+        "documents.ConnectorImport",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="run",
+    )
     priority = models.CharField(
         max_length=16, choices=RunPriority.choices, default=RunPriority.INTERACTIVE
     )

@@ -64,6 +64,5 @@ def is_first(name: str) -> bool:
 def rq_queue_settings() -> dict[str, dict]:
     """django-rq's RQ_QUEUES for every stage queue, so its staff pages show them all."""
     return {
-        spec.queue: {"URL": settings.REDIS_URL, "DEFAULT_TIMEOUT": spec.timeout}
-        for spec in STAGES
+        spec.queue: {"URL": settings.REDIS_URL, "DEFAULT_TIMEOUT": spec.timeout} for spec in STAGES
     }

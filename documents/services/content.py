@@ -56,6 +56,26 @@ def document_chunks_upsert(
 @transaction.atomic
 def document_chunks_finish(*, document: Document, count: int) -> None:
     """The current version has `count` chunks: drop any beyond them (from an earlier,
-    longer run) and record the count."""
+    longer run) and those of earlier versions (a connected file edited), and record the
+    count."""
     Chunk.objects.filter(document=document, version=document.version, index__gte=count).delete()
+    Chunk.objects.filter(document=document, version__lt=document.version).delete()
     Document.objects.filter(id=document.id).update(chunk_count=count)
+
+
+@transaction.atomic
+def document_mark_source_deleted(*, document_ids: Sequence, remove_chunks: bool) -> int:
+    """Documents whose connected file was deleted at its source: marked so, and (when
+    `remove_chunks`) taken out of search. Returns how many were newly marked."""
+    marked = Document.objects.filter(id__in=document_ids, source_deleted_at__isnull=True).update(
+        source_deleted_at=timezone.now()
+    )
+    if remove_chunks:
+        Chunk.objects.filter(document_id__in=document_ids).delete()
+        Document.objects.filter(id__in=document_ids).update(chunk_count=0)
+    return marked
+
+
+def document_mark_source_restored(*, document_ids: Sequence) -> None:
+    """The connected file is back (restored at its source): no longer marked deleted."""
+    Document.objects.filter(id__in=document_ids).update(source_deleted_at=None)

@@ -76,6 +76,12 @@ def quota_reserve(*, organisation_id: int, pages: int, estimated: bool) -> Quota
     )
 
 
+def quota_hold_later(*, organisation_id: int) -> QuotaReservation:
+    """An empty hold for work whose size is not known yet (a connector import before its
+    bytes are fetched and counted); `quota_resize` sets its pages once they are."""
+    return QuotaReservation.objects.create(organisation_id=organisation_id, pages=0, estimated=True)
+
+
 @dataclass(frozen=True)
 class Settlement:
     entry: UsageEntry
@@ -88,9 +94,7 @@ def _locked(reservation: QuotaReservation) -> QuotaReservation:
 
 
 @transaction.atomic
-def quota_settle(
-    *, reservation: QuotaReservation, document: Document, pages: int
-) -> Settlement:
+def quota_settle(*, reservation: QuotaReservation, document: Document, pages: int) -> Settlement:
     """Turn a reservation into one ledger entry for the actual page count.
 
     Idempotent: settling again returns the existing entry. A document version is
@@ -170,12 +174,17 @@ def quota_rehold(*, reservation: QuotaReservation) -> QuotaReservation:
 
 
 @transaction.atomic
-def quota_resize(*, reservation: QuotaReservation, pages: int) -> QuotaReservation:
+def quota_resize(
+    *, reservation: QuotaReservation, pages: int, estimated: bool = False
+) -> QuotaReservation:
     """Hold exactly `pages` for work whose real size is now known (after extraction):
     take the extra pages if they fit (else QuotaExceeded, and nothing changes), or give
-    back what was held beyond them. A reservation no longer held is left as it is."""
+    back what was held beyond them. A reservation no longer held is left as it is.
+    `estimated`: the count is still a guess (a connector's DOCX before extraction)."""
     reservation = _locked(reservation)
-    if reservation.status != Held.HELD or reservation.pages == pages:
+    if reservation.status != Held.HELD or (
+        reservation.pages == pages and reservation.estimated == estimated
+    ):
         return reservation
     extra = pages - reservation.pages
     if extra > 0 and not _take(organisation_id=reservation.organisation_id, pages=extra):
@@ -184,6 +193,6 @@ def quota_resize(*, reservation: QuotaReservation, pages: int) -> QuotaReservati
         Organisation.objects.filter(id=reservation.organisation_id).update(
             pages_reserved=F("pages_reserved") + extra
         )
-    reservation.pages, reservation.estimated = pages, False
+    reservation.pages, reservation.estimated = pages, estimated
     reservation.save(update_fields=["pages", "estimated"])
     return reservation

@@ -67,9 +67,7 @@ def run_claim(
     )
     if claimed_from is None:
         return None
-    run = ImportRun.objects.select_related("document", "organisation", "reservation").get(
-        id=run_id
-    )
+    run = ImportRun.objects.select_related("document", "organisation", "reservation").get(id=run_id)
     attempt = StageAttempt.objects.create(
         run=run,
         stage=stage,
@@ -189,9 +187,7 @@ def run_record_failure(
     if run is None:
         return None
     claim.attempt.error_type = failure.error_type
-    attempt_finish(
-        claim.attempt, outcome, code=code, message=failure.detail, tb=failure.traceback
-    )
+    attempt_finish(claim.attempt, outcome, code=code, message=failure.detail, tb=failure.traceback)
     if outcome == Outcome.TIMEOUT and _timed_out_before(claim):
         permanent, message = True, f"Processing took too long: {message[0].lower()}{message[1:]}"
     now, from_status = timezone.now(), run.status

@@ -2,13 +2,20 @@
 
 An upload made the document at accept time (its id is in the 202 answer),
 so here it is only confirmed; it must belong to the run's organisation.
+A connector's run makes (or finds) its file's document here
+(`jobs/connectors/imports.py`).
 """
 
+from jobs.connectors.imports import connector_create
 from jobs.errors import PermanentError
+from jobs.models import RunSource
 from jobs.stages.context import StageContext
 
 
 def run(ctx: StageContext) -> None:
+    if ctx.run.source == RunSource.CONNECTOR:
+        connector_create(ctx)
+        return
     document = ctx.document
     if document is None or document.organisation_id != ctx.run.organisation_id:
         raise PermanentError(

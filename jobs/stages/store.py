@@ -1,13 +1,22 @@
-"""store: make sure the bytes are at the document's stable key and are the ones accepted."""
+"""store: make sure the bytes are at the document's stable key and are the ones accepted.
+
+A connector's run fetches them from its provider here, counts their pages and
+holds them (`jobs/connectors/imports.py`).
+"""
 
 import hashlib
 
+from jobs.connectors.imports import connector_store
 from jobs.errors import PermanentError
+from jobs.models import RunSource
 from jobs.stages.context import StageContext
 from jobs.stages.stored_file import open_stored
 
 
 def run(ctx: StageContext) -> None:
+    if ctx.run.source == RunSource.CONNECTOR:
+        connector_store(ctx)
+        return
     document = ctx.document
     digest, size = hashlib.sha256(), 0
     with open_stored(document) as fh:

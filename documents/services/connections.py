@@ -1,0 +1,126 @@
+"""Connections: made, paused, resumed, asked to sync; their credentials kept encrypted.
+
+The sync itself (listing changes, recording imports, starting runs) is the
+pipeline's (`jobs/connectors/sync.py`); these are what people and providers do
+to a connection.
+"""
+
+import os
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import Conflict, InvalidUpload, NotFound
+from documents.models import Connection, Organisation
+from documents.secrets import credentials_decrypt, credentials_encrypt
+
+Status = Connection.Status
+
+
+def connection_create_local(
+    *, organisation: Organisation, path: str, created_by: AbstractBaseUser | None = None
+) -> Connection:
+    """Connect a local (or mounted) folder of this server: an operator's choice of path.
+
+    The folder must exist and be readable; it is only ever read. Connecting the same
+    folder to the same organisation again returns the existing connection.
+    """
+    folder = Path(path).expanduser()
+    if not folder.is_absolute():
+        folder = Path.cwd() / folder
+    folder = Path(os.path.realpath(folder))
+    if not folder.is_dir():
+        raise InvalidUpload(f"{folder} is not a folder.", code="folder_missing")
+    if not os.access(folder, os.R_OK | os.X_OK):
+        raise InvalidUpload(f"{folder} cannot be read.", code="folder_unreadable")
+    connection, _ = Connection.objects.get_or_create(
+        organisation=organisation,
+        provider=Connection.Provider.LOCAL,
+        folder_id=str(folder),
+        defaults={"folder_path": str(folder), "created_by": created_by},
+    )
+    return connection
+
+
+def connection_credentials(*, connection: Connection) -> dict:
+    """The connection's credentials, decrypted (CredentialsUnreadable if the key changed)."""
+    return credentials_decrypt(connection.credentials_encrypted)
+
+
+def connection_set_credentials(*, connection: Connection, credentials: dict) -> None:
+    """Store new credentials (encrypted), e.g. after a token refresh or a reconnect."""
+    connection.credentials_encrypted = credentials_encrypt(credentials)
+    connection.save(update_fields=["credentials_encrypted", "updated_at"])
+
+
+def _locked(connection: Connection) -> Connection:
+    return Connection.objects.select_for_update().get(id=connection.id)
+
+
+@transaction.atomic
+def connection_pause(*, connection: Connection, reason: str = "paused by a person") -> Connection:
+    """Stop syncing until resumed (runs already started go on). Pausing again changes nothing."""
+    connection = _locked(connection)
+    if connection.status != Status.PAUSED:
+        connection.status, connection.status_reason = Status.PAUSED, reason
+        connection.save(update_fields=["status", "status_reason", "updated_at"])
+    return connection
+
+
+@transaction.atomic
+def connection_resume(*, connection: Connection) -> Connection:
+    """Sync again now, with a clean failure count. A connection that needs reconnecting
+    must be connected again instead (409)."""
+    connection = _locked(connection)
+    if connection.status == Status.NEEDS_RECONNECT:
+        raise Conflict("This connection must be connected again before it can sync.")
+    if connection.status != Status.ACTIVE:
+        connection.status, connection.status_reason = Status.ACTIVE, ""
+        connection.consecutive_failures = 0
+        connection.next_sync_at = timezone.now()
+        connection.save(
+            update_fields=[
+                "status",
+                "status_reason",
+                "consecutive_failures",
+                "next_sync_at",
+                "updated_at",
+            ]
+        )
+    return connection
+
+
+def connection_request_sync(*, connection_id: int) -> bool:
+    """Ask for a sync soon ("sync now", a change notification): one UPDATE, no lock, so
+    a burst of notifications costs a burst of cheap updates. False if no such connection."""
+    return Connection.objects.filter(id=connection_id).update(sync_requested_at=timezone.now()) == 1
+
+
+@transaction.atomic
+def connection_reconnected(*, connection: Connection, credentials: dict) -> Connection:
+    """New credentials from a person connecting again: active, syncing now."""
+    connection = _locked(connection)
+    connection.credentials_encrypted = credentials_encrypt(credentials)
+    connection.status, connection.status_reason = Status.ACTIVE, ""
+    connection.consecutive_failures = 0
+    connection.next_sync_at = timezone.now()
+    connection.save(
+        update_fields=[
+            "credentials_encrypted",
+            "status",
+            "status_reason",
+            "consecutive_failures",
+            "next_sync_at",
+            "updated_at",
+        ]
+    )
+    return connection
+
+
+def connection_get(*, organisation: Organisation, connection_id: int) -> Connection:
+    try:
+        return Connection.objects.get(organisation=organisation, id=connection_id)
+    except Connection.DoesNotExist:
+        raise NotFound("Connection not found.") from None

@@ -1,0 +1,403 @@
+"""Sync one connection: list its changes page by page, record each file version once,
+start a run for each new one, and save the cursor only after a page is recorded.
+
+A file version is recorded under its import key (organisation, connection, file
+id, content version), unique in the database, in the same transaction as the run
+that imports it: a repeated page, a repeated notification or a sync killed
+between recording a page and saving the cursor (the next sync lists the page
+again) finds the key taken and starts nothing. One sync of a connection runs at
+a time: it holds a lease on the connection's row taken by a conditional UPDATE.
+"""
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from documents.models import Connection, ConnectionSync, ConnectorImport
+from documents.services.content import (
+    document_mark_source_deleted,
+    document_mark_source_restored,
+)
+from documents.services.quota import quota_hold_later
+from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
+from jobs.connectors.registry import provider_for
+from jobs.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus, Stage
+from jobs.services.history import Actor, dispatch_on_commit, run_record
+
+logger = logging.getLogger(__name__)
+
+Status = Connection.Status
+Result = Connection.Result
+State = ConnectorImport.State
+
+# Checked by name here; the stages check the content.
+SUPPORTED_SUFFIXES = (".pdf", ".docx")
+# Statuses that sync by themselves (an errored connection keeps trying until it pauses).
+SYNCING = (Status.ACTIVE, Status.ERROR)
+# The longest pause between failed syncs of one connection.
+MAX_BACKOFF_SECONDS = 3600
+
+
+class SyncLeaseLost(Exception):
+    """Another host took the connection's sync (this one stalled past its lease)."""
+
+
+@dataclass
+class PageCounts:
+    seen: int = 0
+    started: int = 0
+    skipped: int = 0
+    deleted: int = 0
+    # The runs started, for the caller (and tests) to follow.
+    run_ids: list = field(default_factory=list)
+
+
+def sync_owner_name() -> str:
+    return f"{socket.gethostname()}.{os.getpid()}"
+
+
+def connector_actor(connection: Connection) -> Actor:
+    return Actor(f"connector:{connection.provider}:{connection.id}")
+
+
+def sync_interval(connection: Connection) -> int:
+    return settings.PAPERLANE_CONNECTOR_SYNC_SECONDS.get(connection.provider, 900)
+
+
+def is_supported(name: str) -> bool:
+    return name.lower().endswith(SUPPORTED_SUFFIXES)
+
+
+# --- Taking and giving back the sync --------------------------------------------------
+
+
+def connection_claim_sync(
+    *, connection_id: int, owner: str, only_due: bool = True
+) -> Connection | None:
+    """Take the sync of a connection for `owner`, or None: not syncing (paused, needs
+    reconnect), not due (unless asked for), or synced elsewhere right now. One
+    conditional UPDATE decides, so two hosts never both sync one connection."""
+    now = timezone.now()
+    candidates = Connection.objects.filter(id=connection_id, status__in=SYNCING).filter(
+        Q(sync_lease_until__isnull=True) | Q(sync_lease_until__lt=now)
+    )
+    if only_due:
+        candidates = candidates.filter(
+            Q(next_sync_at__isnull=True)
+            | Q(next_sync_at__lte=now)
+            | Q(sync_requested_at__isnull=False)
+        )
+    lease = now + timedelta(seconds=settings.PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS)
+    if candidates.update(sync_owner=owner, sync_lease_until=lease) != 1:
+        return None
+    return Connection.objects.select_related("organisation").get(id=connection_id)
+
+
+def _renew(connection: Connection, owner: str) -> None:
+    lease = timezone.now() + timedelta(seconds=settings.PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS)
+    if not Connection.objects.filter(id=connection.id, sync_owner=owner).update(
+        sync_lease_until=lease
+    ):
+        raise SyncLeaseLost(f"connection {connection.id}")
+
+
+def _release(connection: Connection, owner: str) -> None:
+    Connection.objects.filter(id=connection.id, sync_owner=owner).update(
+        sync_owner="", sync_lease_until=None
+    )
+
+
+# --- Recording a page -----------------------------------------------------------------
+
+
+def _start_run(connection: Connection, record: ConnectorImport) -> ImportRun:
+    """The run that imports `record`: bulk priority, from `create`; its pages are held
+    once its bytes are stored and counted (the store stage)."""
+    run = ImportRun.objects.create(
+        organisation_id=connection.organisation_id,
+        document=None,
+        reservation=quota_hold_later(organisation_id=connection.organisation_id),
+        source=RunSource.CONNECTOR,
+        priority=RunPriority.BULK,
+        connector_import=record,
+        status=RunStatus.QUEUED,
+        stage=Stage.CREATE,
+        due_at=timezone.now(),
+    )
+    run_record(
+        run,
+        from_status="",
+        from_stage="",
+        actor=connector_actor(connection),
+        reason=f"found {record.path} (version {record.content_version})",
+    )
+    dispatch_on_commit(run)
+    return run
+
+
+def _mark_deleted(connection: Connection, file_ids: list[str]) -> int:
+    """Record that these files were deleted at the source; their documents are marked."""
+    if not file_ids:
+        return 0
+    records = ConnectorImport.objects.filter(connection=connection, file_id__in=file_ids).exclude(
+        state=State.DELETED
+    )
+    document_ids = list(
+        records.exclude(document=None).values_list("document_id", flat=True).distinct()
+    )
+    gone = set(records.values_list("file_id", flat=True))
+    records.update(state=State.DELETED, reason="Deleted at the source.", updated_at=timezone.now())
+    document_mark_source_deleted(
+        document_ids=document_ids,
+        remove_chunks=settings.PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS,
+    )
+    return len(gone)
+
+
+def _skip_reason(remote: RemoteFile) -> str:
+    suffix = os.path.splitext(remote.name)[1].lower() or "without an extension"
+    return f"Only PDF and Word (.docx) files are imported; this file is {suffix}."
+
+
+def connection_record_page(
+    *, connection: Connection, page: ChangePage, listed_since=None
+) -> PageCounts:
+    """Record one page of changes in one transaction: a new import (and its run) for each
+    file version not recorded before, deletions, and what the listing saw. Recording a
+    page again records nothing new."""
+    counts = PageCounts()
+    now = timezone.now()
+    # The same item can appear twice in one listing; its last state counts.
+    latest: dict[str, RemoteFile] = {}
+    for remote in page.files:
+        latest.pop(remote.file_id, None)
+        latest[remote.file_id] = remote
+    present = [f for f in latest.values() if not f.deleted]
+    deleted = [f.file_id for f in latest.values() if f.deleted]
+    counts.seen = len(present)
+    with transaction.atomic():
+        if page.restarted:
+            # Everything is listed again: what was imported and is not listed by the end
+            # was deleted meanwhile (reconciled when the listing completes).
+            connection.reconcile_since = listed_since or now
+            Connection.objects.filter(id=connection.id).update(
+                reconcile_since=connection.reconcile_since
+            )
+        ids = [f.file_id for f in present]
+        known = ConnectorImport.objects.filter(connection=connection, file_id__in=ids)
+        recorded = {(r.file_id, r.content_version): r for r in known}
+        known.update(seen_at=now)
+        restored = []
+        for remote in present:
+            existing = recorded.get((remote.file_id, remote.version))
+            if existing is not None:
+                if existing.state == State.DELETED:
+                    restored.append(existing)
+                continue
+            supported = is_supported(remote.name)
+            record = ConnectorImport.objects.create(
+                organisation_id=connection.organisation_id,
+                connection=connection,
+                file_id=remote.file_id,
+                content_version=remote.version,
+                name=remote.name[:255],
+                path=remote.path[:2048],
+                size_bytes=remote.size,
+                state=State.QUEUED if supported else State.SKIPPED,
+                reason="" if supported else _skip_reason(remote),
+                seen_at=now,
+            )
+            if supported:
+                counts.run_ids.append(_start_run(connection, record).id)
+                counts.started += 1
+            else:
+                counts.skipped += 1
+        if restored:
+            # Back at the source as it was: its state follows its run again.
+            ConnectorImport.objects.filter(id__in=[r.id for r in restored]).update(
+                state=State.QUEUED, reason=""
+            )
+            document_mark_source_restored(
+                document_ids=[r.document_id for r in restored if r.document_id]
+            )
+        counts.deleted = _mark_deleted(connection, deleted)
+    return counts
+
+
+def connection_save_cursor(*, connection: Connection, owner: str, cursor: str) -> None:
+    """Save where the next listing starts; only by the sync that holds the connection."""
+    if not Connection.objects.filter(id=connection.id, sync_owner=owner).update(cursor=cursor):
+        raise SyncLeaseLost(f"connection {connection.id}")
+    connection.cursor = cursor
+
+
+def _reconcile(connection: Connection) -> int:
+    """After a restarted listing completed: files imported before and not listed since
+    were deleted at the source."""
+    since = Connection.objects.values_list("reconcile_since", flat=True).get(id=connection.id)
+    if since is None:
+        return 0
+    with transaction.atomic():
+        stale = (
+            ConnectorImport.objects.filter(connection=connection)
+            .exclude(state=State.DELETED)
+            .values("file_id")
+            .annotate(last_seen=Max("seen_at"))
+            .filter(last_seen__lt=since)
+            .values_list("file_id", flat=True)
+        )
+        deleted = _mark_deleted(connection, list(stale))
+        Connection.objects.filter(id=connection.id).update(reconcile_since=None)
+    connection.reconcile_since = None
+    return deleted
+
+
+# --- Following the runs ---------------------------------------------------------------
+
+
+def connection_refresh_imports(*, connection: Connection) -> None:
+    """Bring imports' states in line with their runs (imported, failed and why, or
+    importing again after a retry) and the connection's counts with its imports."""
+    mine = ConnectorImport.objects.filter(connection=connection)
+    run_error = ImportRun.objects.filter(connector_import=OuterRef("pk")).values("error_message")
+    mine.filter(state=State.QUEUED, run__status=RunStatus.SUCCEEDED).update(
+        state=State.IMPORTED, reason=""
+    )
+    mine.filter(
+        state=State.QUEUED,
+        run__status__in=[RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED],
+    ).update(state=State.FAILED, reason=Subquery(run_error[:1]))
+    mine.filter(state__in=[State.FAILED, State.IMPORTED], run__status__in=ACTIVE_STATUSES).update(
+        state=State.QUEUED, reason=""
+    )
+    by_state = dict(mine.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
+    seen = mine.exclude(state=State.DELETED).values("file_id").distinct().count()
+    Connection.objects.filter(id=connection.id).update(
+        files_seen=seen,
+        files_imported=by_state.get(State.IMPORTED, 0),
+        files_skipped=by_state.get(State.SKIPPED, 0),
+        files_failed=by_state.get(State.FAILED, 0),
+    )
+
+
+# --- One sync -------------------------------------------------------------------------
+
+
+@dataclass
+class SyncOutcome:
+    sync: ConnectionSync
+    counts: PageCounts
+
+
+def _finish(
+    connection: Connection,
+    sync: ConnectionSync,
+    counts: PageCounts,
+    *,
+    result: str,
+    error: str = "",
+    retry_after: float | None = None,
+) -> None:
+    now = timezone.now()
+    sync.finished_at, sync.result, sync.error = now, result, error[:5000]
+    sync.files_seen, sync.imports_started = counts.seen, counts.started
+    sync.files_skipped, sync.files_deleted = counts.skipped, counts.deleted
+    sync.save()
+    with transaction.atomic():
+        row = Connection.objects.select_for_update().get(id=connection.id)
+        row.last_sync_at, row.last_sync_result = now, result
+        interval = sync_interval(row)
+        if result == Result.OK:
+            row.consecutive_failures, row.last_error = 0, ""
+            if row.status == Status.ERROR:
+                row.status, row.status_reason = Status.ACTIVE, ""
+            row.next_sync_at = now + timedelta(seconds=interval)
+        elif result == Result.BUSY:
+            row.last_error = error
+            row.next_sync_at = now + timedelta(seconds=max(retry_after or 0, 1))
+        elif result == Result.NEEDS_RECONNECT:
+            row.last_error = error
+            row.status, row.status_reason = Status.NEEDS_RECONNECT, error
+        else:
+            row.last_error = error
+            row.consecutive_failures += 1
+            failures = row.consecutive_failures
+            if failures >= settings.PAPERLANE_CONNECTOR_MAX_FAILURES:
+                row.status = Status.PAUSED
+                row.status_reason = (
+                    f"Paused after {failures} failed syncs in a row. Last error: {error}"
+                )
+            elif row.status in SYNCING:
+                row.status, row.status_reason = Status.ERROR, error
+            backoff = min(interval * 2 ** (failures - 1), MAX_BACKOFF_SECONDS)
+            row.next_sync_at = now + timedelta(seconds=backoff)
+        # A request made before this sync started is answered by it.
+        if row.sync_requested_at is not None and row.sync_requested_at <= sync.started_at:
+            row.sync_requested_at = None
+        row.save()
+    connection.refresh_from_db()
+
+
+def connection_sync(
+    *, connection: Connection, owner: str | None = None, only_due: bool = False
+) -> SyncOutcome | None:
+    """Sync `connection` once if this caller can take it (None when another sync holds
+    it, or it is not active or not due). Provider trouble is recorded on the
+    connection, never raised: busy waits, revoked consent needs a reconnect, other
+    failures count toward pausing the connection."""
+    owner = owner or sync_owner_name()
+    claimed = connection_claim_sync(connection_id=connection.id, owner=owner, only_due=only_due)
+    if claimed is None:
+        return None
+    sync = ConnectionSync.objects.create(connection=claimed, started_at=timezone.now())
+    counts = PageCounts()
+    try:
+        provider = provider_for(claimed)
+        for page in provider.changes(claimed, claimed.cursor or None):
+            _renew(claimed, owner)
+            page_counts = connection_record_page(
+                connection=claimed, page=page, listed_since=sync.started_at
+            )
+            counts.seen += page_counts.seen
+            counts.started += page_counts.started
+            counts.skipped += page_counts.skipped
+            counts.deleted += page_counts.deleted
+            counts.run_ids += page_counts.run_ids
+            if page.cursor is not None:
+                connection_save_cursor(connection=claimed, owner=owner, cursor=page.cursor)
+        counts.deleted += _reconcile(claimed)
+    except ProviderBusy as exc:
+        _finish(
+            claimed,
+            sync,
+            counts,
+            result=Result.BUSY,
+            error=exc.message,
+            retry_after=exc.retry_after,
+        )
+    except NeedsReconnect as exc:
+        _finish(claimed, sync, counts, result=Result.NEEDS_RECONNECT, error=exc.message)
+    except SyncLeaseLost:
+        logger.warning("connection %s: sync lease lost; another host syncs it", claimed.id)
+        sync.finished_at, sync.result = timezone.now(), Result.FAILED
+        sync.error = "Stopped: the sync was taken over by another worker."
+        sync.save()
+        return SyncOutcome(sync=sync, counts=counts)
+    except Exception as exc:  # any other failure counts toward pausing the connection
+        logger.warning("connection %s: sync failed", claimed.id, exc_info=True)
+        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        _finish(claimed, sync, counts, result=Result.FAILED, error=message)
+    else:
+        _finish(claimed, sync, counts, result=Result.OK)
+    finally:
+        _release(claimed, owner)
+        connection_refresh_imports(connection=claimed)
+    claimed.refresh_from_db()
+    return SyncOutcome(sync=sync, counts=counts)
