@@ -279,6 +279,7 @@ PAPERLANE_CONNECTOR_PROVIDERS = {
     "local": "jobs.connectors.local.LocalFolderProvider",
     "onedrive": "jobs.connectors.onedrive.OneDriveProvider",
 }
+
 # --- OneDrive (Microsoft Graph) ----------------------------------------------
 # The app registration (README, "Connecting OneDrive"). Empty client id: OneDrive is off.
 PAPERLANE_ONEDRIVE_CLIENT_ID = env("PAPERLANE_ONEDRIVE_CLIENT_ID", default="")
@@ -288,7 +289,9 @@ PAPERLANE_ONEDRIVE_TENANT = env("PAPERLANE_ONEDRIVE_TENANT", default="common")
 # The callback registered with the app; empty: built from the request
 # (https://<host>/connectors/onedrive/callback/).
 PAPERLANE_ONEDRIVE_REDIRECT_URI = env("PAPERLANE_ONEDRIVE_REDIRECT_URI", default="")
-PAPERLANE_ONEDRIVE_SCOPES = env("PAPERLANE_ONEDRIVE_SCOPES", default="offline_access Files.Read.All")
+PAPERLANE_ONEDRIVE_SCOPES = env(
+    "PAPERLANE_ONEDRIVE_SCOPES", default="offline_access Files.Read.All"
+)
 # National clouds (and the tests' local server) change these two.
 PAPERLANE_ONEDRIVE_GRAPH_URL = env(
     "PAPERLANE_ONEDRIVE_GRAPH_URL", default="https://graph.microsoft.com/v1.0"

@@ -86,6 +86,7 @@ def member_client(org) -> Client:
 @pytest.fixture
 def media_files():
     """Every file under MEDIA_ROOT, relative; a test uses it to prove nothing stray was stored."""
+
     def listing() -> list[str]:
         root = Path(settings.MEDIA_ROOT)
         return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())

@@ -20,8 +20,7 @@
   when Graph no longer knows it).
 """
 
-import tempfile
-import time
+import io
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -40,8 +39,8 @@ from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderError, Remo
 from jobs.connectors.onedrive_graph import (
     GraphClient,
     OneDriveConfig,
-    TokenSource,
     Tokens,
+    TokenSource,
     tokens_refreshed,
 )
 from jobs.errors import PermanentError, TransientError
@@ -57,11 +56,12 @@ SUPPORTED_MIME_TYPES = {
 MAX_DEPTH = 128
 
 
-def supported(item: dict[str, Any]) -> bool:
+def mislabelled(item: dict[str, Any]) -> bool:
+    """Named .pdf/.docx but of another type by Graph's `file.mimeType` (a photo renamed)."""
     name = str(item.get("name", "")).lower()
     suffix = name[name.rfind(".") :] if "." in name else ""
     mime = str((item.get("file") or {}).get("mimeType") or "application/octet-stream").lower()
-    return suffix in SUPPORTED_SUFFIXES and mime in SUPPORTED_MIME_TYPES
+    return suffix in SUPPORTED_SUFFIXES and mime not in SUPPORTED_MIME_TYPES
 
 
 def content_version(item: dict[str, Any]) -> str:
@@ -201,8 +201,10 @@ class _Tree:
 class OneDriveProvider:
     name = "onedrive"
 
-    def __init__(self, config: OneDriveConfig | None = None) -> None:
-        self.config = config or OneDriveConfig.from_settings()
+    @property
+    def config(self) -> OneDriveConfig:
+        # Read at each call: the registry keeps one provider for the process.
+        return OneDriveConfig.from_settings()
 
     def changes(self, connection: Connection, cursor: str | None) -> Iterator[ChangePage]:
         client = connection_client(connection, self.config)
@@ -260,13 +262,12 @@ class OneDriveProvider:
                 if incremental:
                     # Changed outside the folder: moved out, if we had it.
                     files.append(
-                        RemoteFile(
-                            file_id=item["id"], version="", name=name, path="", deleted=True
-                        )
+                        RemoteFile(file_id=item["id"], version="", name=name, path="", deleted=True)
                     )
                 continue
-            if not supported(item):
+            if mislabelled(item):
                 continue
+            # Other types pass: the sync records them as skipped, with why, for people.
             files.append(
                 RemoteFile(
                     file_id=item["id"],
@@ -279,8 +280,8 @@ class OneDriveProvider:
         return files
 
     def open(self, connection: Connection, file_id: str) -> BinaryIO:
-        """The file's bytes, downloaded now through a freshly fetched pre-authenticated URL,
-        spooled to a temporary file within the size and time limits."""
+        """The file's bytes as a stream from a pre-authenticated URL fetched just now (never
+        stored). The store stage reads it within its size and time limits."""
         client = connection_client(connection, self.config)
         quoted = urllib.parse.quote(file_id, safe="!")
         item_url = client.url(
@@ -288,12 +289,7 @@ class OneDriveProvider:
             "?$select=id,size,@microsoft.graph.downloadUrl"
         )
         for _ in range(2):
-            try:
-                answer = client.call("GET", item_url)
-            except NeedsReconnect:
-                raise
-            except ProviderError as exc:
-                raise TransientError(exc.message, code="source_unavailable") from exc
+            answer = client.call("GET", item_url)
             if answer.status == 404:
                 raise PermanentError(
                     "The file is no longer in the OneDrive folder.", code="source_missing"
@@ -304,10 +300,12 @@ class OneDriveProvider:
                 )
             link = answer.json().get("@microsoft.graph.downloadUrl")
             if not link:
-                raise PermanentError("OneDrive offers no download for this file.", code="source_missing")
-            spooled = _download(link)
-            if spooled is not None:
-                return spooled
+                raise PermanentError(
+                    "OneDrive offers no download for this file.", code="source_missing"
+                )
+            stream = _download(link, timeout=self.config.timeout)
+            if stream is not None:
+                return stream
             # The short-lived URL expired between fetching and using it: fetch another.
         raise TransientError("OneDrive's download link kept expiring.", code="source_unavailable")
 
@@ -323,48 +321,54 @@ class OneDriveProvider:
             subscription_keep(connection=connection, client=client)
 
 
-def _download(link: str) -> BinaryIO | None:
-    """Stream `link` into a temporary file; None if the link was refused (expired)."""
+class _Stream(io.RawIOBase):
+    """A download being read: network failures mid-way are transient stage errors."""
+
+    def __init__(self, response) -> None:
+        self._response = response
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self._response.read(size)
+        except OSError as exc:
+            raise TransientError(
+                f"The OneDrive download broke off ({exc}).", code="source_unavailable"
+            ) from exc
+
+    def close(self) -> None:
+        self._response.close()
+        super().close()
+
+
+def _download(link: str, *, timeout: float) -> BinaryIO | None:
+    """The download's stream; None if the link was refused (expired)."""
     limit = settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES
-    deadline = time.monotonic() + settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS
+    # Pre-authenticated: no Authorization header goes with it.
     request = urllib.request.Request(link, method="GET")
     try:
-        # Pre-authenticated: no Authorization header goes with it.
-        response = urllib.request.urlopen(request, timeout=settings.PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS)
+        response = urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         exc.close()
         if exc.code in (401, 403, 404, 410):
             return None
-        raise TransientError(f"OneDrive download failed ({exc.code}).", code="source_unavailable") from exc
+        raise TransientError(
+            f"The OneDrive download failed ({exc.code}).", code="source_unavailable"
+        ) from exc
     except OSError as exc:
-        raise TransientError(f"OneDrive download failed ({exc}).", code="source_unavailable") from exc
-    too_large = PermanentError(
-        f"The file is larger than the limit of {limit} bytes.", code="file_too_large"
-    )
-    spooled = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
-    try:
-        with response:
-            declared = response.headers.get("Content-Length")
-            if declared and declared.isdigit() and int(declared) > limit:
-                raise too_large
-            size = 0
-            while block := response.read(256 * 1024):
-                size += len(block)
-                if size > limit:
-                    raise too_large
-                if time.monotonic() > deadline:
-                    raise TransientError(
-                        "Downloading the file from OneDrive took too long.", code="source_timeout"
-                    )
-                spooled.write(block)
-    except OSError as exc:
-        spooled.close()
-        raise TransientError(f"OneDrive download failed ({exc}).", code="source_unavailable") from exc
-    except BaseException:
-        spooled.close()
-        raise
-    spooled.seek(0)
-    return spooled  # type: ignore[return-value]
+        raise TransientError(
+            f"The OneDrive download failed ({exc}).", code="source_unavailable"
+        ) from exc
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        response.close()
+        raise PermanentError(
+            f"The file is larger than {limit:,} bytes, the limit for one file.",
+            code="file_too_large",
+        )
+    return _Stream(response)  # type: ignore[return-value]
 
 
 # --- change notifications ------------------------------------------------------------

@@ -95,7 +95,9 @@ class Answer:
         try:
             data = json.loads(self.body or b"{}")
         except ValueError:
-            raise ProviderError(f"OneDrive answered {self.status} with a body that is not JSON.")
+            raise ProviderError(
+                f"OneDrive answered {self.status} with a body that is not JSON."
+            ) from None
         if not isinstance(data, dict):
             raise ProviderError(f"OneDrive answered {self.status} with unexpected JSON.")
         return data
@@ -279,7 +281,10 @@ class GraphClient:
         waits = 0
         while True:
             token = self._token()
-            headers = {"Authorization": f"Bearer {token.access_token}", "Accept": "application/json"}
+            headers = {
+                "Authorization": f"Bearer {token.access_token}",
+                "Accept": "application/json",
+            }
             data = None
             if body is not None:
                 headers["Content-Type"] = "application/json"

@@ -354,7 +354,7 @@ class GraphServer:
         """(status, body, headers) for a delta call."""
         state = self.state
         if page is not None:
-            listing = state.listings.get(page)
+            listing = state.listings.get(page.rpartition(":")[0])
             if listing is None:
                 return _gone(self, "resyncRequired")
             offset = int(page.rpartition(":")[2])
@@ -365,7 +365,11 @@ class GraphServer:
             if token is not None and since <= state.forgotten_before:
                 return _gone(self, "resyncChangesApplyDifferences")
             changed = sorted(
-                (i for i in state.items.values() if i.seq > since and i.id != ROOT_ID),
+                (
+                    i
+                    for i in state.items.values()
+                    if i.seq > since and i.id != ROOT_ID and not (since == 0 and i.deleted)
+                ),
                 key=lambda i: i.seq,
             )
             ids = [i.id for i in changed]
@@ -532,9 +536,7 @@ def _handler(server: GraphServer):
                 sub_id = path.removeprefix("/subscriptions/")
                 sub = state.subscriptions.get(sub_id)
                 if sub is None:
-                    return self._send(
-                        404, _error("ResourceNotFound", "The object was not found.")
-                    )
+                    return self._send(404, _error("ResourceNotFound", "The object was not found."))
                 if method == "PATCH":
                     wanted = _parse_iso(json.loads(self._body())["expirationDateTime"])
                     if not self._expiry_allowed(wanted):
@@ -621,8 +623,10 @@ def _handler(server: GraphServer):
                     redirect_uri=query["redirect_uri"],
                     scope=query.get("scope", ""),
                 )
-                target = query["redirect_uri"] + "?" + urllib.parse.urlencode(
-                    {"code": code, "state": query.get("state", "")}
+                target = (
+                    query["redirect_uri"]
+                    + "?"
+                    + urllib.parse.urlencode({"code": code, "state": query.get("state", "")})
                 )
                 return self._send(302, b"", {"Location": target})
             if endpoint != "token" or method != "POST":
@@ -653,7 +657,10 @@ def _handler(server: GraphServer):
                     ):
                         return self._send(
                             400,
-                            {"error": "invalid_grant", "error_description": "AADSTS70008: bad code"},
+                            {
+                                "error": "invalid_grant",
+                                "error_description": "AADSTS70008: bad code",
+                            },
                         )
                     return self._send(200, server._token_answer(None))
                 if grant == "refresh_token":
@@ -692,3 +699,35 @@ def _handler(server: GraphServer):
             return self._send(200, content, {"Content-Type": "application/octet-stream"})
 
     return Handler
+
+
+def graph_settings(graph: GraphServer) -> dict[str, object]:
+    """The PAPERLANE_ONEDRIVE_* settings (and their environment form) for this server."""
+    return {
+        "PAPERLANE_ONEDRIVE_CLIENT_ID": graph.client_id,
+        "PAPERLANE_ONEDRIVE_CLIENT_SECRET": graph.client_secret,
+        "PAPERLANE_ONEDRIVE_TENANT": graph.tenant,
+        "PAPERLANE_ONEDRIVE_GRAPH_URL": graph.graph_url,
+        "PAPERLANE_ONEDRIVE_LOGIN_URL": graph.url,
+        "PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS": 5.0,
+    }
+
+
+def connected(graph: GraphServer, organisation, folder: str = "/Contracts", **token_args):
+    """An organisation's OneDrive connection to `folder`, as if a person had just connected."""
+    from documents.services.onedrive import connection_connect_onedrive
+    from jobs.connectors.onedrive_graph import Tokens
+
+    answer = graph.issue_tokens(**token_args)
+    tokens = Tokens(
+        access_token=answer["access_token"],
+        refresh_token=answer["refresh_token"],
+        expires_at=time.time() + answer["expires_in"],
+    )
+    return connection_connect_onedrive(
+        organisation=organisation,
+        drive_id=DRIVE_ID,
+        folder_id=graph.folder(folder) if folder != "/" else ROOT_ID,
+        folder_path=folder,
+        credentials=tokens.as_dict(),
+    )
