@@ -2,6 +2,9 @@
 the real stages and the real database: what is imported, once, and what Graph's
 failures (410, 429/503, expired tokens, revoked consent) do."""
 
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -15,6 +18,8 @@ from jobs.errors import PermanentError
 from jobs.models import ImportRun
 from tests.support.files import make_docx, make_pdf
 from tests.support.graph_server import GraphServer, connected, graph_settings
+from tests.support.pipeline import running_workers, wait_for, wait_terminal
+from tests.support.processes import ROOT, process_env
 from tests.support.runs import drive
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -303,3 +308,79 @@ def test_an_expired_download_url_is_fetched_again_and_a_large_file_refused(
     settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES = 100
     with pytest.raises(PermanentError, match="larger than 100 bytes"):
         provider.open(connection, drive_files["a"])
+
+
+# A sync process that dies (SIGKILL) right after the last page's imports committed and
+# before its delta link is saved: the worst moment for "exactly once".
+KILLED_BEFORE_THE_CURSOR = """
+import os, signal, django
+django.setup()
+from documents.models import Connection
+from jobs.connectors import sync
+
+def die(**kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+sync.connection_save_cursor = die
+sync.connection_sync(connection=Connection.objects.get(id=int(os.environ["CONNECTION_ID"])))
+"""
+
+
+def _graph_env(graph) -> dict[str, str]:
+    from django.conf import settings
+
+    # The same SECRET_KEY: the credentials' encryption key is derived from it.
+    env = {name: str(value) for name, value in graph_settings(graph).items()}
+    return {**env, "SECRET_KEY": settings.SECRET_KEY}
+
+
+def test_a_sync_killed_between_recording_and_saving_the_cursor_loses_and_duplicates_nothing(
+    graph, org, drive_files
+):
+    connection = connected(graph, org)
+    env = process_env(
+        CONNECTION_ID=str(connection.id),
+        PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS="1",
+        **_graph_env(graph),
+    )
+
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_BEFORE_THE_CURSOR], cwd=ROOT, env=env, timeout=60
+    )
+
+    assert child.returncode == -signal.SIGKILL
+    connection.refresh_from_db()
+    assert connection.cursor == "" and connection.sync_owner != ""
+    assert len(runs(connection)) == 3
+    # Once the dead sync's lease runs out, the next one lists everything again.
+    outcome = wait_for(lambda: connection_sync(connection=connection), timeout=15, what="a sync")
+    assert outcome.sync.result == "ok", outcome.sync.error
+    assert outcome.counts.started == 0
+    connection.refresh_from_db()
+    assert "token=" in connection.cursor
+    assert imported_paths(connection) == [
+        "/Contracts/2024/b.docx",
+        "/Contracts/2024/deep/c.pdf",
+        "/Contracts/a.pdf",
+    ]
+    for run in runs(connection):
+        assert drive(run.id).status == "succeeded"
+    assert Document.objects.filter(organisation=org).count() == 3
+
+
+@pytest.mark.slow
+def test_a_connected_folder_is_imported_by_the_real_workers(graph, org, drive_files):
+    connection = connected(graph, org)
+    outcome = sync(connection)
+
+    with running_workers(**_graph_env(graph)):
+        ended = wait_terminal(outcome.counts.run_ids, timeout=120)
+
+    assert {r.status for r in ended.values()} == {"succeeded"}, [
+        r.error_message for r in ended.values()
+    ]
+    documents = Document.objects.filter(organisation=org)
+    assert sorted(d.filename for d in documents) == ["a.pdf", "b.docx", "c.pdf"]
+    assert all(d.chunk_count > 0 for d in documents)
+    charged = UsageEntry.objects.filter(organisation=org)
+    assert sum(u.pages for u in charged) == sum(d.page_count for d in documents)
