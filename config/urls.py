@@ -21,6 +21,7 @@ urlpatterns = [
     path("connectors/onedrive/", include("jobs.connectors.onedrive_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("connections/", include("jobs.connector_urls")),
     path("", include("documents.urls")),
     path("", include("jobs.urls")),
 ]

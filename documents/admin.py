@@ -377,3 +377,7 @@ class UsageEntryAdmin(RecordAdmin):
 class ChunkAdmin(RecordAdmin):
     list_display = ["document", "version", "index", "embedding_model"]
     readonly_fields = [f.name for f in Chunk._meta.fields]
+
+
+# Connected folders have their own module; importing it registers them.
+from documents import admin_connections  # noqa: E402,F401

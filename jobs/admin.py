@@ -105,7 +105,7 @@ class ImportRunAdmin(FastListAdmin):
         ErrorCodeFilter,
         StuckFilter,
     ]
-    list_select_related = ["organisation", "document"]
+    list_select_related = ["organisation", "document", "connector_import"]
     ordering = ["-created_at", "-id"]
     # The search itself is run_search (get_search_results); this only shows the box.
     search_fields = ["id"]
@@ -133,7 +133,7 @@ class ImportRunAdmin(FastListAdmin):
                     "id",
                     ("status", "stage", "generation"),
                     ("organisation", "document"),
-                    ("source", "priority"),
+                    ("source", "priority", "connector_source"),
                     ("created", "started", "finished"),
                     ("entered", "updated", "due"),
                 ]
@@ -196,9 +196,26 @@ class ImportRunAdmin(FastListAdmin):
     @admin.display(description="document")
     def document_name(self, run):
         if run.document is None:
-            return "(not created yet)"
+            # A connector's run makes its document in `create`; until then, its file.
+            record = run.connector_import
+            return record.path if record is not None else "(not created yet)"
         name = run.document.filename
         return format_html('<span title="{}">{}</span>', name, _cut(name, 40))
+
+    @admin.display(description="from")
+    def connector_source(self, run):
+        """A connector's file: its provider and path, linked to its connection."""
+        record = run.connector_import
+        if record is None:
+            return "-"
+        url = reverse("admin:documents_connection_change", args=[record.connection_id])
+        return format_html(
+            '<a href="{}">{}</a>: {} <span class="quiet">(version {})</span>',
+            url,
+            record.connection.get_provider_display(),
+            record.path,
+            record.content_version,
+        )
 
     @admin.display(description="attempts (all / stage)")
     def attempts(self, run):
@@ -238,7 +255,12 @@ class ImportRunAdmin(FastListAdmin):
             return cached
         run = (
             ImportRun.objects.select_related(
-                "organisation", "document", "reservation", "created_by", "api_token"
+                "organisation",
+                "document",
+                "reservation",
+                "created_by",
+                "api_token",
+                "connector_import__connection",
             )
             .filter(id=run_id)
             .first()

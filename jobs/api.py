@@ -84,6 +84,19 @@ class Paging(Schema):
     offset: int = 0
 
 
+def _connector_out(run: ImportRun | None) -> dict | None:
+    record = run.connector_import if run is not None and run.connector_import_id else None
+    if record is None:
+        return None
+    return {
+        "connection_id": record.connection_id,
+        "provider": record.connection.provider,
+        "path": record.path,
+        "folder": record.connection.folder_path,
+        "content_version": record.content_version,
+    }
+
+
 def _document_out(document, run) -> dict:
     return {
         "id": document.id,
@@ -97,6 +110,8 @@ def _document_out(document, run) -> dict:
         "updated_at": document.updated_at,
         "latest_run_id": run.id if run else None,
         "status": run.status if run else None,
+        "connector": _connector_out(run),
+        "deleted_at_source": document.source_deleted_at,
     }
 
 
@@ -143,6 +158,8 @@ def _run_out(run: ImportRun) -> dict:
         "page_count": run.document.page_count if run.document else None,
         "created_at": run.created_at,
         "updated_at": run.updated_at,
+        "source": run.source,
+        "connector": _connector_out(run),
     }
 
 

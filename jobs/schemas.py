@@ -11,6 +11,17 @@ class AcceptOut(Schema):
     status_url: str
 
 
+class ConnectorSourceOut(Schema):
+    """Where a connector's file came from."""
+
+    connection_id: int
+    provider: str
+    # The file's path under the connected folder, and the folder.
+    path: str
+    folder: str
+    content_version: str
+
+
 class DocumentOut(Schema):
     id: uuid.UUID
     filename: str
@@ -23,6 +34,9 @@ class DocumentOut(Schema):
     updated_at: datetime
     latest_run_id: uuid.UUID | None = None
     status: str | None = None
+    # Set for a document from a connected folder; `deleted_at_source` once its file is gone.
+    connector: ConnectorSourceOut | None = None
+    deleted_at_source: datetime | None = None
 
 
 class DocumentPage(Schema):
@@ -55,3 +69,6 @@ class RunOut(Schema):
     page_count: int | None
     created_at: datetime
     updated_at: datetime
+    # web, api or connector; `connector` says which connected file.
+    source: str
+    connector: ConnectorSourceOut | None = None

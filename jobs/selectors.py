@@ -9,7 +9,7 @@ from jobs.models import ImportRun
 
 def run_get(*, organisation: Organisation, run_id: uuid.UUID) -> ImportRun:
     try:
-        return ImportRun.objects.select_related("document").get(
+        return ImportRun.objects.select_related("document", "connector_import__connection").get(
             organisation=organisation, id=run_id
         )
     except ImportRun.DoesNotExist:
@@ -18,7 +18,10 @@ def run_get(*, organisation: Organisation, run_id: uuid.UUID) -> ImportRun:
 
 def latest_runs_by_document(*, document_ids: list[uuid.UUID]) -> dict[uuid.UUID, ImportRun]:
     latest: dict[uuid.UUID, ImportRun] = {}
-    for run in ImportRun.objects.filter(document_id__in=document_ids).order_by("created_at"):
+    runs = ImportRun.objects.filter(document_id__in=document_ids).select_related(
+        "connector_import__connection"
+    )
+    for run in runs.order_by("created_at"):
         latest[run.document_id] = run
     return latest
 

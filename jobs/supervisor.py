@@ -57,6 +57,8 @@ def default_children(*, concurrency: dict[str, int] | None = None) -> list[Child
             )
     children.append(Child("scheduler", [python, MANAGE, "rq_scheduler"]))
     children.append(Child("sweeper", [python, MANAGE, "sweep", "--loop"]))
+    # Connected folders: syncs the due connections (jobs/connectors/loop.py).
+    children.append(Child("connectors", [python, MANAGE, "connectors", "--loop"]))
     return children
 
 

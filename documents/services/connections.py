@@ -44,6 +44,30 @@ def connection_create_local(
     return connection
 
 
+def connection_create(
+    *,
+    organisation: Organisation,
+    provider: str,
+    folder_id: str,
+    folder_path: str,
+    credentials: dict | None = None,
+    created_by: AbstractBaseUser | None = None,
+) -> Connection:
+    """Connect a provider's folder (e.g. after OneDrive's consent): credentials are stored
+    encrypted; the first sync starts at once."""
+    if provider not in Connection.Provider.values:
+        raise InvalidUpload(f"Unknown provider {provider!r}.", code="unknown_provider")
+    return Connection.objects.create(
+        organisation=organisation,
+        provider=provider,
+        folder_id=folder_id,
+        folder_path=folder_path,
+        credentials_encrypted=credentials_encrypt(credentials or {}),
+        created_by=created_by,
+        next_sync_at=timezone.now(),
+    )
+
+
 def connection_credentials(*, connection: Connection) -> dict:
     """The connection's credentials, decrypted (CredentialsUnreadable if the key changed)."""
     return credentials_decrypt(connection.credentials_encrypted)

@@ -20,7 +20,7 @@ from documents.formats import inspect_upload
 from documents.formats.base import DOCX, PDF
 from documents.models import Connection, ConnectorImport, Document
 from documents.services.quota import quota_resize
-from documents.storage import document_storage_key, storage_put
+from documents.storage import document_storage_key, storage_delete, storage_put
 from jobs.connectors.base import NeedsReconnect, ProviderBusy, ProviderError
 from jobs.connectors.registry import provider_for
 from jobs.errors import PermanentError, TransientError
@@ -190,6 +190,8 @@ def connector_store(ctx: StageContext) -> None:
             version=version,
             kind=inspection.kind,
         )
+        # A retry writes the same key again (a storage that keeps both would rename).
+        storage_delete(key=key)
         storage_put(key=key, content=spooled)
     try:
         with ctx.complete():
@@ -209,6 +211,9 @@ def connector_store(ctx: StageContext) -> None:
                 estimated=inspection.estimated,
             )
     except QuotaExceeded as exc:
+        # Nothing points at these bytes (the transaction did not commit); a retry stores
+        # them again.
+        storage_delete(key=key)
         raise PermanentError(
             f"{record.path} has {inspection.pages} pages but only "
             f"{exc.extra['pages_available']} pages of your quota are left. Raise the page "

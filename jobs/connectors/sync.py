@@ -270,11 +270,18 @@ def connection_refresh_imports(*, connection: Connection) -> None:
     mine.filter(state=State.QUEUED, run__status=RunStatus.SUCCEEDED).update(
         state=State.IMPORTED, reason=""
     )
+    # Replaced by a newer version of its file before it was imported: not a failure.
     mine.filter(
-        state=State.QUEUED,
-        run__status__in=[RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED],
+        state=State.QUEUED, run__status=RunStatus.FAILED, run__error_code="superseded"
+    ).update(state=State.SKIPPED, reason=Subquery(run_error[:1]))
+    mine.filter(state=State.QUEUED, run__status=RunStatus.CANCELLED).update(
+        state=State.SKIPPED, reason="Cancelled before it was imported."
+    )
+    mine.filter(
+        state=State.QUEUED, run__status__in=[RunStatus.FAILED, RunStatus.DEAD_LETTER]
     ).update(state=State.FAILED, reason=Subquery(run_error[:1]))
-    mine.filter(state__in=[State.FAILED, State.IMPORTED], run__status__in=ACTIVE_STATUSES).update(
+    retried = [State.FAILED, State.IMPORTED, State.SKIPPED]
+    mine.filter(state__in=retried, run__status__in=ACTIVE_STATUSES).update(
         state=State.QUEUED, reason=""
     )
     by_state = dict(mine.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
@@ -309,7 +316,10 @@ def _finish(
     sync.finished_at, sync.result, sync.error = now, result, error[:5000]
     sync.files_seen, sync.imports_started = counts.seen, counts.started
     sync.files_skipped, sync.files_deleted = counts.skipped, counts.deleted
-    sync.save()
+    # The history keeps syncs that found something or went wrong; a quiet poll (a local
+    # folder every few seconds) only moves the connection's last sync time.
+    if result != Result.OK or counts.seen or counts.deleted:
+        sync.save()
     with transaction.atomic():
         row = Connection.objects.select_for_update().get(id=connection.id)
         row.last_sync_at, row.last_sync_result = now, result
@@ -356,7 +366,7 @@ def connection_sync(
     claimed = connection_claim_sync(connection_id=connection.id, owner=owner, only_due=only_due)
     if claimed is None:
         return None
-    sync = ConnectionSync.objects.create(connection=claimed, started_at=timezone.now())
+    sync = ConnectionSync(connection=claimed, started_at=timezone.now())
     counts = PageCounts()
     try:
         provider = provider_for(claimed)

@@ -6,7 +6,8 @@ from jobs.supervisor import Supervisor, default_children
 
 class Command(BaseCommand):
     help = (
-        "Run every stage worker (with its configured concurrency), the scheduler and the sweeper."
+        "Run every stage worker (with its configured concurrency), the scheduler, the sweeper "
+        "and the connectors loop."
     )
 
     def add_arguments(self, parser):
@@ -23,5 +24,5 @@ class Command(BaseCommand):
             counts[name.strip()] = int(value)
         children = default_children(concurrency=counts)
         summary = ", ".join(f"{s.name}x{counts.get(s.name, s.concurrency)}" for s in STAGES)
-        self.stdout.write(f"Starting workers: {summary}, scheduler, sweeper")
+        self.stdout.write(f"Starting workers: {summary}, scheduler, sweeper, connectors")
         Supervisor(children).run()

@@ -1,0 +1,234 @@
+"""The sync against a provider whose listings the test writes: repeated pages and items,
+restarted listings, deletions, a busy provider, revoked consent, and two syncs at once."""
+
+import threading
+
+import pytest
+
+from documents.models import Connection, ConnectorImport, Document
+from jobs.connectors.base import NeedsReconnect, ProviderBusy, RemoteFile
+from jobs.connectors.sync import (
+    connection_claim_sync,
+    connection_record_page,
+    connection_refresh_imports,
+    connection_sync,
+)
+from jobs.engine import execute_stage
+from jobs.models import ImportRun
+from tests.support.files import make_pdf
+from tests.support.folders import sync
+from tests.support.providers import ScriptedProvider, page
+from tests.support.runs import drive
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def remote(settings):
+    settings.PAPERLANE_CONNECTOR_PROVIDERS = {
+        **settings.PAPERLANE_CONNECTOR_PROVIDERS,
+        "onedrive": "tests.support.providers.ScriptedProvider",
+    }
+    ScriptedProvider.script, ScriptedProvider.files, ScriptedProvider.cursors_given = [], {}, []
+    yield ScriptedProvider
+    ScriptedProvider.script, ScriptedProvider.files = [], {}
+
+
+@pytest.fixture
+def connection(org):
+    return Connection.objects.create(
+        organisation=org, provider="onedrive", folder_id="FOLDER", folder_path="/Contracts"
+    )
+
+
+def f(file_id, version="v1", name=None, **kwargs):
+    return RemoteFile(
+        file_id=file_id,
+        version=version,
+        name=name or f"{file_id}.pdf",
+        path=f"{file_id}.pdf",
+        **kwargs,
+    )
+
+
+def test_replaying_every_page_twice_starts_no_extra_run(remote, connection):
+    pages = [page(f("a"), f("b")), page(f("c"), f("a"), cursor="delta-1")]
+    remote.script = [pages, pages]
+
+    first, second = sync(connection), sync(connection)
+
+    assert len(first.counts.run_ids) == 3 and second.counts.run_ids == []
+    assert ImportRun.objects.count() == ConnectorImport.objects.count() == 3
+    assert remote.cursors_given == [None, "delta-1"]
+    for records in range(2):
+        counts = connection_record_page(connection=connection, page=pages[records])
+        assert counts.started == 0
+
+
+def test_the_cursor_is_saved_only_with_a_page_that_carries_one(remote, connection):
+    remote.script = [[page(f("a")), page(f("b"), cursor="delta-1"), RuntimeError("network")]]
+
+    outcome = sync(connection)
+
+    assert outcome.sync.result == "failed"
+    assert connection.cursor == "delta-1" and connection.consecutive_failures == 1
+    assert connection.status == "error" and "network" in connection.status_reason
+
+
+def test_a_restarted_listing_records_files_not_listed_again_as_deleted(remote, connection):
+    remote.files = {"a": make_pdf(1), "b": make_pdf(1)}
+    remote.script = [
+        [page(f("a"), f("b"), cursor="delta-1")],
+        # 410 Gone: everything again from nothing; b is not there any more, a is as it was.
+        [page(f("a"), restarted=True), page(cursor="delta-2")],
+    ]
+    first = sync(connection)
+    for run_id in first.counts.run_ids:
+        assert drive(run_id).status == "succeeded"
+
+    second = sync(connection)
+
+    assert second.counts.run_ids == [] and second.counts.deleted == 1
+    assert ConnectorImport.objects.get(file_id="b").state == "deleted"
+    assert ConnectorImport.objects.get(file_id="a").state == "imported"
+    b = Document.objects.filter(connector_imports__file_id="b").distinct().get()
+    assert b.source_deleted_at is not None
+    assert (
+        Document.objects.filter(connector_imports__file_id="a").distinct().get().source_deleted_at
+        is None
+    )
+    connection.refresh_from_db()
+    assert connection.reconcile_since is None and connection.cursor == "delta-2"
+
+
+def test_a_deleted_item_and_the_same_item_twice_in_one_page(remote, connection):
+    remote.script = [
+        [page(f("a"), f("a", "v2"), f("b"), f("b", deleted=True), f("never", deleted=True))]
+    ]
+
+    outcome = sync(connection)
+
+    assert outcome.counts.started == 1
+    assert list(ConnectorImport.objects.values_list("file_id", "content_version")) == [("a", "v2")]
+
+
+def test_unsupported_types_are_recorded_as_skipped_without_a_run(remote, connection):
+    remote.script = [[page(f("x", name="photo.JPG"), f("y", name="Report.DOCX"))]]
+
+    outcome = sync(connection)
+
+    assert outcome.counts.started == 1 and outcome.counts.skipped == 1
+    skipped = ConnectorImport.objects.get(file_id="x")
+    assert skipped.state == "skipped" and not hasattr(skipped, "run")
+
+
+def test_a_busy_provider_waits_and_is_not_a_failure(remote, connection):
+    remote.script = [ProviderBusy("Too many requests", retry_after=120)]
+
+    outcome = sync(connection)
+
+    assert outcome.sync.result == "busy"
+    assert connection.consecutive_failures == 0 and connection.status == "active"
+    wait = (connection.next_sync_at - outcome.sync.finished_at).total_seconds()
+    assert 119 <= wait <= 121
+    # Not due before then.
+    assert connection_sync(connection=connection, only_due=True) is None
+
+
+def test_revoked_consent_needs_a_reconnect_and_stops_syncing(remote, connection):
+    remote.script = [NeedsReconnect("The user revoked consent.")]
+
+    outcome = sync(connection)
+
+    assert outcome.sync.result == "needs_reconnect"
+    assert connection.status == "needs_reconnect"
+    assert "revoked" in connection.status_reason
+    assert connection_sync(connection=connection) is None
+
+
+def test_a_sync_now_request_is_answered_by_the_next_sync(remote, connection):
+    remote.script = [[page(cursor="d1")], [page(cursor="d2")]]
+    sync(connection)
+    assert connection_sync(connection=connection, only_due=True) is None
+    Connection.objects.filter(id=connection.id).update(sync_requested_at=connection.updated_at)
+
+    assert connection_sync(connection=connection, only_due=True) is not None
+    connection.refresh_from_db()
+    assert connection.sync_requested_at is None and connection.cursor == "d2"
+
+
+def test_a_connection_held_by_one_sync_is_not_synced_by_another(remote, connection):
+    assert connection_claim_sync(connection_id=connection.id, owner="host-a") is not None
+    assert connection_sync(connection=connection, owner="host-b") is None
+    assert connection_claim_sync(connection_id=connection.id, owner="host-b") is None
+
+
+def test_two_syncs_started_together_never_both_run(remote, connection):
+    started, release = threading.Event(), threading.Event()
+
+    def slow_listing():
+        started.set()
+        release.wait(10)
+        yield page(f("a"), cursor="d1")
+
+    # A listing that waits: whichever sync takes the connection holds it meanwhile.
+    remote.script = [slow_listing(), slow_listing()]
+    results, barrier = [], threading.Barrier(2)
+
+    def run(owner):
+        from django.db import connection as db
+
+        barrier.wait()
+        try:
+            results.append(connection_sync(connection=connection, owner=owner))
+        finally:
+            db.close()
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("host-a", "host-b")]
+    for thread in threads:
+        thread.start()
+    started.wait(10)
+    release.set()
+    for thread in threads:
+        thread.join(20)
+
+    ran = [r for r in results if r is not None]
+    assert len(results) == 2 and len(ran) == 1
+    assert ImportRun.objects.count() == 1
+
+
+def test_a_version_replaced_before_it_was_stored_is_skipped_not_charged(remote, connection):
+    remote.files = {"a": make_pdf(2)}
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))]]
+    [old] = sync(connection).counts.run_ids
+    [new] = sync(connection).counts.run_ids
+
+    assert drive(old).error_code == "superseded"
+    assert drive(new).status == "succeeded"
+
+    connection_refresh_imports(connection=connection)
+    states = dict(ConnectorImport.objects.values_list("content_version", "state"))
+    assert states == {"v1": "skipped", "v2": "imported"}
+    document = Document.objects.filter(connector_imports__file_id="a").distinct().get()
+    assert document.version == 1 and document.usage.count() == 1
+
+
+def test_a_new_version_stored_cancels_the_older_one_still_in_the_pipeline(remote, connection):
+    remote.files = {"a": make_pdf(2, label="Old")}
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))]]
+    [old] = sync(connection).counts.run_ids
+    execute_stage(str(old), "create")
+    execute_stage(str(old), "store")  # v1 stored; extract is due
+    remote.files = {"a": make_pdf(3, label="New")}
+    [new] = sync(connection).counts.run_ids
+
+    assert drive(new).status == "succeeded"
+
+    assert ImportRun.objects.get(id=old).status == "cancelled"
+    assert drive(old).status == "cancelled"
+    document = Document.objects.filter(connector_imports__file_id="a").distinct().get()
+    assert (document.version, document.page_count) == (2, 3)
+    assert [u.document_version for u in document.usage.all()] == [2]
+    connection_refresh_imports(connection=connection)
+    states = dict(ConnectorImport.objects.values_list("content_version", "state"))
+    assert states == {"v1": "skipped", "v2": "imported"}

@@ -1,0 +1,41 @@
+"""A local folder for connector tests: files written into it, and a fingerprint of every
+file (bytes and times) to prove the connector left them as they were."""
+
+import hashlib
+import os
+from pathlib import Path
+
+from documents.models import Connection
+from jobs.connectors.sync import SyncOutcome, connection_sync
+
+
+def write(folder: Path, relative: str, data: bytes) -> Path:
+    path = folder / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def fingerprint(folder: Path) -> dict[str, tuple[str, int, int]]:
+    """{relative path: (sha256, size, mtime_ns)} of every file below `folder`."""
+    prints = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            info = path.stat()
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            prints[str(path.relative_to(folder))] = (digest, info.st_size, info.st_mtime_ns)
+    return prints
+
+
+def age(path: Path, seconds: float) -> None:
+    """Set a file's times `seconds` into the past, as if it was written that long ago."""
+    info = path.stat()
+    past = info.st_mtime_ns - int(seconds * 1e9)
+    os.utime(path, ns=(past, past))
+
+
+def sync(connection: Connection) -> SyncOutcome:
+    outcome = connection_sync(connection=connection)
+    assert outcome is not None, "the sync was held elsewhere"
+    connection.refresh_from_db()
+    return outcome
