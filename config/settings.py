@@ -287,7 +287,7 @@ PAPERLANE_ONEDRIVE_CLIENT_SECRET = env("PAPERLANE_ONEDRIVE_CLIENT_SECRET", defau
 # "common" (work, school and personal accounts), "organizations", or a tenant id.
 PAPERLANE_ONEDRIVE_TENANT = env("PAPERLANE_ONEDRIVE_TENANT", default="common")
 # The callback registered with the app; empty: built from the request
-# (https://<host>/connectors/onedrive/callback/).
+# (https://<host>/connections/onedrive/callback/).
 PAPERLANE_ONEDRIVE_REDIRECT_URI = env("PAPERLANE_ONEDRIVE_REDIRECT_URI", default="")
 PAPERLANE_ONEDRIVE_SCOPES = env(
     "PAPERLANE_ONEDRIVE_SCOPES", default="offline_access Files.Read.All"
@@ -299,7 +299,7 @@ PAPERLANE_ONEDRIVE_GRAPH_URL = env(
 PAPERLANE_ONEDRIVE_LOGIN_URL = env(
     "PAPERLANE_ONEDRIVE_LOGIN_URL", default="https://login.microsoftonline.com"
 )
-# Public HTTPS address of the notification endpoint (https://<host>/connectors/onedrive/
+# Public HTTPS address of the notification endpoint (https://<host>/connections/onedrive/
 # notifications/); empty: no change notifications, the periodic sync only.
 PAPERLANE_ONEDRIVE_NOTIFICATION_URL = env("PAPERLANE_ONEDRIVE_NOTIFICATION_URL", default="")
 # Every call to Microsoft waits at most this long for each read.

@@ -17,8 +17,6 @@ urlpatterns = [
     path("api/v1/", api.urls),
     # Staff, or Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.
     path("metrics", metrics_view, name="pipeline_metrics"),
-    # Microsoft sign-in and Graph's change notifications (jobs/connectors/onedrive_views.py).
-    path("connectors/onedrive/", include("jobs.connectors.onedrive_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("connections/", include("jobs.connector_urls")),

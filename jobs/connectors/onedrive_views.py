@@ -67,7 +67,7 @@ class ConnectForm(forms.Form):
 
 def _redirect_uri(request: HttpRequest) -> str:
     return settings.PAPERLANE_ONEDRIVE_REDIRECT_URI or request.build_absolute_uri(
-        reverse("onedrive:callback")
+        reverse("connections:onedrive_callback")
     )
 
 
@@ -157,7 +157,7 @@ def onedrive_callback_view(request: HttpRequest) -> HttpResponse:
     messages.success(
         request, f"OneDrive folder {connection.folder_path} is connected; its documents follow."
     )
-    return redirect("jobs:document_list")
+    return redirect("connections:detail", connection_id=connection.id)
 
 
 def folder_resolve(*, config: OneDriveConfig, tokens: Tokens, path: str) -> tuple[str, str]:

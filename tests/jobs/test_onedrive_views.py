@@ -24,7 +24,7 @@ from tests.support.processes import process_env, web_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NOTIFY = "/connectors/onedrive/notifications/"
+NOTIFY = "/connections/onedrive/notifications/"
 
 
 @pytest.fixture
@@ -120,14 +120,14 @@ def test_every_notification_twice_starts_no_extra_run(client, graph, org):
 
 def sign_in(member_client: Client, graph: GraphServer, folder: str):
     """Start connecting `folder`, let the local Microsoft consent, come back; the answer."""
-    start = member_client.post("/connectors/onedrive/connect/", {"folder": folder})
+    start = member_client.post("/connections/onedrive/connect/", {"folder": folder})
     assert start.status_code == 302
     authorize = start["Location"]
     assert authorize.startswith(f"{graph.url}/{graph.tenant}/oauth2/v2.0/authorize?")
     back = httpx.get(authorize, follow_redirects=False, timeout=5)
     assert back.status_code == 302
     callback = urllib.parse.urlsplit(back.headers["location"])
-    assert callback.path == "/connectors/onedrive/callback/"
+    assert callback.path == "/connections/onedrive/callback/"
     return authorize, member_client.get(f"{callback.path}?{callback.query}")
 
 
@@ -139,8 +139,8 @@ def test_a_member_connects_a_folder_through_microsoft_sign_in(member_client, gra
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(authorize).query))
     assert query["scope"] == "offline_access Files.Read.All"
     assert query["code_challenge_method"] == "S256" and len(query["state"]) >= 32
-    assert answer.status_code == 302
     connection = Connection.objects.get(organisation=org)
+    assert answer.status_code == 302 and answer["Location"] == f"/connections/{connection.id}/"
     assert (connection.provider, connection.folder_path) == ("onedrive", "/Contracts/2024")
     assert connection.folder_id == folder_id and connection.status == "active"
     assert connection.provider_state["drive_id"] == "b!fakeDrive0001"
@@ -152,14 +152,14 @@ def test_a_member_connects_a_folder_through_microsoft_sign_in(member_client, gra
 
 def test_a_callback_without_the_session_s_state_connects_nothing(member_client, graph, org):
     graph.folder("Contracts")
-    start = member_client.post("/connectors/onedrive/connect/", {"folder": "/Contracts"})
+    start = member_client.post("/connections/onedrive/connect/", {"folder": "/Contracts"})
     back = httpx.get(start["Location"], follow_redirects=False, timeout=5)
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(back.headers["location"]).query))
 
     forged = member_client.get(
-        "/connectors/onedrive/callback/", {"code": query["code"], "state": "guessed"}
+        "/connections/onedrive/callback/", {"code": query["code"], "state": "guessed"}
     )
-    replayed = member_client.get("/connectors/onedrive/callback/", query)
+    replayed = member_client.get("/connections/onedrive/callback/", query)
 
     assert forged.status_code == 400
     # The forged attempt used up the pending sign-in: the real answer is refused too.
@@ -195,7 +195,7 @@ def test_a_missing_folder_is_said_and_a_revoked_connection_is_reconnected(
 def test_connecting_needs_the_app_registration(member_client, settings):
     settings.PAPERLANE_ONEDRIVE_CLIENT_ID = ""
 
-    answer = member_client.get("/connectors/onedrive/connect/")
+    answer = member_client.get("/connections/onedrive/connect/")
 
     assert answer.status_code == 503
     assert b"OneDrive is not set up on this server" in answer.content
