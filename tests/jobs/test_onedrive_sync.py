@@ -155,6 +155,21 @@ def test_an_edited_file_becomes_a_new_version_and_a_rename_does_not(graph, org, 
     assert [(u.document_version, u.pages) for u in charged] == [(1, 2), (2, 5)]
 
 
+def test_on_onedrive_for_business_the_content_hash_stands_in_for_the_missing_ctag(
+    graph, org, drive_files
+):
+    graph.state.drive_type = "business"
+    connection = connected(graph, org)
+    sync(connection)
+    a = ConnectorImport.objects.get(connection=connection, name="a.pdf")
+    assert a.content_version.startswith("quickXorHash:")
+
+    graph.rename(drive_files["a"], "a.pdf")
+    assert sync(connection).counts.started == 0
+    graph.put("Contracts/a.pdf", make_pdf(3, label="alpha edited"))
+    assert sync(connection).counts.started == 1
+
+
 def test_a_deleted_or_moved_out_file_marks_its_document(graph, org, drive_files):
     connection = connected(graph, org)
     sync(connection)

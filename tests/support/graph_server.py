@@ -108,6 +108,9 @@ class GraphState:
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
     # Whether creating or renewing a subscription calls its notificationUrl first.
     validate_notification_url: bool = True
+    # "business" (OneDrive for work or school): delta leaves cTag out of created and
+    # modified items, as Graph documents; "personal" keeps it.
+    drive_type: str = "personal"
     requests: list[tuple[str, str]] = field(default_factory=list)
     token_grants: list[str] = field(default_factory=list)
 
@@ -332,7 +335,7 @@ class GraphServer:
             if item.is_folder:
                 gone["folder"] = {}
             return gone
-        parent: dict = {"driveId": DRIVE_ID, "driveType": "business"}
+        parent: dict = {"driveId": DRIVE_ID, "driveType": self.state.drive_type}
         if item.parent_id is not None:
             parent["id"] = item.parent_id
             if not in_delta:
@@ -347,6 +350,8 @@ class GraphServer:
             "lastModifiedDateTime": "2026-01-01T00:00:00Z",
             "parentReference": parent,
         }
+        if in_delta and self.state.drive_type == "business":
+            del data["cTag"]
         if item.id == ROOT_ID:
             data["root"] = {}
         if item.is_folder:
@@ -355,6 +360,7 @@ class GraphServer:
             ]
             data["folder"] = {"childCount": len(children)}
         else:
+            # A content hash in quickXorHash's place (base64, changes with the bytes only).
             digest = base64.b64encode(hashlib.sha1(item.content).digest()).decode()
             data["file"] = {"mimeType": item.mime, "hashes": {"quickXorHash": digest}}
         if select:
@@ -525,7 +531,7 @@ def _handler(server: GraphServer):
             state = server.state
             drive = f"/drives/{DRIVE_ID}"
             if method == "GET" and path == "/me/drive":
-                return self._send(200, {"id": DRIVE_ID, "driveType": "business"})
+                return self._send(200, {"id": DRIVE_ID, "driveType": server.state.drive_type})
             if method == "GET" and path == f"{drive}/root/delta":
                 status, body, headers = server.delta_page(query.get("token"), query.get("page"))
                 return self._send(status, body, headers)
