@@ -20,6 +20,7 @@ from jobs.connectors.sync import connection_sync
 from jobs.models import ImportRun
 from tests.support.files import make_pdf
 from tests.support.graph_server import GraphServer, connected, graph_settings
+from tests.support.pipeline import running_workers, wait_for
 from tests.support.processes import process_env, web_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -296,3 +297,37 @@ def test_graph_validates_the_live_endpoint_and_a_burst_is_answered_within_a_seco
     )
     assert {status for status, _ in answers} == {202}
     assert seconds[-1] < 1.0
+
+
+@pytest.mark.slow
+def test_a_notification_brings_a_new_file_in_through_the_running_workers(graph, org):
+    graph.put("Contracts/first.pdf", make_pdf(1, label="first"))
+    connection = connected(graph, org)
+    site = {
+        "SECRET_KEY": django_settings.SECRET_KEY,
+        **{name: str(value) for name, value in graph_settings(graph).items()},
+    }
+    with web_server(workers=1, threads=4, env=process_env(**site)) as base:
+        site["PAPERLANE_ONEDRIVE_NOTIFICATION_URL"] = f"{base}{NOTIFY}"
+        # Without a notification the next sync would be 15 minutes away.
+        with running_workers(**site):
+            first = wait_for(
+                lambda: ImportRun.objects.filter(status="succeeded").first(),
+                timeout=90,
+                what="the folder's first file",
+            )
+            subscription = wait_for(
+                lambda: Connection.objects.get(id=connection.id).provider_state.get("subscription"),
+                timeout=30,
+                what="the subscription made by the upkeep",
+            )
+            graph.put("Contracts/second.pdf", make_pdf(2, label="second"))
+            assert graph.notify(subscription["id"]) == 202
+            second = wait_for(
+                lambda: ImportRun.objects.filter(status="succeeded").exclude(id=first.id).first(),
+                timeout=90,
+                what="the file the notification announced",
+            )
+
+    assert second.document.filename == "second.pdf" and second.document.page_count == 2
+    assert ImportRun.objects.count() == 2
