@@ -310,3 +310,45 @@ PAPERLANE_CONNECTOR_PROVIDERS = {
     "local": "jobs.connectors.local.LocalFolderProvider",
     "onedrive": "jobs.connectors.onedrive.OneDriveProvider",
 }
+
+# --- OneDrive (Microsoft Graph) ----------------------------------------------
+# The app registration (README, "Connecting OneDrive"). Empty client id: OneDrive is off.
+PAPERLANE_ONEDRIVE_CLIENT_ID = env("PAPERLANE_ONEDRIVE_CLIENT_ID", default="")
+PAPERLANE_ONEDRIVE_CLIENT_SECRET = env("PAPERLANE_ONEDRIVE_CLIENT_SECRET", default="")
+# "common" (work, school and personal accounts), "organizations", or a tenant id.
+PAPERLANE_ONEDRIVE_TENANT = env("PAPERLANE_ONEDRIVE_TENANT", default="common")
+# The callback registered with the app; empty: built from the request
+# (https://<host>/connections/onedrive/callback/).
+PAPERLANE_ONEDRIVE_REDIRECT_URI = env("PAPERLANE_ONEDRIVE_REDIRECT_URI", default="")
+PAPERLANE_ONEDRIVE_SCOPES = env(
+    "PAPERLANE_ONEDRIVE_SCOPES", default="offline_access Files.Read.All"
+)
+# National clouds (and the tests' local server) change these two.
+PAPERLANE_ONEDRIVE_GRAPH_URL = env(
+    "PAPERLANE_ONEDRIVE_GRAPH_URL", default="https://graph.microsoft.com/v1.0"
+)
+PAPERLANE_ONEDRIVE_LOGIN_URL = env(
+    "PAPERLANE_ONEDRIVE_LOGIN_URL", default="https://login.microsoftonline.com"
+)
+# Public HTTPS address of the notification endpoint (https://<host>/connections/onedrive/
+# notifications/); empty: no change notifications, the periodic sync only.
+PAPERLANE_ONEDRIVE_NOTIFICATION_URL = env("PAPERLANE_ONEDRIVE_NOTIFICATION_URL", default="")
+# Every call to Microsoft waits at most this long for each read.
+PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS = env.float("PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS", default=10.0)
+# Access tokens are refreshed this long before they expire.
+PAPERLANE_ONEDRIVE_REFRESH_MARGIN_SECONDS = env.float(
+    "PAPERLANE_ONEDRIVE_REFRESH_MARGIN_SECONDS", default=300.0
+)
+# A 429/503 whose Retry-After is at most this is waited for within the call (up to three
+# times); a longer one ends the sync as "busy" and it is tried again after Retry-After.
+PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS = env.float(
+    "PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS", default=5.0
+)
+# Change-notification subscriptions are made for this long (Graph's limit for drive items
+# is 42,300 minutes) and renewed when less than the renew margin is left.
+PAPERLANE_ONEDRIVE_SUBSCRIPTION_MINUTES = env.int(
+    "PAPERLANE_ONEDRIVE_SUBSCRIPTION_MINUTES", default=4320
+)
+PAPERLANE_ONEDRIVE_SUBSCRIPTION_RENEW_SECONDS = env.int(
+    "PAPERLANE_ONEDRIVE_SUBSCRIPTION_RENEW_SECONDS", default=86_400
+)

@@ -4,6 +4,7 @@ OneDrive's connect flow, named `onedrive_connect`) are added here."""
 from django.urls import path
 
 from jobs import connector_views as views
+from jobs.connectors import onedrive_views
 
 app_name = "connections"
 
@@ -28,6 +29,14 @@ urlpatterns = [
         views.connection_action_view,
         {"action": "sync"},
         name="sync",
+    ),
+    # OneDrive: Microsoft sign-in, and Graph's change notifications (public, CSRF-exempt).
+    path("onedrive/connect/", onedrive_views.onedrive_connect_view, name="onedrive_connect"),
+    path("onedrive/callback/", onedrive_views.onedrive_callback_view, name="onedrive_callback"),
+    path(
+        "onedrive/notifications/",
+        onedrive_views.onedrive_notifications_view,
+        name="onedrive_notifications",
     ),
     path(
         "<int:connection_id>/files/<int:import_id>/retry/",
