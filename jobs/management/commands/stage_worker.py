@@ -1,10 +1,8 @@
-import os
-import socket
-
 from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils.module_loading import import_string
 
+from jobs.hosts import host_name, process_name
 from jobs.logcontext import install_worker_logging
 from jobs.queues import get_queue, redis_connection
 
@@ -25,11 +23,12 @@ class Command(BaseCommand):
         # Lines written during a stage name its run, stage and attempt.
         install_worker_logging()
         worker_class = import_string(settings.PAPERLANE_WORKER_CLASS)
-        name = f"{socket.gethostname()}.{os.getpid()}.{'+'.join(queues)}"
+        name = process_name("+".join(queues))
         worker = worker_class(
             [get_queue(q) for q in queues],
             connection=redis_connection(),
             name=name,
             worker_ttl=WORKER_TTL_SECONDS,
         )
+        worker.hostname = host_name()  # RQ's own field, shown by django-rq's pages
         worker.work(burst=burst, logging_level=settings.LOGGING["root"]["level"])
