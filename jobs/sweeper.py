@@ -6,7 +6,7 @@ One pass:
 2. runs with a stage due (or a retry scheduled) but no job waiting in Redis
    (Redis flushed, a callback that never ran, an enqueue that failed at
    accept, a job stuck with a dead worker, a job marked queued whose id is in
-   no queue list): enqueue it again;
+   no queue list or was left half taken by a worker that died): enqueue it again;
 3. ended runs that still hold pages: release them;
 4. only when asked (`sweep --loop` does every PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS):
    stored files no document points to, older than PAPERLANE_ORPHAN_GRACE_SECONDS,
@@ -134,7 +134,8 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
             Job(job_id, connection=connection).delete(remove_from_queue=True)
             run.due_at = None
         elif job_id in stranded:
-            # Marked queued but in no list a worker reads: nothing would ever run it.
+            # Marked queued but in no list a worker reads, or left half taken by a
+            # worker that died: nothing would ever run it.
             Job(job_id, connection=connection).delete(remove_from_queue=True)
         elif status is not None and status.decode() in WAITING_STATUSES:
             continue
@@ -164,13 +165,32 @@ def _in_no_queue(connection: Redis, queued: list[tuple[ImportRun, str]]) -> set[
             pipe.lpos(queue_key, job_id)
             pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue_key), job_id)
         answers = pipe.execute()
-    return {
-        job_id
-        for (_, job_id), status, in_queue, being_taken in zip(
-            queued, answers[0::3], answers[1::3], answers[2::3], strict=True
-        )
-        if status == b"queued" and in_queue is None and being_taken is None
-    }
+    stranded = set()
+    for (run, job_id), status, in_queue, being_taken in zip(
+        queued, answers[0::3], answers[1::3], answers[2::3], strict=True
+    ):
+        if status != b"queued" or in_queue is not None:
+            continue
+        if being_taken is None or _left_half_taken(connection, run, job_id):
+            stranded.add(job_id)
+    return stranded
+
+
+def _left_half_taken(connection: Redis, run: ImportRun, job_id: str) -> bool:
+    """A live worker moves a job out of the list it takes it into within milliseconds;
+    one still there a sweep interval after a pass first saw it belonged to a worker
+    that died between taking it and starting it (a host lost)."""
+    taking = IntermediateQueue(get_queue(stage_spec(run.stage).queue).key, connection=connection)
+    if taking.set_first_seen(job_id):
+        return False
+    first_seen = taking.get_first_seen(job_id)
+    interval = timedelta(seconds=max(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS, 1.0))
+    if first_seen is None or timezone.now() - first_seen < interval:
+        return False
+    # Out of RQ's list too: its own clean-up would otherwise fail the job delivered again.
+    taking.remove(job_id)
+    connection.delete(taking.get_first_seen_key(job_id))
+    return True
 
 
 def _release_ended_reservations() -> int:
