@@ -11,6 +11,7 @@ from redis.retry import Retry
 from jobs.hosts import host_name, host_name_check
 from jobs.pipeline import STAGES
 from jobs.redis_check import redis_check
+from jobs.redis_watch import RedisWatch, watch_connection
 from jobs.supervisor import Supervisor, default_children
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class Command(BaseCommand):
         children = default_children(concurrency=counts)
         summary = ", ".join(f"{s.name}x{counts.get(s.name, s.concurrency)}" for s in STAGES)
         self.stdout.write(f"Starting workers on host {host}: {summary}, scheduler, sweeper")
-        Supervisor(children).run()
+        Supervisor(children, watch=RedisWatch(watch_connection(settings.REDIS_URL))).run()
 
     def _check_redis(self) -> None:
         connection = Redis.from_url(
