@@ -9,7 +9,7 @@ brings its stage back.
 
 With a RedisWatch, children that die while Redis does not answer are started
 again once it does (no crash loop, no growing pause), and after Redis
-restarts (a new, empty server) every child is restarted warm, so each worker
+restarts (a new, empty server) every stage worker is restarted warm, so each
 registers with the new server; the sweeper delivers again what it lost.
 """
 
@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 QUICK_DEATH_SECONDS = 10
+WORKER_COMMAND = "stage_worker"
 MAX_RESTART_PAUSE = 30.0
 
 
@@ -106,11 +107,12 @@ class Supervisor:
             logger.warning("Redis answers again")
         elif event is RedisEvent.RESTARTED:
             logger.warning(
-                "Redis restarted (a new server): restarting every worker warm so each "
+                "Redis restarted (a new server): restarting every stage worker warm so each "
                 "registers again; the sweeper delivers what Redis lost"
             )
             for child in self.children:
-                if child.alive:
+                # Only workers register in Redis; a restarted sweeper would walk the storage.
+                if child.alive and WORKER_COMMAND in child.argv:
                     child.rolling = True
                     child.process.send_signal(signal.SIGTERM)
 

@@ -1,9 +1,11 @@
 """The supervisor's watch on Redis: held restarts while it is down, a fresh start after
 it restarts. Real processes and a private redis-server; no pipeline."""
 
+import subprocess
 import sys
 import time
 
+import pytest
 from redis import Redis
 
 from jobs.redis_watch import RedisEvent, RedisWatch, watch_connection
@@ -61,19 +63,30 @@ def test_children_that_stop_while_redis_is_down_start_once_it_answers_without_a_
         child.process.wait()
 
 
-def test_after_a_redis_restart_every_child_is_restarted_warm():
+def sleeper(name: str, *args: str) -> Child:
+    return Child(name, [sys.executable, "-c", "import time; time.sleep(60)", *args])
+
+
+def test_after_a_redis_restart_every_stage_worker_is_restarted_warm():
     with private_redis() as server:
         watch = RedisWatch(watch_connection(server.url()), every=0)
-        child = Child("worker", [sys.executable, "-c", "import time; time.sleep(60)"])
-        supervisor = Supervisor([child], watch=watch)
+        worker = sleeper("embed-1", "stage_worker", "embed")
+        # The sweeper keeps nothing in Redis; restarting it would walk the storage again.
+        sweeper = sleeper("sweeper", "sweep", "--loop")
+        supervisor = Supervisor([worker, sweeper], watch=watch)
         watch.check()
-        child.start()
-        first = child.process
+        worker.start()
+        sweeper.start()
+        first, sweeping = worker.process, sweeper.process
         server.kill()
         server.start()
         supervisor._watch_redis()
         assert first.wait(timeout=10) != 0  # told to stop (SIGTERM)
         supervisor._restart_dead()
-        assert child.process is not first and child.alive and child.pause == 0
-        child.process.kill()
-        child.process.wait()
+        assert worker.process is not first and worker.alive and worker.pause == 0
+        with pytest.raises(subprocess.TimeoutExpired):
+            sweeping.wait(timeout=1)  # never told to stop
+        assert sweeper.process is sweeping
+        for child in (worker, sweeper):
+            child.process.kill()
+            child.process.wait()
