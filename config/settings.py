@@ -1,5 +1,6 @@
 """Paperlane settings. Every value can be set from the environment or a `.env` file."""
 
+import socket
 from pathlib import Path
 
 import environ
@@ -234,6 +235,9 @@ PAPERLANE_ORPHAN_GRACE_SECONDS = env.int("PAPERLANE_ORPHAN_GRACE_SECONDS", defau
 PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS = env.float(
     "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS", default=3600.0
 )
+# The name this host's workers go by in RQ, attempts and the admin (`run_workers --host`
+# overrides it for its children): two supervisors on one machine need two names.
+PAPERLANE_HOST_NAME = env("PAPERLANE_HOST_NAME", default=socket.gethostname())
 # Seconds a stopping worker may take to finish its current stage before it is
 # told to give the stage back.
 PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", default=30)

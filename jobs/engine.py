@@ -8,8 +8,6 @@ classified here, once, for every stage.
 """
 
 import logging
-import os
-import socket
 import time
 import traceback
 import uuid
@@ -31,6 +29,7 @@ from rq.timeouts import JobTimeoutException
 from core.errors import ServiceError
 from jobs.dispatch import next_delivery
 from jobs.errors import LeaseLost, PermanentError, TransientError
+from jobs.hosts import process_name
 from jobs.lease import keeper
 from jobs.logcontext import run_log_context
 from jobs.models import ImportRun, StageAttempt
@@ -109,7 +108,7 @@ def worker_name() -> str:
     job = get_current_job()
     if job is not None and job.worker_name:
         return job.worker_name
-    return f"{socket.gethostname()}.{os.getpid()}"
+    return process_name()
 
 
 def execute_stage(run_id: str, stage: str) -> dict:

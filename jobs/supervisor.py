@@ -6,6 +6,11 @@ workers finish their current stage (RQ's warm shutdown); after the grace
 period they are told again and give their stage back at once so it resumes
 elsewhere; whatever is still running after that is killed, and the lease
 brings its stage back.
+
+With a RedisWatch, children that die while Redis does not answer are started
+again once it does (no crash loop, no growing pause), and after Redis
+restarts (a new, empty server) every stage worker is restarted warm, so each
+registers with the new server; the sweeper delivers again what it lost.
 """
 
 import logging
@@ -20,11 +25,13 @@ from django.conf import settings
 
 from jobs.models import RunPriority
 from jobs.pipeline import STAGES
+from jobs.redis_watch import RedisEvent, RedisWatch
 
 logger = logging.getLogger(__name__)
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 QUICK_DEATH_SECONDS = 10
+WORKER_COMMAND = "stage_worker"
 MAX_RESTART_PAUSE = 30.0
 
 
@@ -36,6 +43,8 @@ class Child:
     started_at: float = 0.0
     pause: float = 0.0
     next_start: float = 0.0
+    # Told to stop so that it starts afresh: its exit is no crash.
+    rolling: bool = False
 
     def start(self) -> None:
         self.process = subprocess.Popen(self.argv)
@@ -74,8 +83,11 @@ def default_children(
 
 
 class Supervisor:
-    def __init__(self, children: list[Child], *, grace: float | None = None) -> None:
+    def __init__(
+        self, children: list[Child], *, grace: float | None = None, watch: RedisWatch | None = None
+    ) -> None:
         self.children = children
+        self.watch = watch
         self.grace = settings.PAPERLANE_SHUTDOWN_GRACE_SECONDS if grace is None else grace
         self.stopping = False
 
@@ -89,24 +101,59 @@ class Supervisor:
         for child in self.children:
             child.start()
         while not self.stopping:
+            self._watch_redis()
             self._restart_dead()
             time.sleep(0.5)
         self.stop()
 
+    @property
+    def redis_up(self) -> bool:
+        return self.watch is None or self.watch.up
+
+    def _watch_redis(self, *, force: bool = False) -> None:
+        if self.watch is None:
+            return
+        event = self.watch.check(force=force)
+        if event is RedisEvent.DOWN:
+            logger.warning("Redis is not answering; workers that stop are restarted once it is")
+        elif event is RedisEvent.BACK:
+            logger.warning("Redis answers again")
+        elif event is RedisEvent.RESTARTED:
+            logger.warning(
+                "Redis restarted (a new server): restarting every stage worker warm so each "
+                "registers again; the sweeper delivers what Redis lost"
+            )
+            for child in self.children:
+                # Only workers register in Redis; a restarted sweeper would walk the storage.
+                if child.alive and WORKER_COMMAND in child.argv:
+                    child.rolling = True
+                    child.process.send_signal(signal.SIGTERM)
+
     def _restart_dead(self) -> None:
         now = time.monotonic()
-        for child in self.children:
-            if child.alive:
-                continue
+        dead = [child for child in self.children if not child.alive]
+        if dead and any(child.next_start == 0.0 for child in dead):
+            # Was it Redis? Ask now rather than trust the last check.
+            self._watch_redis(force=True)
+        for child in dead:
             if child.next_start == 0.0:
                 code = child.process.returncode if child.process else None
-                quick = now - child.started_at < QUICK_DEATH_SECONDS
+                # Dying with Redis away, or when told to, is no sign of a broken child.
+                quick = (
+                    now - child.started_at < QUICK_DEATH_SECONDS
+                    and not child.rolling
+                    and self.redis_up
+                )
                 child.pause = min(max(child.pause * 2, 1.0), MAX_RESTART_PAUSE) if quick else 0.0
                 child.next_start = now + child.pause
+                child.rolling = False
                 logger.warning(
-                    "%s exited (code %s); restarting in %.0fs", child.name, code, child.pause
+                    "%s exited (code %s); restarting %s",
+                    child.name,
+                    code,
+                    f"in {child.pause:.0f}s" if self.redis_up else "once Redis answers",
                 )
-            if now >= child.next_start:
+            if now >= child.next_start and self.redis_up:
                 child.next_start = 0.0
                 child.start()
 

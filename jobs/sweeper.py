@@ -6,7 +6,8 @@ One pass:
 2. runs with a stage due (or a retry scheduled) but no job waiting in Redis
    (Redis flushed, a callback that never ran, an enqueue that failed at
    accept, a job stuck with a dead worker, a job marked queued whose id is in
-   no list a worker reads): enqueue it again;
+   no list a worker reads, or was left half taken by a worker that died): enqueue it
+   again;
 3. ended runs that still hold pages: release them;
 4. only when asked (`sweep --loop` does every PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS):
    stored files no document points to, older than PAPERLANE_ORPHAN_GRACE_SECONDS,
@@ -136,7 +137,8 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
             job_delete(connection, job_id)
             run.due_at = None
         elif job_id in stranded:
-            # Marked queued but in no list a worker reads: nothing would ever run it.
+            # Marked queued but in no list a worker reads, or left half taken by a
+            # worker that died: nothing would ever run it.
             job_delete(connection, job_id)
         elif status is not None and status.decode() in WAITING_STATUSES:
             continue
@@ -167,16 +169,37 @@ def _in_no_queue(connection: Redis, queued: list[tuple[str, str]]) -> set[str]:
             pipe.lpos(queue_key, job_id)
             pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue_key), job_id)
         answers = pipe.execute()
-    return {
-        job_id
-        for (job_id, origin), (status, now_origin), in_queue, being_taken in zip(
-            queued, answers[0::3], answers[1::3], answers[2::3], strict=True
-        )
+    stranded = set()
+    for (job_id, origin), (status, now_origin), in_queue, being_taken in zip(
+        queued, answers[0::3], answers[1::3], answers[2::3], strict=True
+    ):
         # A job enqueued again (to another lane) between the reads is left for the next pass.
-        if status == b"queued"
-        and now_origin == origin.encode()
-        and ((in_queue is None and being_taken is None) or not is_served_queue(origin))
-    }
+        if status != b"queued" or now_origin != origin.encode():
+            continue
+        if not is_served_queue(origin):
+            stranded.add(job_id)
+        elif in_queue is None and (
+            being_taken is None or _left_half_taken(connection, origin, job_id)
+        ):
+            stranded.add(job_id)
+    return stranded
+
+
+def _left_half_taken(connection: Redis, origin: str, job_id: str) -> bool:
+    """A live worker moves a job out of the list it takes it into within milliseconds;
+    one still there a sweep interval after a pass first saw it belonged to a worker
+    that died between taking it and starting it (a host lost)."""
+    taking = IntermediateQueue(Queue.redis_queue_namespace_prefix + origin, connection=connection)
+    if taking.set_first_seen(job_id):
+        return False
+    first_seen = taking.get_first_seen(job_id)
+    interval = timedelta(seconds=max(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS, 1.0))
+    if first_seen is None or timezone.now() - first_seen < interval:
+        return False
+    # Out of RQ's list too: its own clean-up would otherwise fail the job delivered again.
+    taking.remove(job_id)
+    connection.delete(taking.get_first_seen_key(job_id))
+    return True
 
 
 def _release_ended_reservations() -> int:

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from rq.scheduler import RQScheduler
 
+from jobs.hosts import host_name
 from jobs.pipeline import all_queue_names
 from jobs.queues import redis_connection
 
@@ -19,5 +20,6 @@ class Command(BaseCommand):
             interval=interval,
             logging_level=settings.LOGGING["root"]["level"],
         )
+        scheduler.hostname = host_name()
         scheduler.acquire_locks()
         scheduler.work()

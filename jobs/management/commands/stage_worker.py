@@ -1,10 +1,8 @@
-import os
-import socket
-
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.module_loading import import_string
 
+from jobs.hosts import host_name, process_name
 from jobs.lanes import lane_worker_class
 from jobs.logcontext import install_worker_logging
 from jobs.pipeline import PRIORITIES, STAGES, priority_queue_names
@@ -50,7 +48,7 @@ class Command(BaseCommand):
         # host.pid.stages (callers read the pid second from the end); bulk-first workers
         # say so: host.pid.extract-bulk.
         served = "+".join(stages) + ("" if prefers == PRIORITIES[0] else f"-{prefers}")
-        name = f"{socket.gethostname()}.{os.getpid()}.{served}"
+        name = process_name(served)
         worker = worker_class(
             queues,
             connection=redis_connection(),
@@ -58,4 +56,5 @@ class Command(BaseCommand):
             worker_ttl=WORKER_TTL_SECONDS,
             prefers=prefers,
         )
+        worker.hostname = host_name()  # RQ's own field, shown by django-rq's pages
         worker.work(burst=burst, logging_level=settings.LOGGING["root"]["level"])
