@@ -1,4 +1,5 @@
-"""A self-contained HTML page with inline SVG line charts: no script, no CDN, no dependency.
+"""Line charts as inline SVG, in a self-contained HTML page (or a bare SVG file): no
+script, no CDN, no dependency.
 
 `chart_page` draws panels that share the time axis; each panel has one or two
 series (a second one on its own right-hand axis), and every panel shows the
@@ -32,6 +33,8 @@ class Panel:
 class Marks:
     spans: list[tuple[float, float, str]] = field(default_factory=list)  # start, end, label
     lines: list[tuple[float, str, str]] = field(default_factory=list)  # t, label, colour
+    # Frequent events (a kill every few seconds) as short ticks above the plot.
+    ticks: list[tuple[float, str, str]] = field(default_factory=list)  # t, label, colour
 
 
 def _nice_max(value: float) -> float:
@@ -87,6 +90,11 @@ def _panel(panel: Panel, t_max: float, marks: Marks, offset: float) -> str:
             f'y2="{offset + TOP + plot_h}" stroke="{colour}" stroke-width="1" opacity="0.6">'
             f"<title>{escape(label)}</title></line>"
         )
+    for t, label, colour in marks.ticks:
+        parts.append(
+            f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{offset + TOP - 7}" y2="{offset + TOP}" '
+            f'stroke="{colour}" stroke-width="1.2"><title>{escape(label)}</title></line>'
+        )
     for i in range(_divisions(left_top) + 1):
         value = left_top * i / _divisions(left_top)
         parts.append(
@@ -123,8 +131,8 @@ def _panel(panel: Panel, t_max: float, marks: Marks, offset: float) -> str:
     return "\n".join(parts)
 
 
-def chart_page(title: str, panels: list[Panel], marks: Marks, notes: list[str]) -> str:
-    """The whole HTML document."""
+def chart_svg(panels: list[Panel], marks: Marks) -> str:
+    """The panels as one standalone SVG document (a README can show it as an image)."""
     t_max = max(
         (t for panel in panels for s in (panel.left, panel.right) if s for t, _ in s.points),
         default=1.0,
@@ -133,17 +141,23 @@ def chart_page(title: str, panels: list[Panel], marks: Marks, notes: list[str]) 
     body = "\n".join(
         _panel(panel, t_max, marks, i * PANEL_HEIGHT) for i, panel in enumerate(panels)
     )
+    return f"""<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}"
+ viewBox="0 0 {WIDTH} {height}" font-family="system-ui,sans-serif">
+<rect width="100%" height="100%" fill="white"/>
+{body}
+</svg>
+"""
+
+
+def chart_page(title: str, panels: list[Panel], marks: Marks, notes: list[str]) -> str:
+    """The whole HTML document: the SVG inline, then the notes."""
     items = "\n".join(f"<li>{escape(note)}</li>" for note in notes)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:24px;color:#222}}
 li{{margin:2px 0;font-size:13px}}</style></head>
 <body><h1 style="font-size:18px">{escape(title)}</h1>
-<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}"
- viewBox="0 0 {WIDTH} {height}" font-family="system-ui,sans-serif">
-{body}
-</svg>
-<ul>
+{chart_svg(panels, marks)}<ul>
 {items}
 </ul>
 </body></html>

@@ -37,7 +37,8 @@ and throughput (runs ended per second).
 
 Then it waits (at most --timeout seconds) until every accepted run has ended,
 checks the database and prints a table, the "Done means" criteria of issue 9
-with PASS/FAIL, and writes --json and --chart (HTML with inline SVG).
+with PASS/FAIL, and writes --json and --chart (an HTML page with the SVG inline;
+a path ending in .svg gets the bare SVG, for the README).
 
 Definitions:
 - accept latency: from sending a request to reading its whole response, per
@@ -67,8 +68,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter, deque
-from dataclasses import dataclass
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -81,10 +81,10 @@ from _common import (  # first: it sets Django up against the bench database
     bench_env,
     fresh_database,
     percentile,
-    print_table,
 )
 
 # isort: split
+from _burst_clients import send_all
 from _burst_corpus import LARGE_MIN_PAGES, SMALL_MAX_PAGES, Upload, build_corpus
 from _burst_figures import (
     charges,
@@ -96,8 +96,8 @@ from _burst_figures import (
     span_seconds,
     stage_work,
 )
+from _burst_report import criteria, print_report, write_chart
 from _burst_watch import Chaos, ChaosPlan, Sampler, queue_lengths, stage_worker_pids
-from _chart import Marks, Panel, Series, chart_page
 from _embedders import OUTAGE_FLAG_ENV
 from _workers import log_problems, wait_workers, warm_up
 from django.db import close_old_connections
@@ -107,17 +107,13 @@ from documents.services.organisations import organisation_create
 from documents.services.tokens import api_token_authenticate, api_token_create
 from jobs.pipeline import STAGES
 from jobs.stats.snapshot import stage_lags
-from tests.support.files import multipart_body
 from tests.support.pipeline import runs_not_ended
 from tests.support.processes import free_port
 
-MAX_TRIES = 6  # sends of one upload refused with 429, at most
-RETRY_AFTER_CAP = 60.0  # seconds; a longer Retry-After is waited for this long
 LAG_GRACE = 30.0  # seconds for the queues to empty once every run has ended
 TIGHT_SHARE = 0.40  # the tight organisation's limit, as a share of the pages sent to it
 ROOMY_LIMIT = 10_000_000
 ORGANISATIONS = ["north", "south", "east", "tight"]
-TARGETS = {"accept_p99_ms": 250.0, "large_over_small": 1.5, "drain_over_ideal": 1.3}
 CLIENTS_WHY = (
     "{clients} clients, one keep-alive connection each, like integrations' HTTP pools: "
     "{over}x the {slots} requests gunicorn serves at once, so a queue forms at the server as "
@@ -172,134 +168,18 @@ def start_gunicorn(env: dict[str, str], workers: int, threads: int, log: Path):
         time.sleep(0.2)
 
 
-def start_run_workers(env: dict[str, str], log: Path) -> subprocess.Popen:
+def start_run_workers(env: dict[str, str], log: Path, nice: int) -> subprocess.Popen:
+    """`manage.py run_workers` in its own process group, at CPU priority `nice` (0: as we)."""
+    prefix = ["nice", "-n", str(nice)] if nice else []  # nice execs: the pid is run_workers'
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "manage.py", "run_workers"],
+            [*prefix, sys.executable, "manage.py", "run_workers"],
             cwd=ROOT,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-
-
-# --- Uploads ----------------------------------------------------------------------------
-
-
-class Client:
-    """One HTTP connection to the API (reopened after a transport error)."""
-
-    def __init__(self, base: str, token: str, timeout: float = 60) -> None:
-        self.address = urlsplit(base)
-        self.token = token
-        self.timeout = timeout
-        self.conn: http.client.HTTPConnection | None = None
-
-    def post(self, body: bytes, content_type: str) -> tuple[int, str | None, bytes]:
-        """(status or 0 on a transport error, Retry-After, body)."""
-        if self.conn is None:
-            self.conn = http.client.HTTPConnection(
-                self.address.hostname, self.address.port, timeout=self.timeout
-            )
-        try:
-            self.conn.request(
-                "POST",
-                "/api/v1/documents",
-                body=body,
-                headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type},
-            )
-            response = self.conn.getresponse()
-            return response.status, response.getheader("Retry-After"), response.read()
-        except (OSError, http.client.HTTPException):
-            self.conn.close()
-            self.conn = None
-            return 0, None, b""
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-
-
-@dataclass
-class Request:
-    number: int  # the upload's number
-    pages: int
-    status: int
-    ms: float
-    at: float  # seconds since the burst began, when it was sent
-
-
-@dataclass
-class Outcome:
-    upload: Upload
-    status: int  # of the last send
-    run_id: str | None
-    tries: int
-
-
-def retry_after_seconds(value: str | None) -> float:
-    try:
-        return min(max(float(value or 1), 0.0), RETRY_AFTER_CAP)
-    except ValueError:
-        return 1.0  # an HTTP date or garbage: try again soon, still bounded by MAX_TRIES
-
-
-def send_all(
-    base: str, tokens: dict[str, str], uploads: list[Upload], clients: int, origin: float,
-    stop: threading.Event,
-) -> tuple[list[Request], list[Outcome]]:  # fmt: skip
-    """Every upload, from `clients` threads started together; each client belongs to one
-    organisation and sends that organisation's documents one after another."""
-    queues = {org: deque(u for u in uploads if u.organisation == org) for org in tokens}
-    orgs = sorted(tokens)
-    lock = threading.Lock()
-    requests: list[Request] = []
-    outcomes: list[Outcome] = []
-    start = threading.Barrier(clients + 1)
-
-    def client_loop(index: int) -> None:
-        org = orgs[index % len(orgs)]
-        client = Client(base, tokens[org])
-        try:
-            start.wait(timeout=60)
-            while not stop.is_set():
-                with lock:
-                    upload = queues[org].popleft() if queues[org] else None
-                if upload is None:
-                    return
-                body, content_type = multipart_body(upload.filename, upload.path.read_bytes())
-                for tries in range(1, MAX_TRIES + 1):
-                    sent = time.perf_counter()
-                    status, retry_after, payload = client.post(body, content_type)
-                    ms = (time.perf_counter() - sent) * 1000
-                    with lock:
-                        requests.append(
-                            Request(upload.number, upload.pages, status, ms, sent - origin)
-                        )
-                    if (
-                        status != 429
-                        or tries == MAX_TRIES
-                        or stop.wait(retry_after_seconds(retry_after))
-                    ):
-                        break
-                run_id = json.loads(payload)["run_id"] if status == 202 else None
-                with lock:
-                    outcomes.append(Outcome(upload, status, run_id, tries))
-        finally:
-            client.close()
-
-    threads = [
-        threading.Thread(target=client_loop, args=(i,), daemon=True, name=f"client-{i}")
-        for i in range(clients)
-    ]
-    for thread in threads:
-        thread.start()
-    start.wait(timeout=60)
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(timeout=0.5)  # short joins: Ctrl-C reaches the main thread
-    return requests, outcomes
 
 
 # --- The burst --------------------------------------------------------------------------
@@ -464,157 +344,6 @@ def figures(args, result: dict, org_ids: list[int], slots: int) -> dict:
     return out
 
 
-def criteria(f: dict, chaos_on: bool) -> list[tuple[str, bool, str]]:
-    ratio = f["accept_p99_ms_large"] / f["accept_p99_ms_small"] if f["accept_p99_ms_small"] else 0
-    drain_ratio = (
-        f["drain_seconds"] / f["drain_ideal_seconds"]
-        if f["drain_seconds"] and f["drain_ideal_seconds"]
-        else float("inf")
-    )
-    rows = [
-        (
-            "every accepted run ended",
-            f["terminal"] == f["accepted"] and not f["unfinished"],
-            f"{f['terminal']}/{f['accepted']} ended",
-        ),
-        ("zero duplicate chunks", f["duplicate_chunks"] == 0, str(f["duplicate_chunks"])),
-        ("zero double charges", f["double_charges"] == 0, str(f["double_charges"])),
-        (
-            "zero quota overshoot",
-            f["quota_overshoot"] == 0 and f["quota_overshoot_max_sampled"] == 0,
-            f"end {f['quota_overshoot']}, max sampled {f['quota_overshoot_max_sampled']}",
-        ),
-        (
-            "no 5xx (nor dropped connections)",
-            f["server_errors"] == 0 and f["transport_errors"] == 0,
-            f"5xx {f['server_errors']}, dropped {f['transport_errors']}",
-        ),
-        (
-            f"accept p99 < {TARGETS['accept_p99_ms']:.0f} ms",
-            f["accept_p99_ms"] < TARGETS["accept_p99_ms"],
-            f"{f['accept_p99_ms']:.0f} ms",
-        ),
-        (
-            f"large p99 <= {TARGETS['large_over_small']}x small",
-            0 < ratio <= TARGETS["large_over_small"],
-            f"{f['accept_p99_ms_large']:.0f} / {f['accept_p99_ms_small']:.0f} ms = {ratio:.2f}",
-        ),
-        (
-            "lag back to zero",
-            f["lag_zero_after_seconds"] is not None,
-            "never"
-            if f["lag_zero_after_seconds"] is None
-            else f"{f['lag_zero_after_seconds']:.1f} s after the last run ended",
-        ),
-        (
-            f"drain <= {TARGETS['drain_over_ideal']}x ideal",
-            drain_ratio <= TARGETS["drain_over_ideal"],
-            f"{f['drain_seconds'] or 0:.0f} / {f['drain_ideal_seconds']:.0f} s = {drain_ratio:.2f}",
-        ),
-    ]
-    if chaos_on:
-        rows.append(
-            (
-                "chaos as asked (kills, each restarted, one flush, an outage)",
-                f["worker_kills"] > 0
-                and f["worker_restarts"] >= f["worker_kills"]
-                and f["redis_flushes"] == 1
-                and f["provider_outage_seconds"] > 0,
-                f"kills {f['worker_kills']}, restarts {f['worker_restarts']}, flushes "
-                f"{f['redis_flushes']}, outage {f['provider_outage_seconds']:.0f} s",
-            )
-        )
-    return rows
-
-
-def _num(value, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def print_report(f: dict, checks: list, explain: list[str]) -> None:
-    rows = [
-        ["uploads / accepted", f"{f['uploads']} / {f['accepted']}"],
-        ["refused (429 responses)", str(f["refused"])],
-        ["over quota at accept (402)", str(f["over_quota_at_accept"])],
-        ["HTTP statuses (every send)", " ".join(f"{k}x{v}" for k, v in f["http_statuses"].items())],
-        ["terminal", str(f["terminal"])],
-        ["by status", " ".join(f"{k}x{v}" for k, v in sorted(f["by_status"].items()))],
-        ["failed by error", " ".join(f"{k}x{v}" for k, v in sorted(f["failed_by_error"].items()))],
-        ["duplicate chunks", str(f["duplicate_chunks"])],
-        ["double charges", str(f["double_charges"])],
-        ["pages charged / charge mismatches", f"{f['pages_charged']} / {f['charge_mismatches']}"],
-        ["quota overshoot (end / max sampled)",
-         f"{f['quota_overshoot']} / {f['quota_overshoot_max_sampled']}"],
-        ["server errors (5xx) / dropped", f"{f['server_errors']} / {f['transport_errors']}"],
-        ["accept p50 / p99 / max ms",
-         f"{_num(f['accept_p50_ms'])} / {_num(f['accept_p99_ms'])} / {_num(f['accept_max_ms'])}"],
-        [f"accept p99 small (<= {SMALL_MAX_PAGES} p, n={f['accepted_small']}) ms",
-         _num(f["accept_p99_ms_small"])],
-        [f"accept p99 large (>= {LARGE_MIN_PAGES} p, n={f['accepted_large']}) ms",
-         _num(f["accept_p99_ms_large"])],
-        ["uploads sent in s", _num(f["upload_seconds"], 1)],
-        ["drain s / ideal s (slowest stage)",
-         f"{_num(f['drain_seconds'], 1)} / {_num(f['drain_ideal_seconds'], 1)} "
-         f"({f['slowest_stage']})"],
-        ["work s / workers per stage", "  ".join(
-            f"{name} {w['work_s']:.0f}/{w['workers']}" for name, w in f["stage_work"].items())],
-        ["stage attempts by outcome",
-         " ".join(f"{k}x{v}" for k, v in sorted(f["attempt_outcomes"].items()))],
-        ["retries (attempts after a stage's first)", str(f["retries"])],
-        ["queue lag max s / jobs queued max", f"{f['lag_max_seconds']:.1f} / {f['queued_max']}"],
-        ["throughput max runs/s", f"{f['throughput_max_per_s']:.1f}"],
-        ["worker kills / restarts", f"{f['worker_kills']} / {f['worker_restarts']}"],
-        ["Redis flushes / provider outage s",
-         f"{f['redis_flushes']} / {f['provider_outage_seconds']:.0f}"],
-    ]  # fmt: skip
-    print()
-    print_table(["figure", "value"], rows)
-    print()
-    print_table(
-        ["criterion", "result", "measured"],
-        [[name, "PASS" if ok else "FAIL", detail] for name, ok, detail in checks],
-    )
-    print()
-    for line in explain:
-        print(f"- {line}")
-
-
-def write_chart(path: Path, result: dict, f: dict, title: str) -> None:
-    samples = result["sampler"].samples
-    chaos: Chaos | None = result["chaos"]
-    marks = Marks()
-    if chaos is not None:
-        events = {e.what: e.t for e in chaos.events if e.what in ("outage_start", "outage_end")}
-        if "outage_start" in events:
-            end = events.get("outage_end", samples[-1].t if samples else events["outage_start"])
-            marks.spans.append((events["outage_start"], end, "embedding provider answers 503"))
-        for event in chaos.events:
-            if event.what == "kill":
-                marks.lines.append((event.t, f"SIGKILL stage worker {event.detail}", "#c92a2a"))
-            elif event.what == "flush":
-                marks.lines.append((event.t, "FLUSHDB of the workers' Redis db", "#5f3dc4"))
-    panels = [
-        Panel(
-            "Queue lag",
-            Series("oldest due run, s (database)", [(s.t, s.db_lag_s) for s in samples]),
-            Series("jobs waiting in RQ queues", [(s.t, s.queued) for s in samples]),
-        ),
-        Panel(
-            "Throughput",
-            Series("runs ended per second", [(s.t, s.throughput) for s in samples]),
-            Series("runs in flight", [(s.t, s.active) for s in samples]),
-        ),
-    ]
-    notes = [
-        "Red lines: a stage worker SIGKILLed; purple: the workers' Redis db flushed; "
-        "orange band: the embedding provider answering 503.",
-        f"{f['accepted']} of {f['uploads']} uploads accepted; drain "
-        f"{_num(f['drain_seconds'], 1)} s against an ideal of "
-        f"{_num(f['drain_ideal_seconds'], 1)} s; accept p99 {_num(f['accept_p99_ms'])} ms.",
-    ]
-    path.write_text(chart_page(title, panels, marks, notes))
-
-
 # --- Main -------------------------------------------------------------------------------
 
 
@@ -642,13 +371,19 @@ def main() -> int:
     parser.add_argument("--outage", type=float, default=10.0, help="provider outage, seconds")
     parser.add_argument("--no-chaos", action="store_true", help="no kills, flush nor outage")
     parser.add_argument("--json", type=Path, help="write the figures here")
-    parser.add_argument("--chart", type=Path, help="write the HTML chart here")
+    parser.add_argument("--chart", type=Path, help="write the chart here (.html, or .svg)")
     parser.add_argument("--url", help="measure a running stack (with --token)")
     parser.add_argument("--token", help="API token for --url")
     parser.add_argument("--keep", action="store_true", help="leave the stack running")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds to wait for runs")
     parser.add_argument("--web-workers", type=int, default=3, help="gunicorn processes")
     parser.add_argument("--web-threads", type=int, default=2, help="threads per process")
+    parser.add_argument(
+        "--nice-workers",
+        type=int,
+        default=0,
+        help="run the workers at this CPU niceness, so the web gets the CPU first (0: same)",
+    )
     parser.add_argument("--seed", type=int, default=9, help="of the documents and the chaos")
     args = parser.parse_args()
     if args.n < 1 or args.clients < 1 or args.kill_every < 0 or args.timeout <= 0:
@@ -686,7 +421,7 @@ def main() -> int:
                 env, args.web_workers, args.web_threads, SCRATCH / "gunicorn.log"
             )
             processes.append((web, 10))
-            supervisor = start_run_workers(env, worker_log)
+            supervisor = start_run_workers(env, worker_log, args.nice_workers)
             processes.append((supervisor, 60))
             wait_workers(supervisor)
             warm_up(base, tokens["north"], supervisor, worker_log)
