@@ -1,0 +1,1 @@
+"""Connected folders: providers that list a folder's changes and fetch a file's bytes."""
