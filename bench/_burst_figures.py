@@ -132,6 +132,12 @@ def run_outcomes(run_ids: Iterable) -> dict:
     }
 
 
+def stage_worker_counts() -> dict[str, int]:
+    """Workers per stage as run_workers starts them with these settings; with priority
+    lanes a stage also has bulk-first workers, and they share its work too."""
+    return {spec.name: spec.concurrency + getattr(spec, "bulk_concurrency", 0) for spec in STAGES}
+
+
 def stage_work(run_ids: Iterable, workers: dict[str, int]) -> dict:
     """Per stage: seconds of successful attempts (the work), the workers that share it, and
     work / workers; the slowest stage bounds the pipeline (drain_ideal_seconds)."""

@@ -185,6 +185,7 @@ class Chaos(threading.Thread):
         self.rng = random.Random(seed)
         self.started = origin
         self.events: list[ChaosEvent] = []
+        self.known: set[int] = set()
         self.kills = 0
         self.restarts = 0
         self.flushes = 0
@@ -195,17 +196,22 @@ class Chaos(threading.Thread):
     def _note(self, what: str, detail: str = "") -> None:
         self.events.append(ChaosEvent(time.monotonic() - self.started, what, detail))
 
+    def _count_restarts(self) -> set[int]:
+        """Stage workers alive now; the ones not seen before were (re)started by the supervisor."""
+        current = stage_worker_pids(self.supervisor_pid)
+        for pid in sorted(current - self.known):
+            self.restarts += 1
+            self._note("restart", str(pid))
+        self.known |= current
+        return current
+
     def run(self) -> None:
-        known = stage_worker_pids(self.supervisor_pid)
+        self.known = stage_worker_pids(self.supervisor_pid)
         next_kill = time.monotonic() + self.plan.kill_every
         try:
             while not self._halt.is_set() and time.monotonic() < self.deadline:
                 now = time.monotonic()
-                current = stage_worker_pids(self.supervisor_pid)
-                for pid in sorted(current - known):
-                    self.restarts += 1
-                    self._note("restart", str(pid))
-                known |= current
+                current = self._count_restarts()
                 if self.plan.kill_every > 0 and now >= next_kill and current:
                     victim = self.rng.choice(sorted(current))
                     try:
@@ -220,6 +226,14 @@ class Chaos(threading.Thread):
                 self._halt.wait(self.TICK)
         finally:
             self.end_outage()
+
+    def await_restarts(self, timeout: float) -> None:
+        """After stop(): give the supervisor `timeout` seconds to restart the last workers
+        killed (it pauses before restarting one that died young)."""
+        deadline = time.monotonic() + timeout
+        while self.restarts < self.kills and time.monotonic() < deadline:
+            self._count_restarts()
+            time.sleep(self.TICK)
 
     def _outage(self, now: float) -> None:
         if self.plan.outage_seconds <= 0:

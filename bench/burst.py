@@ -95,9 +95,10 @@ from _burst_figures import (
     run_outcomes,
     span_seconds,
     stage_work,
+    stage_worker_counts,
 )
 from _burst_report import criteria, print_report, write_chart
-from _burst_watch import Chaos, ChaosPlan, Sampler, queue_lengths, stage_worker_pids
+from _burst_watch import Chaos, ChaosPlan, Sampler, queue_lengths
 from _embedders import OUTAGE_FLAG_ENV
 from _workers import log_problems, wait_workers, warm_up
 from django.db import close_old_connections
@@ -105,7 +106,6 @@ from django.utils import timezone
 
 from documents.services.organisations import organisation_create
 from documents.services.tokens import api_token_authenticate, api_token_create
-from jobs.pipeline import STAGES
 from jobs.stats.snapshot import stage_lags
 from tests.support.pipeline import runs_not_ended
 from tests.support.processes import free_port
@@ -254,10 +254,8 @@ def burst(args, base: str, tokens: dict[str, str], uploads, org_ids, supervisor,
     lag_zero_after = wait_lag_zero(connection) if not unfinished else None
     time.sleep(1.5)  # two more samples after the end for the chart
     sampler.stop()
-    restarts_late = 0
-    if chaos is not None and chaos.restarts < chaos.kills:
-        time.sleep(3)  # the supervisor restarts a worker that died young after a pause
-        restarts_late = len(stage_worker_pids(supervisor.pid)) - sum(s.concurrency for s in STAGES)
+    if chaos is not None:
+        chaos.await_restarts(timeout=35)  # the supervisor's longest pause is 30 s
     return {
         "requests": requests,
         "outcomes": outcomes,
@@ -269,7 +267,6 @@ def burst(args, base: str, tokens: dict[str, str], uploads, org_ids, supervisor,
         "origin_at": origin_at,
         "sampler": sampler,
         "chaos": chaos,
-        "restarts_late": max(restarts_late, 0),
     }
 
 
@@ -285,7 +282,7 @@ def figures(args, result: dict, org_ids: list[int], slots: int) -> dict:
     small = [r.ms for r in ok if r.pages <= SMALL_MAX_PAGES]
     large = [r.ms for r in ok if r.pages >= LARGE_MIN_PAGES]
     runs = run_outcomes(accepted_ids)
-    work = stage_work(accepted_ids, {spec.name: spec.concurrency for spec in STAGES})
+    work = stage_work(accepted_ids, stage_worker_counts())
     drain = span_seconds(result["origin_at"], runs["last_finished"])
     samples = result["sampler"].samples
     chaos: Chaos | None = result["chaos"]
@@ -332,7 +329,7 @@ def figures(args, result: dict, org_ids: list[int], slots: int) -> dict:
         "queued_max": max((s.queued for s in samples), default=0),
         "throughput_max_per_s": max((s.throughput for s in samples), default=0.0),
         "lag_zero_after_seconds": result["lag_zero_after"],
-        "worker_restarts": (chaos.restarts + result["restarts_late"]) if chaos else 0,
+        "worker_restarts": chaos.restarts if chaos else 0,
         "worker_kills": chaos.kills if chaos else 0,
         "redis_flushes": chaos.flushes if chaos else 0,
         "provider_outage_seconds": round(chaos.outage_seconds, 1) if chaos else 0.0,
