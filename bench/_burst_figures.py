@@ -139,19 +139,26 @@ def stage_worker_counts() -> dict[str, int]:
 
 
 def stage_work(run_ids: Iterable, workers: dict[str, int]) -> dict:
-    """Per stage: seconds of successful attempts (the work), the workers that share it, and
-    work / workers; the slowest stage bounds the pipeline (drain_ideal_seconds)."""
+    """Per stage: seconds of successful attempts (the work), of the others (lost: a worker
+    killed, an error), the workers that share it, and work / workers; the slowest stage
+    bounds the pipeline (drain_ideal_seconds)."""
     attempts = StageAttempt.objects.filter(run_id__in=list(run_ids), finished_at__isnull=False)
     work: Counter[str] = Counter()
-    for stage, started, finished in attempts.filter(
-        outcome=StageAttempt.Outcome.SUCCEEDED
-    ).values_list("stage", "started_at", "finished_at"):
-        work[stage] += (finished - started).total_seconds()
+    lost: Counter[str] = Counter()  # attempts that did not succeed: killed, failed, skipped
+    for stage, outcome, started, finished in attempts.values_list(
+        "stage", "outcome", "started_at", "finished_at"
+    ):
+        spent = (finished - started).total_seconds()
+        if outcome == StageAttempt.Outcome.SUCCEEDED:
+            work[stage] += spent
+        else:
+            lost[stage] += spent
     stages = {}
     for spec in STAGES:
         count = workers[spec.name]
         stages[spec.name] = {
             "work_s": work[spec.name],
+            "lost_s": lost[spec.name],
             "workers": count,
             "bound_s": work[spec.name] / count,
         }

@@ -126,7 +126,7 @@ def test_the_ideal_drain_is_the_slowest_stages_successful_work_per_worker(finish
 
     work = stage_work([finished_run.id], workers)
 
-    assert work["stages"]["embed"] == {"work_s": 6, "workers": 3, "bound_s": 2}
+    assert work["stages"]["embed"] == {"work_s": 6, "lost_s": 100, "workers": 3, "bound_s": 2}
     assert work["slowest_stage"] == "extract"
     assert work["drain_ideal_seconds"] == 2
     assert work["retries"] == 1
