@@ -29,6 +29,7 @@ bench-pipeline: install
 	$(PY) bench/pipeline.py
 
 bench-burst: install
+	mkdir -p var
 	$(PY) bench/burst.py --json var/burst.json --chart var/burst.html
 
 clean:
