@@ -139,9 +139,10 @@ def stage_worker_counts() -> dict[str, int]:
 
 
 def stage_work(run_ids: Iterable, workers: dict[str, int]) -> dict:
-    """Per stage: seconds of successful attempts (the work), of the others (lost: a worker
-    killed, an error), the workers that share it, and work / workers; the slowest stage
-    bounds the pipeline (drain_ideal_seconds)."""
+    """Per stage: seconds of successful attempts (the work), of the others (lost: an error,
+    or a worker killed, counted until the sweeper found its lease expired), the workers
+    that share it, and work / workers; the slowest stage bounds the pipeline
+    (drain_ideal_seconds)."""
     attempts = StageAttempt.objects.filter(run_id__in=list(run_ids), finished_at__isnull=False)
     work: Counter[str] = Counter()
     lost: Counter[str] = Counter()  # attempts that did not succeed: killed, failed, skipped

@@ -106,7 +106,7 @@ def print_report(f: dict, checks: list, explain: list[str]) -> None:
          f"({f['slowest_stage']})"],
         ["work s / workers per stage", "  ".join(
             f"{name} {w['work_s']:.0f}/{w['workers']}" for name, w in f["stage_work"].items())],
-        ["lost s per stage (killed, failed tries)", "  ".join(
+        ["lost s per stage (failed tries; killed: until noticed)", "  ".join(
             f"{name} {w['lost_s']:.0f}" for name, w in f["stage_work"].items())],
         ["stage attempts by outcome",
          " ".join(f"{k}x{v}" for k, v in sorted(f["attempt_outcomes"].items()))],

@@ -99,6 +99,7 @@ from _burst_figures import (
 )
 from _burst_report import criteria, print_report, write_chart
 from _burst_watch import Chaos, ChaosPlan, Sampler, queue_lengths
+from _cpu import machine_load
 from _embedders import OUTAGE_FLAG_ENV
 from _workers import log_problems, wait_workers, warm_up
 from django.db import close_old_connections
@@ -410,6 +411,9 @@ def main() -> int:
         parser.error("--url must be on 127.0.0.1: this bench sends traffic nowhere else")
 
     print(f"Scratch directory {SCRATCH}; database {BENCH_DB}, Redis {BENCH_REDIS_URL}")
+    # A shared machine's other work competes for the same cores: say how busy it was.
+    load_before = machine_load()
+    print(f"Machine before the bench: {load_before}, {os.cpu_count()} cores")
     started = time.monotonic()
     slots = args.web_workers * args.web_threads
     processes: list[tuple[subprocess.Popen, float]] = []
@@ -448,6 +452,8 @@ def main() -> int:
         )
         result = burst(args, base, tokens, uploads, org_ids, supervisor, flag)
         f = figures(args, result, org_ids, slots)
+        f["machine_before"], f["machine_after"] = load_before, machine_load()
+        print(f"Machine after the burst: {f['machine_after']}")
         chaos_on = result["chaos"] is not None
         checks = criteria(f, chaos_on)
         f["criteria"] = {name: {"pass": ok, "measured": d} for name, ok, d in checks}
