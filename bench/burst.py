@@ -63,6 +63,7 @@ import argparse
 import http.client
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -506,6 +507,9 @@ def main() -> int:
         else:
             for process, grace in reversed(processes):
                 stop_group(process, grace=grace)
+            # The documents and what the stack stored; the logs stay for reading.
+            for name in ("files", "media"):
+                shutil.rmtree(SCRATCH / name, ignore_errors=True)
 
 
 if __name__ == "__main__":
