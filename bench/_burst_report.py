@@ -1,5 +1,6 @@
 """The burst's verdict and pictures: issue 9's criteria, the printed tables, the chart."""
 
+import math
 from pathlib import Path
 
 from _burst_corpus import LARGE_MIN_PAGES, SMALL_MAX_PAGES
@@ -43,7 +44,8 @@ def criteria(f: dict, chaos_on: bool) -> list[tuple[str, bool, str]]:
         (
             f"large p99 <= {TARGETS['large_over_small']}x small",
             0 < ratio <= TARGETS["large_over_small"],
-            f"{f['accept_p99_ms_large']:.0f} / {f['accept_p99_ms_small']:.0f} ms = {ratio:.2f}",
+            f"{_num(f['accept_p99_ms_large'])} / {_num(f['accept_p99_ms_small'])} ms = "
+            f"{_num(ratio, 2)}",
         ),
         (
             "lag back to zero",
@@ -74,7 +76,7 @@ def criteria(f: dict, chaos_on: bool) -> list[tuple[str, bool, str]]:
 
 
 def _num(value, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    return "-" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
 def print_report(f: dict, checks: list, explain: list[str]) -> None:

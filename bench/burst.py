@@ -62,6 +62,7 @@ Definitions:
 import argparse
 import http.client
 import json
+import math
 import os
 import shutil
 import signal
@@ -365,6 +366,17 @@ def figures(args, result: dict, org_ids: list[int], slots: int) -> dict:
 # --- Main -------------------------------------------------------------------------------
 
 
+def json_safe(value):
+    """NaN (a percentile of nothing) as null: JSON has no NaN."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def organisations(uploads: list[Upload]) -> tuple[dict[str, str], list[int]]:
     """The four organisations and an API token each; the tight one's limit is
     TIGHT_SHARE of the pages sent to it."""
@@ -422,6 +434,7 @@ def main() -> int:
     worker_log = SCRATCH / "run_workers.log"
     supervisor = None
     base = args.url or ""
+    tokens: dict[str, str] = {}
     try:
         if args.url:
             token = api_token_authenticate(raw=args.token)
@@ -459,30 +472,34 @@ def main() -> int:
         checks = criteria(f, chaos_on)
         f["criteria"] = {name: {"pass": ok, "measured": d} for name, ok, d in checks}
         explain = [
-            CLIENTS_WHY.format(
-                clients=args.clients,
-                over=round(args.clients / slots, 1),
-                slots=slots,
-                cores=os.cpu_count(),
-            )
-            + ".",
-            f"gunicorn {args.web_workers} processes x {args.web_threads} threads ({slots} at "
-            "once) for 2 cores: one process per core and one spare for when one waits on "
-            "PostgreSQL or the disk, two threads so a request's waits (the commit, the file "
-            "write) overlap another's work; more only moves the queue inside gunicorn.",
             f"small = at most {SMALL_MAX_PAGES} pages, large = at least {LARGE_MIN_PAGES} pages; "
             "accept latency is per 202 response, send to whole answer.",
             "drain = first upload sent to the last accepted run's end; ideal = for the "
             "slowest stage, the sum of its successful attempts' durations / its workers (work "
             "lost to kills, retries and waits for leases or backoff are not in it).",
-            "tight organisation: limit 40% of the pages sent to it, so 402s at accept and "
-            "'quota_exceeded' failures at extraction are expected, not errors.",
         ]
-        if not args.url:
-            explain.append(
-                f"run_workers log: {worker_log} ({log_problems(worker_log)} warning/error lines, "
-                "most from the chaos)"
-            )
+        if args.url:
+            explain.insert(0, f"{args.clients} clients against {args.url}, whose size is its own.")
+        else:
+            explain[:0] = [
+                CLIENTS_WHY.format(
+                    clients=args.clients,
+                    over=round(args.clients / slots, 1),
+                    slots=slots,
+                    cores=os.cpu_count(),
+                )
+                + ".",
+                f"gunicorn {args.web_workers} processes x {args.web_threads} threads ({slots} at "
+                "once) for 2 cores: one process per core and one spare for when one waits on "
+                "PostgreSQL or the disk, two threads so a request's waits (the commit, the file "
+                "write) overlap another's work; more only moves the queue inside gunicorn.",
+            ]
+            explain += [
+                "tight organisation: limit 40% of the pages sent to it, so 402s at accept and "
+                "'quota_exceeded' failures at extraction are expected, not errors.",
+                f"run_workers log: {worker_log} ({log_problems(worker_log)} warning/error lines"
+                + (", most from the chaos)" if chaos_on else ")"),
+            ]
         if result["unfinished"]:
             explain.append(f"GAVE UP after {args.timeout:.0f} s: not ended {result['unfinished']}")
         print_report(f, checks, explain)
@@ -491,7 +508,7 @@ def main() -> int:
             data["samples"] = [s.__dict__ for s in result["sampler"].samples]
             if result["chaos"] is not None:
                 data["events"] = [e.__dict__ for e in result["chaos"].events]
-            args.json.write_text(json.dumps(data, indent=2, default=str))
+            args.json.write_text(json.dumps(json_safe(data), indent=2, default=str))
             print(f"JSON written to {args.json}")
         if args.chart:
             title = f"Burst: {f['uploads']} uploads from {args.clients} clients"
@@ -504,6 +521,8 @@ def main() -> int:
         if args.keep and processes:
             groups = " ".join(f"-{process.pid}" for process, _ in processes)
             print(f"Left running (--keep): API {base}; stop with: kill -TERM -- {groups}")
+            for slug, token in tokens.items():
+                print(f"  token of {slug}: {token}")
         else:
             for process, grace in reversed(processes):
                 stop_group(process, grace=grace)
