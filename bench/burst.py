@@ -423,6 +423,8 @@ def main() -> int:
     if args.url and urlsplit(args.url).hostname not in ("127.0.0.1", "localhost"):
         parser.error("--url must be on 127.0.0.1: this bench sends traffic nowhere else")
 
+    # SIGTERM (as `timeout` sends) unwinds like Ctrl-C, so the finally below stops the stack.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     print(f"Scratch directory {SCRATCH}; database {BENCH_DB}, Redis {BENCH_REDIS_URL}")
     # A shared machine's other work competes for the same cores: say how busy it was.
     load_before = machine_load()
@@ -500,6 +502,8 @@ def main() -> int:
                 f"run_workers log: {worker_log} ({log_problems(worker_log)} warning/error lines"
                 + (", most from the chaos)" if chaos_on else ")"),
             ]
+        if supervisor is not None and supervisor.poll() is not None:
+            explain.append(f"run_workers EXITED (code {supervisor.returncode}); see {worker_log}")
         if result["unfinished"]:
             explain.append(f"GAVE UP after {args.timeout:.0f} s: not ended {result['unfinished']}")
         print_report(f, checks, explain)
