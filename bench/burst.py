@@ -1,8 +1,9 @@
 """The burst: N simultaneous uploads under chaos, every run followed to its end.
 
     make bench-burst
-    .venv/bin/python bench/burst.py [-n 500] [--clients 32] [--kill-every 5] [--no-chaos]
-        [--json PATH] [--chart PATH] [--keep] [--url URL --token TOKEN]
+    .venv/bin/python bench/burst.py [-n 500] [--clients 32] [--kill-every 5] [--outage 10]
+        [--no-chaos] [--json PATH] [--chart PATH] [--keep] [--url URL --token TOKEN]
+        [--timeout 1200] [--web-workers 3] [--web-threads 2] [--nice-workers 0] [--seed 9]
 
 Without --url it starts what it needs, all on 127.0.0.1: a fresh PostgreSQL
 database (BENCH_DB, migrated) and an emptied Redis db (BENCH_REDIS_URL),
