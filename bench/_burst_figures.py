@@ -4,6 +4,7 @@ Plain functions over the project's models, so the tests can run them against
 rows they made; nothing here starts processes or reads the bench settings.
 """
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
@@ -175,6 +176,21 @@ def stage_work(run_ids: Iterable, workers: dict[str, int]) -> dict:
         "retries": sum(outcomes.values()) - firsts,
         "first_attempt": attempts.aggregate(m=Min("started_at"))["m"],
     }
+
+
+def ended_by_seconds(run_ids: Iterable, start: datetime, share: float) -> float | None:
+    """Seconds from `start` until `share` of the runs had ended (by their finished_at);
+    None while fewer have. drain_p99 shows how much of the drain is its last runs' tail."""
+    ids = list(run_ids)
+    ends = sorted(
+        ImportRun.objects.filter(id__in=ids, finished_at__isnull=False).values_list(
+            "finished_at", flat=True
+        )
+    )
+    needed = math.ceil(share * len(ids))
+    if not ids or len(ends) < needed:
+        return None
+    return (ends[max(needed, 1) - 1] - start).total_seconds()
 
 
 def span_seconds(start: datetime, end: datetime | None) -> float | None:

@@ -106,6 +106,7 @@ def print_report(f: dict, checks: list, explain: list[str]) -> None:
         ["drain s / ideal s (slowest stage)",
          f"{_num(f['drain_seconds'], 1)} / {_num(f['drain_ideal_seconds'], 1)} "
          f"({f['slowest_stage']})"],
+        ["drain to 99% of runs ended s", _num(f["drain_p99_seconds"], 1)],
         ["work s / workers per stage", "  ".join(
             f"{name} {w['work_s']:.0f}/{w['workers']}" for name, w in f["stage_work"].items())],
         ["lost s per stage (failed tries; killed: until noticed)", "  ".join(

@@ -16,11 +16,12 @@ from bench._burst_figures import (
     charges,
     double_charges,
     duplicate_chunks,
+    ended_by_seconds,
     quota_overshoot,
     stage_work,
 )
 from documents.models import Chunk, Document, Organisation, UsageEntry
-from jobs.models import StageAttempt
+from jobs.models import ImportRun, StageAttempt
 from jobs.pipeline import STAGES
 from tests.support.files import make_pdf
 from tests.support.runs import drive
@@ -130,3 +131,16 @@ def test_the_ideal_drain_is_the_slowest_stages_successful_work_per_worker(finish
     assert work["slowest_stage"] == "extract"
     assert work["drain_ideal_seconds"] == 2
     assert work["retries"] == 1
+
+
+def test_it_times_when_a_share_of_the_runs_had_ended(api):
+    runs = [accepted_run(api, make_pdf(1, label=f"Doc {n}")) for n in range(4)]
+    start = runs[0].created_at
+    for run, seconds in zip(runs, (30, 10, 100, 20), strict=True):
+        ImportRun.objects.filter(id=run.id).update(finished_at=start + timedelta(seconds=seconds))
+    ids = [run.id for run in runs]
+
+    assert ended_by_seconds(ids, start, 0.75) == 30
+    assert ended_by_seconds(ids, start, 0.99) == 100
+    ImportRun.objects.filter(id=runs[2].id).update(finished_at=None)
+    assert ended_by_seconds(ids, start, 0.99) is None
