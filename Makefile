@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench bench-pipeline install clean
+.PHONY: demo test lint bench bench-pipeline bench-burst install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ bench: install
 
 bench-pipeline: install
 	$(PY) bench/pipeline.py
+
+bench-burst: install
+	mkdir -p var
+	$(PY) bench/burst.py --json var/burst.json --chart var/burst.html
 
 clean:
 	rm -rf $(VENV) db.sqlite3 media var staticfiles
