@@ -249,8 +249,8 @@ def test_it_leaves_a_queued_job_that_a_worker_is_taking_off_its_queue(api):
 def test_a_job_left_half_taken_by_a_dead_worker_is_redelivered_by_a_later_pass(api, settings):
     settings.PAPERLANE_SWEEP_INTERVAL_SECONDS = 1
     run = upload(api)
-    queue = get_queue("create")
     job_id = first_job_id(run)
+    queue = lane_of(job_id)
     # The worker took it off its queue, then its host died before it marked it started.
     redis_connection().lmove(queue.key, queue.intermediate_queue_key)
     age(run)
@@ -259,7 +259,7 @@ def test_a_job_left_half_taken_by_a_dead_worker_is_redelivered_by_a_later_pass(a
     assert sweep_once().redelivered == 0  # first seen: a live worker may be taking it
     time.sleep(1.1)
     assert sweep_once().redelivered == 1
-    assert queue.job_ids == [job_id]
+    assert lane_of(job_id).job_ids == [job_id]
     # Out of RQ's list too, so RQ's own clean-up cannot fail the job delivered again.
     assert redis_connection().lrange(queue.intermediate_queue_key, 0, -1) == []
     assert drive(run.id).status == "succeeded"
