@@ -71,7 +71,7 @@ from rq.worker import SimpleWorker  # noqa: E402
 from documents.services.organisations import organisation_create  # noqa: E402
 from documents.services.tokens import api_token_create  # noqa: E402
 from jobs.models import ImportRun, StageAttempt  # noqa: E402
-from jobs.pipeline import STAGES  # noqa: E402
+from jobs.pipeline import STAGES, all_queue_names  # noqa: E402
 from jobs.queues import get_queue, redis_connection  # noqa: E402
 from jobs.sweeper import sweep_once  # noqa: E402
 from tests.support.files import make_pdf  # noqa: E402
@@ -219,7 +219,7 @@ def _named(data: bytes):
 
 
 def _drain() -> None:
-    queues = [get_queue(spec.queue) for spec in STAGES]
+    queues = [get_queue(name) for name in all_queue_names()]
     SimpleWorker(queues, connection=redis_connection()).work(burst=True, logging_level="WARNING")
 
 

@@ -16,7 +16,7 @@ import pytest
 from redis import Redis
 
 from jobs.models import ImportRun, StageAttempt
-from jobs.pipeline import STAGES
+from jobs.pipeline import STAGES, all_queue_names
 from tests.support.files import make_pdf
 from tests.support.integrity import integrity_problems
 from tests.support.pipeline import TEST_PIPELINE_ENV, wait_for, wait_terminal
@@ -48,7 +48,7 @@ def test_workers_ride_out_a_redis_restart(api, org, settings, tmp_path):
     with private_redis() as server, open(log_path, "w") as log:
         # The test's own clients (the accept path) and the workers' use the private server.
         settings.REDIS_URL = server.url()
-        stages = {spec.queue for spec in STAGES}
+        stages = set(all_queue_names())
         environment = process_env(**{**TEST_PIPELINE_ENV, **ENV, "LOG_LEVEL": "INFO"})
         args = ("--concurrency", "extract=1,embed=1")
         with run_workers_process(env=environment, args=args, stdout=log) as supervisor:
