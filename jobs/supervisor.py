@@ -22,10 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.db import close_old_connections
 
+from jobs.hosts import host_name
 from jobs.models import RunPriority
 from jobs.pipeline import STAGES
 from jobs.redis_watch import RedisEvent, RedisWatch
+from jobs.services.history import Actor
+from jobs.services.sweeper import runs_take_back_from_dead_worker
 
 logger = logging.getLogger(__name__)
 
@@ -153,9 +157,29 @@ class Supervisor:
                     code,
                     f"in {child.pause:.0f}s" if self.redis_up else "once Redis answers",
                 )
+                if WORKER_COMMAND in child.argv and child.process is not None:
+                    self._take_back(child.process.pid, code)
             if now >= child.next_start and self.redis_up:
                 child.next_start = 0.0
                 child.start()
+
+    def _take_back(self, pid: int, code: int | None) -> None:
+        # The stage a dead worker held resumes now, not when its lease runs out.
+        if code is not None and code < 0:
+            why = f"its process was killed by signal {-code}"
+        else:
+            why = f"its process exited with code {code}"
+        try:
+            close_old_connections()
+            taken = runs_take_back_from_dead_worker(
+                worker=f"{host_name()}.{pid}.", why=why, actor=Actor(f"supervisor:{host_name()}")
+            )
+        except Exception:
+            # The sweeper takes it back when the lease expires; never stop supervising.
+            logger.exception("could not take back the stages of worker %s", pid)
+            return
+        if taken:
+            logger.warning("took back %s stage(s) held by worker %s; they resume now", taken, pid)
 
     def _signal_alive(self, sig: int) -> None:
         for child in self.children:

@@ -29,6 +29,32 @@ def run_abandon_expired(*, run_id: uuid.UUID) -> ImportRun | None:
     return run
 
 
+def runs_take_back_from_dead_worker(*, worker: str, why: str, actor: Actor) -> int:
+    """Take back at once every stage held by a worker process that has exited (its
+    supervisor saw it go), instead of waiting for the leases to expire. `worker` is
+    the process's name up to its pid, `host.pid.`. Safe even if something of it still
+    ran: every write a stage makes is guarded by its lease owner. Returns how many."""
+    held = f"@{worker}"
+    run_ids = list(
+        ImportRun.objects.filter(status=RunStatus.PROCESSING, lease_owner__contains=held)
+        .order_by("id")
+        .values_list("id", flat=True)[:100]
+    )
+    taken = 0
+    for run_id in run_ids:
+        with transaction.atomic():
+            run = (
+                ImportRun.objects.select_for_update()
+                .select_related("reservation")
+                .filter(id=run_id, lease_owner__contains=held)
+                .first()
+            )
+            if run is not None:
+                run_take_back_locked(run=run, actor=actor, note=f" ({why})")
+                taken += 1
+    return taken
+
+
 def run_take_back_locked(*, run: ImportRun, actor: Actor, note: str = "") -> None:
     """Take back the stage of a run whose lease expired (the caller holds the row lock):
     its running attempt is abandoned, the crash counted, and the stage is due again now,

@@ -105,6 +105,42 @@ def test_a_worker_killed_during_embed_is_resumed_elsewhere(api, org):
     assert_charged_once(finished, 12)
 
 
+def test_a_worker_that_dies_has_its_stage_taken_back_by_its_supervisor_at_once(api, org):
+    env = {
+        "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
+        "PAPERLANE_EMBED_BATCH_SIZE": "2",
+        "EMBED_DELAY": "0.4",
+        # A lease far longer than the test: only the supervisor can bring the stage back.
+        "PAPERLANE_LEASE_SECONDS": "600",
+    }
+    with running_workers(**env):
+        run = accepted_run(api, make_pdf(12, words_per_page=300))
+        holder = wait_for(
+            lambda: (
+                ImportRun.objects.filter(id=run.id, stage="embed", progress_done__gte=4)
+                .exclude(lease_owner="")
+                .values_list("lease_owner", flat=True)
+                .first()
+            ),
+            timeout=60,
+            what="embed to be half way",
+        )
+        os.kill(int(holder.split("@", 1)[1].split(".")[-2]), signal.SIGKILL)
+        killed_at = ImportRun.objects.get(id=run.id).updated_at
+
+        finished = wait_terminal([run.id], timeout=60)[run.id]
+
+    assert finished.status == "succeeded", finished.error_message
+    lost = finished.attempts_log.get(stage="embed", outcome="abandoned")
+    assert (lost.finished_at - killed_at).total_seconds() < 10
+    assert (
+        "killed by signal 9"
+        in finished.transitions.get(actor_label__startswith="supervisor:").reason
+    )
+    assert_no_duplicate_chunks(finished)
+    assert_charged_once(finished, 12)
+
+
 def test_a_stage_whose_callback_never_ran_is_repaired_by_the_sweeper(api, org):
     run = accepted_run(api, make_pdf(2))
     redis_connection().flushdb()  # the accept path's enqueue is lost too
