@@ -2,9 +2,9 @@
 
 `execute_stage` is the RQ job function. It claims the stage with a
 conditional UPDATE (a duplicate or late delivery drops itself), holds a lease
-while the stage body works, records every try as a StageAttempt and lets the
-stage commit its result together with "next stage due". Errors are
-classified here, once, for every stage.
+while the stage body works, records every try as a StageAttempt, lets the
+stage commit its result together with "next stage due", then enqueues that
+next stage. Errors are classified here, once, for every stage.
 """
 
 import logging
@@ -29,12 +29,12 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from core.errors import ServiceError
-from jobs.dispatch import next_delivery
+from jobs.dispatch import next_delivery, stage_enqueue
 from jobs.errors import LeaseLost, PermanentError, TransientError
 from jobs.lease import keeper
 from jobs.logcontext import run_log_context
 from jobs.models import ImportRun, StageAttempt
-from jobs.pipeline import StageSpec, is_first, next_stage, stage_spec
+from jobs.pipeline import StageSpec, next_stage, stage_spec
 from jobs.services.workers import (
     Claim,
     Failure,
@@ -98,11 +98,21 @@ class ClaimedStage:
             if not run_lock_claimed(claim=self.claim):
                 raise LeaseLost(str(self.run.id))
             yield
-            self.note_cpu()
-            self.finished_run = run_complete_stage(
-                claim=self.claim, following=next_stage(self.run.stage)
-            )
+            self._finish()
         self.completed = True
+
+    def finish(self) -> None:
+        """Complete a stage that has nothing of its own to save: one statement, no
+        transaction around it."""
+        self.check()
+        self._finish()
+        self.completed = True
+
+    def _finish(self) -> None:
+        self.note_cpu()
+        self.finished_run = run_complete_stage(
+            claim=self.claim, following=next_stage(self.run.stage, source=self.run.source)
+        )
 
 
 def worker_name() -> str:
@@ -115,9 +125,11 @@ def worker_name() -> str:
 def execute_stage(run_id: str, stage: str) -> dict:
     """RQ job: do `stage` of run `run_id` if it is due.
 
-    Returns what happened and what the run waits for next, which the job's
-    `on_success` callback enqueues. Log lines written meanwhile carry the run,
-    the stage and (once claimed) the attempt number.
+    Once the stage's outcome has committed, enqueues what the run waits for
+    next (the next stage, or the retry) under its deterministic job id; if the
+    worker dies before that, the sweeper delivers it. Returns what happened and
+    that delivery. Log lines written meanwhile carry the run, the stage and
+    (once claimed) the attempt number.
     """
     with run_log_context(run_id=run_id, stage=stage):
         return _execute_stage(run_id, stage)
@@ -127,13 +139,7 @@ def _execute_stage(run_id: str, stage: str) -> dict:
     close_old_connections()
     job = get_current_job()
     job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
-    claim = run_claim(
-        run_id=uuid.UUID(run_id),
-        stage=stage,
-        job_id=job_id,
-        worker=worker_name(),
-        queued_first=is_first(stage),
-    )
+    claim = run_claim(run_id=uuid.UUID(run_id), stage=stage, job_id=job_id, worker=worker_name())
     if claim is None:
         logger.info(
             "run %s: %s is not due or is held elsewhere; dropping %s", run_id, stage, job_id
@@ -147,7 +153,10 @@ def _execute_stage(run_id: str, stage: str) -> dict:
         finally:
             keeper.release()
             close_old_connections()
-    return {"outcome": outcome, "next": next_delivery(run) if run is not None else None}
+    delivery = next_delivery(run) if run is not None else None
+    if delivery is not None:
+        stage_enqueue(**delivery)
+    return {"outcome": outcome, "next": delivery}
 
 
 def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:
@@ -156,8 +165,7 @@ def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:
         spec.run(context)
         if not context.completed:
             # Nothing of its own to save: completing only marks the next stage due.
-            with context.complete():
-                pass
+            context.finish()
         return Outcome.SUCCEEDED, context.finished_run
     except BaseException as exc:
         context.note_cpu()

@@ -22,7 +22,8 @@ from documents.formats import inspect_upload
 from documents.models import ApiToken, Document, Organisation
 from documents.services.quota import quota_check, quota_reserve
 from documents.storage import document_storage_key, storage_delete, storage_put
-from jobs.models import ImportRun, RunStatus, Stage
+from jobs.models import ImportRun, RunStatus
+from jobs.pipeline import first_stage
 from jobs.services.history import Actor, dispatch_on_commit, run_record
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -146,7 +147,7 @@ def document_accept(
                 idempotency_key=idempotency_key or None,
                 request_sha256=sha256,
                 status=RunStatus.QUEUED,
-                stage=Stage.CREATE,
+                stage=first_stage(source),
                 due_at=timezone.now(),
                 created_by=user,
                 api_token=api_token,

@@ -3,18 +3,18 @@
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
+from django.db import connection, transaction
 from django.utils import timezone
 
+from documents.models import Document, QuotaReservation
 from documents.services.quota import quota_release
 from jobs.errors import LeaseLost
 from jobs.models import ImportRun, RunStatus, StageAttempt
 from jobs.retry import backoff_seconds, retries_left
-from jobs.services.history import Actor, attempt_finish, dispatch_on_commit, run_record, run_save
+from jobs.services.history import Actor, attempt_finish, dispatch_on_commit, run_save
 
 Outcome = StageAttempt.Outcome
 
@@ -30,47 +30,103 @@ class Claim:
         return Actor.worker(self.attempt.worker)
 
 
-@transaction.atomic
-def run_claim(
-    *, run_id: uuid.UUID, stage: str, job_id: str, worker: str, queued_first: bool = False
-) -> Claim | None:
+# The claim as one statement (one round trip, no transaction of its own): the
+# conditional UPDATE takes the stage, and in the same statement the attempt is
+# inserted, the queued -> processing change written to the history, and the
+# run returned with the document and reservation the stage works on. `old` locks
+# the row first so that its status is the one the UPDATE changed.
+CLAIM_SQL = """
+WITH old AS (
+    SELECT id, status FROM jobs_importrun WHERE id = %(run_id)s FOR UPDATE
+), claimed AS (
+    UPDATE jobs_importrun AS run SET
+        status = %(processing)s,
+        lease_owner = %(owner)s,
+        lease_expires_at = %(expires)s,
+        stage_attempts = run.stage_attempts + 1,
+        total_attempts = run.total_attempts + 1,
+        started_at = COALESCE(run.started_at, %(now)s),
+        updated_at = %(now)s,
+        stage_entered_at = CASE WHEN old.status = %(queued)s
+            THEN %(now)s ELSE run.stage_entered_at END
+    FROM old
+    WHERE run.id = old.id AND run.stage = %(stage)s AND run.lease_owner = ''
+        AND run.status IN (%(queued)s, %(processing)s)
+        AND (run.due_at IS NULL OR run.due_at <= %(now)s)
+    RETURNING run.*, old.status AS from_status
+), attempt AS (
+    INSERT INTO jobs_stageattempt (run_id, stage, generation, number, job_id, worker,
+        started_at, outcome, error_code, error_type, error_message, traceback)
+    SELECT id, stage, generation, stage_attempts, %(job_id)s, %(worker)s,
+        %(now)s, %(running)s, '', '', '', ''
+    FROM claimed
+    RETURNING id
+), started AS (
+    INSERT INTO jobs_runtransition (run_id, from_status, to_status, from_stage, to_stage,
+        actor_label, reason, created_at)
+    SELECT id, %(queued)s, %(processing)s, stage, stage, %(actor)s, %(reason)s, %(now)s
+    FROM claimed WHERE from_status = %(queued)s
+)
+SELECT {columns}, attempt.id
+FROM claimed CROSS JOIN attempt
+LEFT JOIN documents_document AS document ON document.id = claimed.document_id
+JOIN documents_quotareservation AS reservation ON reservation.id = claimed.reservation_id
+"""
+
+
+def _fields(model) -> list:
+    return list(model._meta.concrete_fields)
+
+
+@cache
+def _claim_sql() -> str:
+    parts = [(ImportRun, "claimed"), (Document, "document"), (QuotaReservation, "reservation")]
+    columns = ", ".join(
+        f'{alias}."{field.column}"' for model, alias in parts for field in _fields(model)
+    )
+    return CLAIM_SQL.format(columns=columns)
+
+
+def _instance(model, values: list):
+    return model.from_db(connection.alias, [f.attname for f in _fields(model)], values)
+
+
+def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Claim | None:
     """Take a due stage of a run for this worker, or return None if it is not ours to do.
 
     One conditional UPDATE decides: a duplicate delivery, a late one, a run
-    another worker holds, or a run that moved on all change zero rows.
-    `queued_first` tries a still-queued run first (the first stage), saving
-    a statement on the likely path.
+    another worker holds, or a run that moved on all change zero rows. The
+    attempt record, the history of a queued run starting, and loading the run
+    with its document and reservation share its statement.
     """
     now = timezone.now()
     owner = f"{job_id}@{worker}"
-    due = ImportRun.objects.filter(
-        Q(due_at__isnull=True) | Q(due_at__lte=now), id=run_id, stage=stage, lease_owner=""
-    )
-    take = {
-        "status": RunStatus.PROCESSING,
-        "lease_owner": owner,
-        "lease_expires_at": now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
-        "stage_attempts": F("stage_attempts") + 1,
-        "total_attempts": F("total_attempts") + 1,
-        "started_at": Coalesce("started_at", Value(now)),
-        "updated_at": now,
+    params = {
+        "run_id": run_id,
+        "stage": stage,
+        "owner": owner,
+        "expires": now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
+        "now": now,
+        "job_id": job_id,
+        "worker": worker,
+        "queued": RunStatus.QUEUED.value,
+        "processing": RunStatus.PROCESSING.value,
+        "running": Outcome.RUNNING.value,
+        "actor": Actor.worker(worker).label,
+        "reason": f"{stage} started",
     }
-    # Two guarded tries instead of one so that the queued -> processing change,
-    # and only it, is written to the history.
-    order = [RunStatus.PROCESSING, RunStatus.QUEUED]
-    if queued_first:
-        order.reverse()
-    # Only queued -> processing changes the status: only it restarts the stage clock.
-    entered = {RunStatus.QUEUED: {"stage_entered_at": now}, RunStatus.PROCESSING: {}}
-    claimed_from = next(
-        (s for s in order if due.filter(status=s).update(**take, **entered[s]) == 1), None
-    )
-    if claimed_from is None:
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(), params)
+        row = cursor.fetchone()
+    if row is None:
         return None
-    run = ImportRun.objects.select_related("document", "organisation", "reservation").get(
-        id=run_id
-    )
-    attempt = StageAttempt.objects.create(
+    runs, documents = len(_fields(ImportRun)), len(_fields(Document))
+    run = _instance(ImportRun, list(row[:runs]))
+    if run.document_id is not None:
+        run.document = _instance(Document, list(row[runs : runs + documents]))
+    run.reservation = _instance(QuotaReservation, list(row[runs + documents : -1]))
+    attempt = StageAttempt(
+        id=row[-1],
         run=run,
         stage=stage,
         generation=run.generation,
@@ -79,16 +135,8 @@ def run_claim(
         worker=worker,
         started_at=now,
     )
-    claim = Claim(run=run, attempt=attempt, owner=owner)
-    if claimed_from == RunStatus.QUEUED:
-        run_record(
-            run,
-            from_status=RunStatus.QUEUED,
-            from_stage=stage,
-            actor=claim.actor,
-            reason=f"{stage} started",
-        )
-    return claim
+    attempt._state.adding = False
+    return Claim(run=run, attempt=attempt, owner=owner)
 
 
 def run_renew_lease(*, run_id: uuid.UUID, owner: str) -> bool:
@@ -113,10 +161,33 @@ def run_lock_claimed(*, claim: Claim) -> bool:
     return bool(list(locked.values_list("id", flat=True)))
 
 
+# Completing a stage as one statement: the run moves on (only if this worker still
+# holds it), and with it the attempt is closed and the transition written.
+COMPLETE_SQL = """
+WITH done AS (
+    UPDATE jobs_importrun SET {changes}
+    WHERE id = %(run_id)s AND lease_owner = %(owner)s
+    RETURNING id, status, stage
+), attempt AS (
+    UPDATE jobs_stageattempt SET outcome = %(succeeded)s, finished_at = %(now)s,
+        cpu_ms = %(cpu_ms)s, error_code = '', error_type = '', error_message = '', traceback = ''
+    WHERE id = %(attempt_id)s AND EXISTS (SELECT FROM done)
+), moved AS (
+    INSERT INTO jobs_runtransition (run_id, from_status, to_status, from_stage, to_stage,
+        actor_label, reason, created_at)
+    SELECT id, %(processing)s, status, %(from_stage)s, stage, %(actor)s, %(reason)s, %(now)s
+    FROM done
+)
+SELECT count(*) FROM done
+"""
+
+
 def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
-    """Mark the claimed stage done and `following` due (or the run succeeded when None).
-    Call inside the stage's transaction."""
-    run, now = claim.run, timezone.now()
+    """Mark the claimed stage done and `following` due (or the run succeeded when None),
+    with its attempt and transition, in one statement: on its own it is atomic, and
+    inside the stage's transaction it commits with the stage's result.
+    LeaseLost if the run is no longer this worker's."""
+    run, attempt, now = claim.run, claim.attempt, timezone.now()
     changes = {
         "lease_owner": "",
         "lease_expires_at": None,
@@ -129,22 +200,30 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
         "stage_entered_at": now,
     }
     if following is None:
-        changes.update(status=RunStatus.SUCCEEDED, finished_at=now, due_at=None)
+        changes.update(status=RunStatus.SUCCEEDED.value, finished_at=now, due_at=None)
     else:
         changes.update(stage=following, due_at=now, progress_done=0, progress_total=0)
-    if not ImportRun.objects.filter(id=run.id, lease_owner=claim.owner).update(**changes):
-        raise LeaseLost(str(run.id))
-    attempt_finish(claim.attempt, Outcome.SUCCEEDED)
     from_stage = run.stage
+    sql = COMPLETE_SQL.format(changes=", ".join(f"{k} = %(set_{k})s" for k in changes))
+    params = {f"set_{k}": v for k, v in changes.items()} | {
+        "run_id": run.id,
+        "owner": claim.owner,
+        "attempt_id": attempt.id,
+        "cpu_ms": attempt.cpu_ms,
+        "now": now,
+        "succeeded": Outcome.SUCCEEDED.value,
+        "processing": RunStatus.PROCESSING.value,
+        "from_stage": from_stage,
+        "actor": claim.actor.label,
+        "reason": f"{from_stage} succeeded",
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if cursor.fetchone()[0] != 1:
+            raise LeaseLost(str(run.id))
     for field, value in changes.items():
         setattr(run, field, value)
-    run_record(
-        run,
-        from_status=RunStatus.PROCESSING,
-        from_stage=from_stage,
-        actor=claim.actor,
-        reason=f"{from_stage} succeeded",
-    )
+    attempt.outcome, attempt.finished_at = Outcome.SUCCEEDED, now
     return run
 
 
@@ -189,9 +268,7 @@ def run_record_failure(
     if run is None:
         return None
     claim.attempt.error_type = failure.error_type
-    attempt_finish(
-        claim.attempt, outcome, code=code, message=failure.detail, tb=failure.traceback
-    )
+    attempt_finish(claim.attempt, outcome, code=code, message=failure.detail, tb=failure.traceback)
     if outcome == Outcome.TIMEOUT and _timed_out_before(claim):
         permanent, message = True, f"Processing took too long: {message[0].lower()}{message[1:]}"
     now, from_status = timezone.now(), run.status

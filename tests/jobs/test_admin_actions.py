@@ -94,7 +94,7 @@ def test_requeue_delivers_a_run_whose_job_was_lost_and_the_run_succeeds(
     assert "missing from Redis" in text(confirmation)
     assert outcomes(result) == {str(run.id): "changed"}
     # Delivered by the requeue itself, before any worker or sweeper runs.
-    assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+    assert get_queue("store").job_ids == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
     with running_workers():
         finished = wait_terminal([run.id], timeout=60)[run.id]
     assert finished.status == "succeeded", finished.error_message
@@ -103,20 +103,20 @@ def test_requeue_delivers_a_run_whose_job_was_lost_and_the_run_succeeds(
 
 def test_requeue_leaves_a_running_stage_alone_and_says_why(api, org, operator):
     run = accepted_run(api, make_pdf(1))
-    get_queue("create").empty()
-    run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+    get_queue("store").empty()
+    run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
     before = ImportRun.objects.get(id=run.id)
     history = RunTransition.objects.filter(run=run).count()
 
     result = act(operator, "requeue", [run], reason="looks stuck")
 
     assert outcomes(result) == {str(run.id): "left alone"}
-    assert "its create stage is running on host.1.create (lease live until" in text(result)
+    assert "its store stage is running on host.1.store (lease live until" in text(result)
     after = ImportRun.objects.get(id=run.id)
     assert (after.updated_at, after.lease_owner) == (before.updated_at, before.lease_owner)
     assert RunTransition.objects.filter(run=run).count() == history
     assert not LogEntry.objects.filter(object_id=str(run.id)).exists()
-    assert get_queue("create").count == 0
+    assert get_queue("store").count == 0
 
 
 def test_requeue_leaves_a_run_whose_job_is_waiting_alone(api, org, operator):
@@ -125,8 +125,8 @@ def test_requeue_leaves_a_run_whose_job_is_waiting_alone(api, org, operator):
     result = act(operator, "requeue", [waiting])
 
     assert outcomes(result) == {str(waiting.id): "left alone"}
-    assert "its job is queued in create at position 1" in text(result)
-    assert get_queue("create").count == 1
+    assert "its job is queued in store at position 1" in text(result)
+    assert get_queue("store").count == 1
 
 
 # --- Retry, cancel, dead-letter ----------------------------------------------------------
@@ -180,12 +180,12 @@ def test_cancel_gives_the_reservation_back(api, org, operator):
     assert (run.status, run.reservation.status) == ("cancelled", "released")
     org.refresh_from_db()
     assert org.pages_reserved == 0
-    assert execute_stage(str(run.id), "create")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
 
 
 def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, operator):
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
 
     result = act(operator, "dead_letter", [run], reason="poisonous file")
 
@@ -209,19 +209,19 @@ def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, o
         )
         is None
     )
-    assert execute_stage(str(run.id), "create")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
     run.refresh_from_db()
     assert (run.status, run.lease_owner, run.reservation.status) == ("dead_letter", "", "released")
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "skipped"
     assert_quota_consistent(org)
 
 
-@pytest.mark.parametrize("stage", ["create", "settle"])
+@pytest.mark.parametrize("stage", ["store", "settle"])
 def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_undoes_it(
     api, org, operator, stage
 ):
     run = accepted_run(api, make_pdf(1))
-    stages_before = {"create": [], "settle": ["create", "store", "extract", "embed"]}[stage]
+    stages_before = {"store": [], "settle": ["store", "extract", "embed"]}[stage]
     for earlier in stages_before:
         assert execute_stage(str(run.id), earlier)["outcome"] == "succeeded"
     claim = run_claim(run_id=run.id, stage=stage, job_id="job-1", worker="host.1.w")
@@ -237,7 +237,7 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
                     quota_settle(
                         reservation=claim.run.reservation, document=claim.run.document, pages=1
                     )
-                run_complete_stage(claim=claim, following=next_stage(stage))
+                run_complete_stage(claim=claim, following=next_stage(stage, source=run.source))
         finally:
             connection.close()
 
@@ -248,11 +248,11 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
     worker.join()
 
     run.refresh_from_db()
-    if stage == "create":
+    if stage == "store":
         # The worker's stage counted; the run was then taken out at the next one.
         assert outcomes(result) == {str(run.id): "changed"}
-        assert (run.status, run.stage, run.lease_owner) == ("dead_letter", "store", "")
-        assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
+        assert (run.status, run.stage, run.lease_owner) == ("dead_letter", "extract", "")
+        assert execute_stage(str(run.id), "extract")["outcome"] == "skipped"
         assert run.reservation.status == "released"
     else:
         # The worker settled first: the run succeeded and was charged; nothing undoes it.

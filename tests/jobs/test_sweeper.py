@@ -39,7 +39,7 @@ def age(run: ImportRun, seconds: int = 5) -> None:
 
 
 def first_job_id(run: ImportRun) -> str:
-    return stage_job_id(run_id=run.id, stage="create", attempt=0)
+    return stage_job_id(run_id=run.id, stage="store", attempt=0)
 
 
 def enqueued_long_ago(job_id: str, seconds: int = 3600) -> None:
@@ -78,7 +78,7 @@ def test_it_redelivers_a_due_stage_whose_job_redis_lost(api):
     age(run)
 
     assert sweep_once().redelivered == 1
-    assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+    assert get_queue("store").job_ids == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
     assert sweep_once().redelivered == 0  # the job is waiting now
 
 
@@ -98,13 +98,13 @@ def test_it_redelivers_a_scheduled_retry_at_its_time(api):
     age(run)
 
     assert sweep_once().redelivered == 1
-    scheduled = get_queue("create").scheduled_job_registry.get_job_ids()
-    assert scheduled == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+    scheduled = get_queue("store").scheduled_job_registry.get_job_ids()
+    assert scheduled == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
 
 
 def test_an_expired_lease_is_recorded_as_abandoned_and_made_due_again(api, settings):
     run = upload(api)
-    claim = run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
     ImportRun.objects.filter(id=run.id).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
@@ -118,14 +118,14 @@ def test_an_expired_lease_is_recorded_as_abandoned_and_made_due_again(api, setti
     abandoned = StageAttempt.objects.get(id=claim.attempt.id)
     assert (abandoned.error_code, abandoned.outcome) == ("worker_lost", "abandoned")
     assert "stopped responding" in abandoned.error_message
-    assert run.error_message == "The create step was interrupted; it is resuming elsewhere."
+    assert run.error_message == "The store step was interrupted; it is resuming elsewhere."
 
 
 def test_a_stage_that_keeps_losing_its_worker_becomes_dead_letter(api, settings):
     settings.PAPERLANE_POISON_CRASHES = 2
     run = upload(api)
     for n in (1, 2):
-        run_claim(run_id=run.id, stage="create", job_id=f"job-{n}", worker="host.1.create")
+        run_claim(run_id=run.id, stage="store", job_id=f"job-{n}", worker="host.1.store")
         ImportRun.objects.filter(id=run.id).update(
             lease_expires_at=timezone.now() - timedelta(seconds=1)
         )
@@ -138,7 +138,7 @@ def test_a_stage_that_keeps_losing_its_worker_becomes_dead_letter(api, settings)
 
 def test_a_live_lease_is_left_alone(api):
     run = upload(api)
-    run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+    run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
 
     assert sweep_once().abandoned == 0
     run.refresh_from_db()
@@ -162,7 +162,7 @@ def test_an_upload_is_accepted_while_redis_is_down_and_delivered_later(api, sett
     settings.REDIS_URL = test_redis
     age(run)
     assert sweep_once().redelivered == 1
-    assert get_queue("create").job_ids == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+    assert get_queue("store").job_ids == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
 
 
 def test_uploads_are_answered_at_once_while_redis_is_silent_and_delivered_later(
@@ -186,31 +186,31 @@ def test_a_retry_left_scheduled_long_after_its_time_is_delivered_now(api, settin
     redis_connection().flushdb()
     past = timezone.now() - timedelta(seconds=30)
     ImportRun.objects.filter(id=run.id).update(due_at=past, status="processing")
-    job_id = stage_job_id(run_id=run.id, stage="create", attempt=0)
-    get_queue("create").enqueue_at(
-        past, "jobs.engine.execute_stage", str(run.id), "create", job_id=job_id
+    job_id = stage_job_id(run_id=run.id, stage="store", attempt=0)
+    get_queue("store").enqueue_at(
+        past, "jobs.engine.execute_stage", str(run.id), "store", job_id=job_id
     )
     age(run)
 
     assert sweep_once().redelivered == 1
-    assert get_queue("create").job_ids == [job_id]
+    assert get_queue("store").job_ids == [job_id]
 
 
 def test_it_redelivers_a_job_marked_queued_that_is_in_no_queue(api):
     run = upload(api)
     job_id = first_job_id(run)
-    assert redis_connection().lrem(get_queue("create").key, 0, job_id) == 1
+    assert redis_connection().lrem(get_queue("store").key, 0, job_id) == 1
     age(run)
     enqueued_long_ago(job_id)
 
     assert sweep_once().redelivered == 1
-    assert get_queue("create").job_ids == [job_id]
+    assert get_queue("store").job_ids == [job_id]
     assert Job.fetch(job_id, connection=redis_connection()).get_status() == "queued"
 
 
 def test_it_leaves_a_queued_job_that_a_worker_is_taking_off_its_queue(api):
     run = upload(api)
-    queue = get_queue("create")
+    queue = get_queue("store")
     # What a worker's dequeue does before it marks the job started.
     redis_connection().lmove(queue.key, queue.intermediate_queue_key)
     age(run)
@@ -229,7 +229,7 @@ def test_a_pass_bounded_to_two_runs_redelivers_the_two_oldest(api, monkeypatch):
         age(run, seconds=seconds)
 
     assert sweep_once().redelivered == 2
-    assert sorted(get_queue("create").job_ids) == sorted(
+    assert sorted(get_queue("store").job_ids) == sorted(
         [first_job_id(runs[1]), first_job_id(runs[3])]
     )
 
@@ -305,7 +305,7 @@ def test_the_sweep_command_without_loop_includes_the_orphan_pass(org):
 
 def test_a_job_missing_from_its_queue_is_left_until_the_redeliver_period_passes(api):
     run = upload(api)
-    redis_connection().lrem(get_queue("create").key, 0, first_job_id(run))
+    redis_connection().lrem(get_queue("store").key, 0, first_job_id(run))
     age(run)
 
     assert sweep_once().redelivered == 0
@@ -315,7 +315,7 @@ def test_a_pass_bounded_to_one_repair_abandons_the_lease_that_expired_first(api,
     monkeypatch.setattr("jobs.sweeper.REPAIRS_PER_PASS", 1)
     runs = [upload(api) for _ in range(3)]
     for n, (run, seconds) in enumerate(zip(runs, [10, 30, 20], strict=True)):
-        run_claim(run_id=run.id, stage="create", job_id=f"job-{n}", worker="host.1.create")
+        run_claim(run_id=run.id, stage="store", job_id=f"job-{n}", worker="host.1.store")
         ImportRun.objects.filter(id=run.id).update(
             lease_expires_at=timezone.now() - timedelta(seconds=seconds)
         )
