@@ -193,9 +193,9 @@ def prepare(worker_class: str, label: str, scratch: Path) -> tuple[dict[str, str
     return env, token, scratch / f"run_workers-{worker_class}-{label}.log"
 
 
-def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path) -> dict:
+def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path, label: str = "") -> dict:
     """Process one document set in one of the two upload modes; figures for the table."""
-    env, token, log_path = prepare(worker_class, str(len(pdfs)), scratch)
+    env, token, log_path = prepare(worker_class, f"{len(pdfs)}{label}", scratch)
     watched = stage_order()[1:]  # the first stage's jobs are no hand-off's
     with start_web_server(port=free_port(), env=env, workers=args.web_workers, threads=1) as base:
         if args.upload_while_processing:
@@ -306,9 +306,9 @@ def cost_figures(r: dict) -> dict:
 def run_costs(pdfs: list[bytes], args, scratch: Path) -> list[tuple[dict, dict]]:
     """The floor and ours on the same documents, --repeat times in turn: (floor, ours)."""
     pairs = []
-    for _ in range(args.repeat):
+    for number in range(1, args.repeat + 1):
         floor = run_floor(len(pdfs))
-        ours = run_burst("simple", pdfs, args, scratch)
+        ours = run_burst("simple", pdfs, args, scratch, label=f"-cost{number}")
         print_burst(f"Pipeline (cost run): {len(pdfs)} one-page PDFs, SimpleWorker", [ours])
         pairs.append((floor, cost_figures(ours)))
     return pairs

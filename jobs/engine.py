@@ -40,7 +40,6 @@ from jobs.services.workers import (
     Failure,
     run_claim,
     run_complete_stage,
-    run_lock_claimed,
     run_record_failure,
     run_release,
     run_set_progress,
@@ -94,11 +93,11 @@ class ClaimedStage:
     def complete(self) -> Iterator[None]:
         self.check()
         with transaction.atomic():
-            # Lock the run before the stage's own rows, the order cancel uses too.
-            if not run_lock_claimed(claim=self.claim):
-                raise LeaseLost(str(self.run.id))
-            yield
+            # Completing first locks the run before the stage's own rows (the order
+            # cancel uses too) and proves the hold is still ours; the stage's rows
+            # then commit with it, or nothing does.
             self._finish()
+            yield
         self.completed = True
 
     def finish(self) -> None:
@@ -109,6 +108,8 @@ class ClaimedStage:
         self.completed = True
 
     def _finish(self) -> None:
+        # The attempt's CPU and end are taken as the stage completes, before the
+        # stage's own rows are written in the same transaction.
         self.note_cpu()
         self.finished_run = run_complete_stage(
             claim=self.claim, following=next_stage(self.run.stage, source=self.run.source)

@@ -1,5 +1,6 @@
 """What a stage worker does to a run: claim it, keep it, report, complete or fail the stage."""
 
+import copy
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -155,12 +156,6 @@ def run_set_progress(*, claim: Claim, done: int, total: int) -> None:
         raise LeaseLost(str(claim.run.id))
 
 
-def run_lock_claimed(*, claim: Claim) -> bool:
-    """Lock the claimed run's row for the rest of the transaction; False if it is not ours."""
-    locked = ImportRun.objects.select_for_update().filter(id=claim.run.id, lease_owner=claim.owner)
-    return bool(list(locked.values_list("id", flat=True)))
-
-
 # Completing a stage as one statement: the run moves on (only if this worker still
 # holds it), and with it the attempt is closed and the transition written.
 COMPLETE_SQL = """
@@ -186,6 +181,8 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
     """Mark the claimed stage done and `following` due (or the run succeeded when None),
     with its attempt and transition, in one statement: on its own it is atomic, and
     inside the stage's transaction it commits with the stage's result.
+
+    Returns the run as the statement left it; `claim.run` stays the run as claimed.
     LeaseLost if the run is no longer this worker's."""
     run, attempt, now = claim.run, claim.attempt, timezone.now()
     changes = {
@@ -221,10 +218,11 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
         cursor.execute(sql, params)
         if cursor.fetchone()[0] != 1:
             raise LeaseLost(str(run.id))
+    finished = copy.copy(run)
     for field, value in changes.items():
-        setattr(run, field, value)
+        setattr(finished, field, value)
     attempt.outcome, attempt.finished_at = Outcome.SUCCEEDED, now
-    return run
+    return finished
 
 
 @dataclass(frozen=True)
