@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 Outcome = StageAttempt.Outcome
 
+# Seconds between two progress writes of one stage.
+PROGRESS_INTERVAL = 0.25
+
 # Errors of the infrastructure rather than the document: always worth a retry.
 TRANSIENT_TYPES = (
     TransientError,
@@ -69,6 +72,7 @@ class ClaimedStage:
         # The run as the stage's own transaction left it.
         self.finished_run: ImportRun | None = None
         self._cpu_started = time.thread_time()
+        self._progress_at = time.monotonic()
 
     def note_cpu(self) -> None:
         self.claim.attempt.cpu_ms = int((time.thread_time() - self._cpu_started) * 1000)
@@ -87,6 +91,12 @@ class ClaimedStage:
 
     def progress(self, done: int, total: int) -> None:
         self.check()
+        now = time.monotonic()
+        # Nobody sees a count that lasts milliseconds: a short stage (most small
+        # documents) writes none, a long one at most one every PROGRESS_INTERVAL.
+        if now - self._progress_at < PROGRESS_INTERVAL:
+            return
+        self._progress_at = now
         run_set_progress(claim=self.claim, done=done, total=total)
 
     @contextmanager

@@ -1,8 +1,11 @@
 """The stage engine in the test process: claims, duplicate deliveries, the history."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from documents.models import UsageEntry
+from jobs import engine
 from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.errors import LeaseLost
@@ -164,3 +167,32 @@ def test_the_engine_enqueues_the_next_stage_once_it_has_committed(api, redis_con
     assert get_queue("extract").job_ids == [stage_job_id(run_id=run.id, stage="extract", attempt=0)]
     job = get_queue("extract").fetch_job(get_queue("extract").job_ids[0])
     assert job.args == (str(run.id), "extract") and job.success_callback is None
+
+
+def progress_writes(statements: list[str]) -> int:
+    return sum(1 for sql in statements if sql.startswith('UPDATE "jobs_importrun" SET "progress'))
+
+
+def test_a_short_stage_writes_no_progress_and_a_long_one_does(api, settings, monkeypatch):
+    # Intervals far from the stages' times, so that a busy machine cannot blur them.
+    monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 60)
+    run = accepted_run(api, make_pdf(1))
+    assert execute_stage(str(run.id), "store")["outcome"] == "succeeded"
+    with CaptureQueriesContext(connection) as short:
+        assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
+    # Read now: the next request through the test client resets the query log.
+    short_writes = progress_writes([q["sql"] for q in short.captured_queries])
+    settings.PAPERLANE_EMBEDDER = "tests.support.embedders.SlowEmbedder"
+    settings.PAPERLANE_EMBED_BATCH_SIZE = 1
+    monkeypatch.setenv("EMBED_DELAY", "0.3")
+    monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 0.1)
+    slow = accepted_run(api, make_pdf(3, words_per_page=300))
+    for stage in ("store", "extract"):
+        assert execute_stage(str(slow.id), stage)["outcome"] == "succeeded"
+    with CaptureQueriesContext(connection) as long:
+        assert execute_stage(str(slow.id), "embed")["outcome"] == "succeeded"
+
+    assert short_writes == 0
+    batches = ImportRun.objects.get(id=slow.id).document.chunk_count
+    assert batches >= 3
+    assert progress_writes([q["sql"] for q in long.captured_queries]) >= batches - 1
