@@ -4,18 +4,25 @@ import copy
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from documents.models import Document, QuotaReservation
 from documents.services.quota import quota_release
 from jobs.errors import LeaseLost
 from jobs.models import ImportRun, RunStatus, StageAttempt
 from jobs.retry import backoff_seconds, retries_left
-from jobs.services.history import Actor, attempt_finish, dispatch_on_commit, run_save
+from jobs.services.history import (
+    Actor,
+    attempt_finish,
+    dispatch_on_commit,
+    run_record,
+    run_save,
+)
+from jobs.services.stage_sql import ClaimTake, StageDone, claim_statement, complete_statement
 
 Outcome = StageAttempt.Outcome
 
@@ -31,103 +38,32 @@ class Claim:
         return Actor.worker(self.attempt.worker)
 
 
-# The claim as one statement (one round trip, no transaction of its own): the
-# conditional UPDATE takes the stage, and in the same statement the attempt is
-# inserted, the queued -> processing change written to the history, and the
-# run returned with the document and reservation the stage works on. `old` locks
-# the row first so that its status is the one the UPDATE changed.
-CLAIM_SQL = """
-WITH old AS (
-    SELECT id, status FROM jobs_importrun WHERE id = %(run_id)s FOR UPDATE
-), claimed AS (
-    UPDATE jobs_importrun AS run SET
-        status = %(processing)s,
-        lease_owner = %(owner)s,
-        lease_expires_at = %(expires)s,
-        stage_attempts = run.stage_attempts + 1,
-        total_attempts = run.total_attempts + 1,
-        started_at = COALESCE(run.started_at, %(now)s),
-        updated_at = %(now)s,
-        stage_entered_at = CASE WHEN old.status = %(queued)s
-            THEN %(now)s ELSE run.stage_entered_at END
-    FROM old
-    WHERE run.id = old.id AND run.stage = %(stage)s AND run.lease_owner = ''
-        AND run.status IN (%(queued)s, %(processing)s)
-        AND (run.due_at IS NULL OR run.due_at <= %(now)s)
-    RETURNING run.*, old.status AS from_status
-), attempt AS (
-    INSERT INTO jobs_stageattempt (run_id, stage, generation, number, job_id, worker,
-        started_at, outcome, error_code, error_type, error_message, traceback)
-    SELECT id, stage, generation, stage_attempts, %(job_id)s, %(worker)s,
-        %(now)s, %(running)s, '', '', '', ''
-    FROM claimed
-    RETURNING id
-), started AS (
-    INSERT INTO jobs_runtransition (run_id, from_status, to_status, from_stage, to_stage,
-        actor_label, reason, created_at)
-    SELECT id, %(queued)s, %(processing)s, stage, stage, %(actor)s, %(reason)s, %(now)s
-    FROM claimed WHERE from_status = %(queued)s
-)
-SELECT {columns}, attempt.id
-FROM claimed CROSS JOIN attempt
-LEFT JOIN documents_document AS document ON document.id = claimed.document_id
-JOIN documents_quotareservation AS reservation ON reservation.id = claimed.reservation_id
-"""
-
-
-def _fields(model) -> list:
-    return list(model._meta.concrete_fields)
-
-
-@cache
-def _claim_sql() -> str:
-    parts = [(ImportRun, "claimed"), (Document, "document"), (QuotaReservation, "reservation")]
-    columns = ", ".join(
-        f'{alias}."{field.column}"' for model, alias in parts for field in _fields(model)
-    )
-    return CLAIM_SQL.format(columns=columns)
-
-
-def _instance(model, values: list):
-    return model.from_db(connection.alias, [f.attname for f in _fields(model)], values)
-
-
 def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Claim | None:
     """Take a due stage of a run for this worker, or return None if it is not ours to do.
 
     One conditional UPDATE decides: a duplicate delivery, a late one, a run
-    another worker holds, or a run that moved on all change zero rows. The
-    attempt record, the history of a queued run starting, and loading the run
-    with its document and reservation share its statement.
+    another worker holds, or a run that moved on all change zero rows. With it
+    the attempt is recorded, a queued run's start written to the history, and
+    the run loaded with its document and reservation: on PostgreSQL in the same
+    statement, elsewhere (the SQLite demo) in one transaction.
     """
     now = timezone.now()
-    owner = f"{job_id}@{worker}"
-    params = {
-        "run_id": run_id,
-        "stage": stage,
-        "owner": owner,
-        "expires": now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
-        "now": now,
-        "job_id": job_id,
-        "worker": worker,
-        "queued": RunStatus.QUEUED.value,
-        "processing": RunStatus.PROCESSING.value,
-        "running": Outcome.RUNNING.value,
-        "actor": Actor.worker(worker).label,
-        "reason": f"{stage} started",
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_claim_sql(), params)
-        row = cursor.fetchone()
-    if row is None:
+    take = ClaimTake(
+        run_id=run_id,
+        stage=stage,
+        owner=f"{job_id}@{worker}",
+        expires=now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
+        now=now,
+        job_id=job_id,
+        worker=worker,
+        actor=Actor.worker(worker),
+    )
+    taken = claim_statement(take) if connection.vendor == "postgresql" else _claim_steps(take)
+    if taken is None:
         return None
-    runs, documents = len(_fields(ImportRun)), len(_fields(Document))
-    run = _instance(ImportRun, list(row[:runs]))
-    if run.document_id is not None:
-        run.document = _instance(Document, list(row[runs : runs + documents]))
-    run.reservation = _instance(QuotaReservation, list(row[runs + documents : -1]))
+    run, attempt_id = taken
     attempt = StageAttempt(
-        id=row[-1],
+        id=attempt_id,
         run=run,
         stage=stage,
         generation=run.generation,
@@ -137,7 +73,52 @@ def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Cla
         started_at=now,
     )
     attempt._state.adding = False
-    return Claim(run=run, attempt=attempt, owner=owner)
+    return Claim(run=run, attempt=attempt, owner=take.owner)
+
+
+@transaction.atomic
+def _claim_steps(take: ClaimTake) -> tuple[ImportRun, int] | None:
+    due = ImportRun.objects.filter(
+        Q(due_at__isnull=True) | Q(due_at__lte=take.now),
+        id=take.run_id,
+        stage=take.stage,
+        lease_owner="",
+    )
+    changes = {
+        "status": RunStatus.PROCESSING,
+        "lease_owner": take.owner,
+        "lease_expires_at": take.expires,
+        "stage_attempts": F("stage_attempts") + 1,
+        "total_attempts": F("total_attempts") + 1,
+        "started_at": Coalesce("started_at", Value(take.now)),
+        "updated_at": take.now,
+    }
+    # Only queued -> processing changes the status: only it restarts the stage clock.
+    entered = {RunStatus.QUEUED: {"stage_entered_at": take.now}, RunStatus.PROCESSING: {}}
+    claimed_from = next(
+        (s for s in entered if due.filter(status=s).update(**changes, **entered[s]) == 1), None
+    )
+    if claimed_from is None:
+        return None
+    run = ImportRun.objects.select_related("document", "reservation").get(id=take.run_id)
+    attempt = StageAttempt.objects.create(
+        run=run,
+        stage=take.stage,
+        generation=run.generation,
+        number=run.stage_attempts,
+        job_id=take.job_id,
+        worker=take.worker,
+        started_at=take.now,
+    )
+    if claimed_from == RunStatus.QUEUED:
+        run_record(
+            run,
+            from_status=RunStatus.QUEUED,
+            from_stage=take.stage,
+            actor=take.actor,
+            reason=take.reason,
+        )
+    return run, attempt.id
 
 
 def run_renew_lease(*, run_id: uuid.UUID, owner: str) -> bool:
@@ -156,31 +137,11 @@ def run_set_progress(*, claim: Claim, done: int, total: int) -> None:
         raise LeaseLost(str(claim.run.id))
 
 
-# Completing a stage as one statement: the run moves on (only if this worker still
-# holds it), and with it the attempt is closed and the transition written.
-COMPLETE_SQL = """
-WITH done AS (
-    UPDATE jobs_importrun SET {changes}
-    WHERE id = %(run_id)s AND lease_owner = %(owner)s
-    RETURNING id, status, stage
-), attempt AS (
-    UPDATE jobs_stageattempt SET outcome = %(succeeded)s, finished_at = %(now)s,
-        cpu_ms = %(cpu_ms)s, error_code = '', error_type = '', error_message = '', traceback = ''
-    WHERE id = %(attempt_id)s AND EXISTS (SELECT FROM done)
-), moved AS (
-    INSERT INTO jobs_runtransition (run_id, from_status, to_status, from_stage, to_stage,
-        actor_label, reason, created_at)
-    SELECT id, %(processing)s, status, %(from_stage)s, stage, %(actor)s, %(reason)s, %(now)s
-    FROM done
-)
-SELECT count(*) FROM done
-"""
-
-
 def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
     """Mark the claimed stage done and `following` due (or the run succeeded when None),
     with its attempt and transition, in one statement: on its own it is atomic, and
-    inside the stage's transaction it commits with the stage's result.
+    inside the stage's transaction it commits with the stage's result (elsewhere
+    than PostgreSQL, three statements in a transaction).
 
     Returns the run as the statement left it; `claim.run` stays the run as claimed.
     LeaseLost if the run is no longer this worker's."""
@@ -200,29 +161,50 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
         changes.update(status=RunStatus.SUCCEEDED.value, finished_at=now, due_at=None)
     else:
         changes.update(stage=following, due_at=now, progress_done=0, progress_total=0)
-    from_stage = run.stage
-    sql = COMPLETE_SQL.format(changes=", ".join(f"{k} = %(set_{k})s" for k in changes))
-    params = {f"set_{k}": v for k, v in changes.items()} | {
-        "run_id": run.id,
-        "owner": claim.owner,
-        "attempt_id": attempt.id,
-        "cpu_ms": attempt.cpu_ms,
-        "now": now,
-        "succeeded": Outcome.SUCCEEDED.value,
-        "processing": RunStatus.PROCESSING.value,
-        "from_stage": from_stage,
-        "actor": claim.actor.label,
-        "reason": f"{from_stage} succeeded",
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        if cursor.fetchone()[0] != 1:
-            raise LeaseLost(str(run.id))
     finished = copy.copy(run)
     for field, value in changes.items():
         setattr(finished, field, value)
+    done = StageDone(
+        run_id=run.id,
+        owner=claim.owner,
+        attempt_id=attempt.id,
+        cpu_ms=attempt.cpu_ms,
+        changes=changes,
+        from_stage=run.stage,
+        actor=claim.actor,
+        now=now,
+    )
+    if connection.vendor == "postgresql":
+        completed = complete_statement(done)
+    else:
+        completed = _complete_steps(done, finished)
+    if not completed:
+        raise LeaseLost(str(run.id))
     attempt.outcome, attempt.finished_at = Outcome.SUCCEEDED, now
     return finished
+
+
+@transaction.atomic
+def _complete_steps(done: StageDone, finished: ImportRun) -> bool:
+    if not ImportRun.objects.filter(id=done.run_id, lease_owner=done.owner).update(**done.changes):
+        return False
+    StageAttempt.objects.filter(id=done.attempt_id).update(
+        outcome=Outcome.SUCCEEDED,
+        finished_at=done.now,
+        cpu_ms=done.cpu_ms,
+        error_code="",
+        error_type="",
+        error_message="",
+        traceback="",
+    )
+    run_record(
+        finished,
+        from_status=RunStatus.PROCESSING,
+        from_stage=done.from_stage,
+        actor=done.actor,
+        reason=done.reason,
+    )
+    return True
 
 
 @dataclass(frozen=True)
