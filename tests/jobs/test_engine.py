@@ -1,5 +1,7 @@
 """The stage engine in the test process: claims, duplicate deliveries, the history."""
 
+from types import SimpleNamespace
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -12,6 +14,7 @@ from jobs.errors import LeaseLost
 from jobs.models import ImportRun, RunTransition, StageAttempt
 from jobs.pipeline import first_stage
 from jobs.queues import get_queue
+from jobs.services import workers
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel
 from jobs.services.workers import run_claim, run_complete_stage, run_release
@@ -196,3 +199,44 @@ def test_a_short_stage_writes_no_progress_and_a_long_one_does(api, settings, mon
     batches = ImportRun.objects.get(id=slow.id).document.chunk_count
     assert batches >= 3
     assert progress_writes([q["sql"] for q in long.captured_queries]) >= batches - 1
+
+
+def test_other_databases_claim_and_complete_step_by_step_with_the_same_books(api, monkeypatch):
+    # The SQLite demo cannot run the one-statement versions; its path runs here instead.
+    monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
+    run = accepted_run(api, make_pdf(1))
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    assert run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.2.store") is None
+    assert claim.run.document.sha256 == run.document.sha256
+    run_release(claim=claim, reason="worker stopped")
+
+    run = drive(run.id)
+
+    assert run.status == "succeeded", run.error_message
+    attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
+    assert attempts == [
+        ("store", "abandoned"),
+        *[(s, "succeeded") for s in ("store", "extract", "embed", "settle")],
+    ]
+    history = list(RunTransition.objects.filter(run=run).values_list("to_status", "to_stage"))
+    assert history == [
+        ("queued", "store"),
+        ("processing", "store"),
+        ("processing", "extract"),
+        ("processing", "embed"),
+        ("processing", "settle"),
+        ("succeeded", "settle"),
+    ]
+
+
+def test_other_databases_complete_nothing_without_the_hold(api, monkeypatch):
+    monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
+    run = accepted_run(api, make_pdf(1))
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    ImportRun.objects.filter(id=run.id).update(lease_owner="job-9@host.9.store")
+
+    with pytest.raises(LeaseLost):
+        run_complete_stage(claim=claim, following="extract")
+
+    assert ImportRun.objects.get(id=run.id).stage == "store"
+    assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"
