@@ -79,7 +79,8 @@ class CpuMeter:
 
     Stage workers are the direct children of run_workers; a forked work horse is
     counted through its parent's cutime/cstime once it is reaped, so horses are
-    never sampled themselves (that would count them twice).
+    never sampled themselves (that would count them twice). A worker's fork server
+    and the extraction children it reaps (jobs/isolation.py) are "isolated".
     """
 
     def __init__(self, supervisor_pid: int) -> None:
@@ -93,7 +94,7 @@ class CpuMeter:
         self.sessions_start = self.sessions_end = 0
 
     def ticks(self) -> dict[tuple[str, int], int]:
-        """(kind, pid) -> CPU ticks so far, for kind workers, aux, web and pg."""
+        """(kind, pid) -> CPU ticks so far, for kind workers, isolated, aux, web and pg."""
         ticks: dict[tuple[str, int], int] = {}
         processes = _processes()
         gunicorn = [
@@ -101,8 +102,16 @@ class CpuMeter:
             for pid, (ppid, _, _, cmd) in processes.items()
             if ppid == os.getpid() and "gunicorn" in cmd
         ]
+        workers = {
+            pid
+            for pid, (ppid, _, _, cmd) in processes.items()
+            if ppid == self.supervisor_pid and "stage_worker" in cmd
+        }
         for pid, (ppid, own, reaped, cmd) in processes.items():
-            if pid == self.supervisor_pid or pid in gunicorn:
+            if ppid in workers and "forkserver" in cmd:
+                # A worker's fork server: its reaped children did the isolated extraction.
+                ticks["isolated", pid] = own + reaped
+            elif pid == self.supervisor_pid or pid in gunicorn:
                 # Their reaped children are counted while alive (or lost if they died).
                 ticks["aux" if pid == self.supervisor_pid else "web", pid] = own
             elif ppid == self.supervisor_pid:

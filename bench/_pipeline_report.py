@@ -130,7 +130,7 @@ hand-off      next stage's first attempt started_at (taken as its claim begins) 
               commits), per run and delivery generation; p50/p95 in ms, overall and per
               transition. In a burst it is mostly time waiting behind the backlog.
   split       to enqueue = previous finished_at -> next job's RQ enqueued_at (commit, the
-              on_success callback, the enqueue); queue wait = enqueued_at -> next started_at
+              engine's enqueue of the next stage); queue wait = enqueued_at -> next started_at
               (waiting for a free worker, dequeue, fork for rq.Worker, claim). Jobs are kept
               with result_ttl=0, so RQ deletes a job when it succeeds and enqueued_at can
               no longer be read afterwards: the bench polls Redis every {WATCH_MS} ms and
@@ -141,11 +141,12 @@ eff wall      sum(attempt finished_at - started_at) / (span x {CORES} cores), sp
               Exceeds 1 when more worker processes than cores share the CPU: a stage waiting
               for the CPU still counts as busy, so this overstates useful work.
 eff body cpu  sum(StageAttempt.cpu_ms) / (span x {CORES} cores): CPU time of the stage body's
-              own thread (claim, the completing UPDATEs and commit, RQ and the callback are
-              outside it). The honest "time inside stage bodies" figure.
+              own thread up to its completion (claim, the completing statement, the stage's
+              own writes and commit, RQ and the enqueue are outside it). The honest "time
+              inside stage bodies" figure.
 eff proc cpu  user+system CPU of the stage worker processes (forked horses included) from
               /proc/<pid>/stat / (span x {CORES} cores): stage bodies plus everything around
-              them in the workers (claim, commit, RQ bookkeeping, callbacks, forks).
+              them in the workers (claim, commit, RQ bookkeeping, enqueues, forks).
 cpu busy      share of the whole machine's CPU busy in the meter window (anything running,
               PostgreSQL, Redis, gunicorn, and other users of this machine).
 body ms       median attempt duration (wall) per stage, successful attempts.
@@ -153,7 +154,7 @@ cpu ms        median StageAttempt.cpu_ms per stage, successful attempts.
 not ok        stage attempts of measured runs whose outcome is not succeeded (should be 0).
 
 Paced table: one-page PDFs sent one at a time at --paced-rate to warm, idle workers, so
-hand-off is the dispatch latency of the chaining (stage commit -> on_success callback ->
+hand-off is the dispatch latency of the chaining (stage commit -> the engine's
 enqueue -> next worker claims); to enqueue / queue wait as above (p50/p95 ms); run latency
 = run created_at -> finished_at of succeeded runs.
 

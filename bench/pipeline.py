@@ -2,6 +2,16 @@
 
     .venv/bin/python bench/pipeline.py [--worker-class simple|fork|both] [--small 200]
         [--large 100] [--upload-while-processing] [--paced-rate 4] [--paced-count 40]
+        [--quick] [--repeat 1] [--no-floor] [--costs-n 20]
+
+Cost per document (printed first): the floor (bench/floor.py, a bare RQ chain of
+five no-op stages with our queues and worker layout) and our pipeline with
+SimpleWorker drain the same N one-page PDFs (--small) in turn, --repeat times, in
+the same hour; the table gives each one's worker CPU per document, PostgreSQL CPU
+per document and docs/s, and ours against the floor's beside the targets (worker
+CPU at most 2x the floor's, docs/s at least half). Then bench/stage_costs.py's
+table: SQL statements, transactions and CPU per stage, in-process. --quick stops
+there (no twenty-page set, no fork workers, no paced case).
 
 Every case below runs per worker class (RQ SimpleWorker, or rq.Worker, which forks a
 work horse per job) against a freshly created PostgreSQL database `paperlane_bench`
@@ -22,7 +32,7 @@ Burst cases, one per document set (N one-page PDFs, M twenty-page PDFs):
 Paced case: with the workers running and warmed up by one document, P one-page PDFs
 are uploaded one at a time at R per second, well below capacity, so no stage has a
 backlog: the hand-off is then the dispatch latency of the chaining itself (stage
-commit -> on_success callback -> enqueue -> the next worker claims).
+commit -> the engine's enqueue of the next stage -> the next worker claims).
 
 Timings come from the database (ImportRun, StageAttempt with its cpu_ms), CPU time
 of processes from /proc, and RQ's `enqueued_at` of each stage job, which must be read
@@ -40,7 +50,14 @@ from datetime import datetime
 from pathlib import Path
 
 import django.db
-from _common import SCRATCH, bench_env, fresh_database, median, organisation_with_token
+from _common import (
+    SCRATCH,
+    bench_env,
+    fresh_database,
+    median,
+    organisation_with_token,
+    print_table,
+)
 from _cpu import CORES, CpuMeter, machine_load, wait_quiet
 from _enqueue_watcher import EnqueueWatcher
 from _http import upload_all, upload_paced
@@ -55,7 +72,9 @@ from _workers import (
 )
 from django.db import close_old_connections
 from django.db.models import Count, Max
+from floor import run_floor
 from rq.suspension import resume, suspend
+from stage_costs import stage_costs
 
 from jobs.models import ImportRun, RunStatus, StageAttempt
 from jobs.queues import redis_connection
@@ -174,9 +193,9 @@ def prepare(worker_class: str, label: str, scratch: Path) -> tuple[dict[str, str
     return env, token, scratch / f"run_workers-{worker_class}-{label}.log"
 
 
-def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path) -> dict:
+def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path, label: str = "") -> dict:
     """Process one document set in one of the two upload modes; figures for the table."""
-    env, token, log_path = prepare(worker_class, str(len(pdfs)), scratch)
+    env, token, log_path = prepare(worker_class, f"{len(pdfs)}{label}", scratch)
     watched = stage_order()[1:]  # the first stage's jobs are no hand-off's
     with start_web_server(port=free_port(), env=env, workers=args.web_workers, threads=1) as base:
         if args.upload_while_processing:
@@ -221,8 +240,9 @@ def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path) -> dict
         cpu_aux=meter.seconds("aux"),
         cpu_web=meter.seconds("web"),
         cpu_pg=meter.seconds("pg"),
+        cpu_isolated=meter.seconds("isolated"),
         cpu_rest=meter.machine_busy_seconds
-        - sum(meter.seconds(kind) for kind in ("workers", "aux", "web", "pg"))
+        - sum(meter.seconds(kind) for kind in ("workers", "isolated", "aux", "web", "pg"))
         - meter.own,
         cpu_own=meter.own,
         cpu_watcher=watcher.cpu_seconds,
@@ -264,6 +284,108 @@ def run_paced(worker_class: str, args, scratch: Path) -> dict:
     return result
 
 
+# Targets of issue 9: ours against the floor, from the same run.
+CPU_RATIO_TARGET = 2.0
+RATE_RATIO_TARGET = 0.5
+
+
+def cost_figures(r: dict) -> dict:
+    """Our burst result as per-document figures comparable with the floor's."""
+    n = r["succeeded"] or float("nan")
+    return {
+        "name": "ours",
+        "n": r["runs"],
+        "docs_per_s": r["docs_per_s"],
+        "cpu_ms_per_doc": r["cpu_workers"] * 1000 / n,
+        "isolated_ms_per_doc": r["cpu_isolated"] * 1000 / n,
+        "pg_ms_per_doc": r["cpu_pg"] * 1000 / n,
+        "machine_busy": r["machine_busy"],
+    }
+
+
+def run_costs(pdfs: list[bytes], args, scratch: Path) -> list[tuple[dict, dict]]:
+    """The floor and ours on the same documents, --repeat times in turn: (floor, ours)."""
+    pairs = []
+    for number in range(1, args.repeat + 1):
+        floor = run_floor(len(pdfs))
+        ours = run_burst("simple", pdfs, args, scratch, label=f"-cost{number}")
+        print_burst(f"Pipeline (cost run): {len(pdfs)} one-page PDFs, SimpleWorker", [ours])
+        pairs.append((floor, cost_figures(ours)))
+    return pairs
+
+
+def print_costs(pairs: list[tuple[dict, dict]]) -> None:
+    headers = [
+        "run",
+        "who",
+        "worker CPU ms/doc",
+        "isolated ms/doc",
+        "PG CPU ms/doc",
+        "docs/s",
+        "cpu busy",
+        f"CPU x floor (<= {CPU_RATIO_TARGET:g})",
+        f"docs/s x floor (>= {RATE_RATIO_TARGET:g})",
+    ]
+    rows = []
+    for number, (floor, ours) in enumerate(pairs, 1):
+        cpu_ratio = ours["cpu_ms_per_doc"] / floor["cpu_ms_per_doc"]
+        rate_ratio = ours["docs_per_s"] / floor["docs_per_s"]
+        for r, ratios in ((floor, ("", "")), (ours, (cpu_ratio, rate_ratio))):
+            rows.append(
+                [
+                    str(number),
+                    r["name"],
+                    f"{r['cpu_ms_per_doc']:.1f}",
+                    f"{r.get('isolated_ms_per_doc', 0.0):.1f}",
+                    f"{r['pg_ms_per_doc']:.1f}",
+                    f"{r['docs_per_s']:.1f}",
+                    f"{r['machine_busy']:.2f}",
+                    *[
+                        _ratio(x, target, high)
+                        for x, target, high in zip(
+                            ratios,
+                            (CPU_RATIO_TARGET, RATE_RATIO_TARGET),
+                            (True, False),
+                            strict=True,
+                        )
+                    ],
+                ]
+            )
+    if len(pairs) > 1:
+        cpu = median([o["cpu_ms_per_doc"] / f["cpu_ms_per_doc"] for f, o in pairs])
+        rate = median([o["docs_per_s"] / f["docs_per_s"] for f, o in pairs])
+        rows.append(
+            [
+                "median",
+                "ours/floor",
+                "",
+                "",
+                "",
+                "",
+                "",
+                _ratio(cpu, CPU_RATIO_TARGET, True),
+                _ratio(rate, RATE_RATIO_TARGET, False),
+            ]
+        )
+    n = pairs[0][0]["n"]
+    print(f"\nCost per document: {n} one-page PDFs, ours beside the floor, {CORES} cores\n")
+    print_table(headers, rows)
+    print(
+        "  worker CPU: user+system of the stage worker processes in the drain window / docs;"
+        " isolated: the extraction children and their fork servers, whose start (about 0.7 s"
+        " once per extract worker) is in the window (ours only, not in worker CPU); PG: live"
+        " backends"
+        " of the bench database; floor: bench/floor.py (bare RQ, no-op stages)."
+    )
+
+
+def _ratio(value, target: float, at_most: bool) -> str:
+    if value == "":
+        return ""
+    met = value <= target if at_most else value >= target
+    return f"{value:.2f} {'ok' if met else 'MISSED'}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker-class", choices=["simple", "fork", "both"], default="both")
@@ -283,17 +405,31 @@ def main() -> None:
     parser.add_argument(
         "--paced-count", type=int, default=40, help="paced one-page uploads (0: skip)"
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="only the cost comparison and the stage costs (no large set, fork, paced)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="floor/ours pairs in the cost run")
+    parser.add_argument("--no-floor", action="store_true", help="skip the cost comparison")
+    parser.add_argument(
+        "--costs-n", type=int, default=20, help="documents for the stage costs (0: skip)"
+    )
     args = parser.parse_args()
     if args.paced_rate <= 0:
         parser.error("--paced-rate must be positive")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if args.quick:
+        args.large, args.paced_count = 0, 0
 
     scratch = SCRATCH
     print(f"Machine before the bench: {machine_load()}, {CORES} cores")
     classes = ["simple", "fork"] if args.worker_class == "both" else [args.worker_class]
     sets = []
-    if args.small > 0:
-        pdfs = [make_pdf(1, label=f"Doc {i} page") for i in range(args.small)]
-        sets.append((f"{args.small} one-page PDFs", pdfs))
+    small = [make_pdf(1, label=f"Doc {i} page") for i in range(args.small)]
+    if args.small > 0 and not args.quick:
+        sets.append((f"{args.small} one-page PDFs", small))
     if args.large > 0:
         pdfs = [make_pdf(20, label=f"Doc {i} page") for i in range(args.large)]
         sets.append((f"{args.large} twenty-page PDFs", pdfs))
@@ -304,6 +440,10 @@ def main() -> None:
     )
     started = time.monotonic()
     try:
+        if args.small > 0 and not args.no_floor:
+            print_costs(run_costs(small, args, scratch))
+        if args.costs_n > 0:
+            stage_costs(args.costs_n)
         for title, pdfs in sets:
             results = [run_burst(worker_class, pdfs, args, scratch) for worker_class in classes]
             print_burst(f"Pipeline: {title}, {mode}, {CORES} cores", results)

@@ -1,8 +1,8 @@
 """Deliver due stages to RQ. The database says what is due; Redis only delivers.
 
 Job ids are deterministic per (run, stage, attempt), so the accept path, the
-`on_success` callback and the sweeper can all ask for the same delivery and
-only one job exists. Enqueue failures are logged, never raised: the sweeper
+engine (after a stage's commit) and the sweeper can all ask for the same
+delivery and only one job exists. Enqueue failures are logged, never raised: the sweeper
 repairs them.
 """
 
@@ -15,7 +15,6 @@ from django.conf import settings
 from django.utils import timezone
 from redis import Redis
 from redis.exceptions import RedisError
-from rq import Callback
 from rq.exceptions import DuplicateJobError
 from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
@@ -30,7 +29,6 @@ from jobs.queues import get_queue, redis_connection, request_breaker, request_co
 logger = logging.getLogger(__name__)
 
 EXECUTE = "jobs.engine.execute_stage"
-ON_SUCCESS = Callback("jobs.dispatch.on_stage_job_success", timeout=30)
 
 
 def stage_job_id(*, run_id: uuid.UUID | str, stage: str, attempt: int, generation: int = 0) -> str:
@@ -46,7 +44,6 @@ def _job_options(stage: str, job_id: str) -> dict:
         # The outcome lives in StageAttempt rows; RQ need not keep job results.
         "result_ttl": 0,
         "failure_ttl": 7 * 24 * 3600,
-        "on_success": ON_SUCCESS,
     }
 
 
@@ -146,13 +143,9 @@ def next_delivery(run: ImportRun) -> dict | None:
 
 
 def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:
-    """RQ `on_success` callback: enqueue the next stage (or the retry) the job committed.
-
-    The job returns what its own transaction made due, so no second read is
-    needed. RQ runs this before it marks the job finished: a worker killed here
-    leaves a started job behind and may enqueue twice; the deterministic job id
-    makes the second enqueue a duplicate and the claim guard drops a re-run.
-    """
+    """RQ `on_success` callback of stage jobs enqueued before the engine enqueued the
+    next stage itself: enqueue what the job returned (a duplicate of the engine's
+    enqueue by its job id, so harmless)."""
     delivery = (result or {}).get("next")
     if delivery:
         stage_enqueue(**delivery)

@@ -2,9 +2,9 @@
 
 `execute_stage` is the RQ job function. It claims the stage with a
 conditional UPDATE (a duplicate or late delivery drops itself), holds a lease
-while the stage body works, records every try as a StageAttempt and lets the
-stage commit its result together with "next stage due". Errors are
-classified here, once, for every stage.
+while the stage body works, records every try as a StageAttempt, lets the
+stage commit its result together with "next stage due", then enqueues that
+next stage. Errors are classified here, once, for every stage.
 """
 
 import logging
@@ -27,19 +27,18 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from core.errors import ServiceError
-from jobs.dispatch import next_delivery
+from jobs.dispatch import next_delivery, stage_enqueue
 from jobs.errors import LeaseLost, PermanentError, TransientError
 from jobs.hosts import process_name
 from jobs.lease import keeper
 from jobs.logcontext import run_log_context
 from jobs.models import ImportRun, StageAttempt
-from jobs.pipeline import StageSpec, is_first, next_stage, stage_spec
+from jobs.pipeline import StageSpec, next_stage, stage_spec
 from jobs.services.workers import (
     Claim,
     Failure,
     run_claim,
     run_complete_stage,
-    run_lock_claimed,
     run_record_failure,
     run_release,
     run_set_progress,
@@ -48,6 +47,9 @@ from jobs.services.workers import (
 logger = logging.getLogger(__name__)
 
 Outcome = StageAttempt.Outcome
+
+# Seconds between two progress writes of one stage.
+PROGRESS_INTERVAL = 0.25
 
 # Errors of the infrastructure rather than the document: always worth a retry.
 TRANSIENT_TYPES = (
@@ -69,6 +71,7 @@ class ClaimedStage:
         # The run as the stage's own transaction left it.
         self.finished_run: ImportRun | None = None
         self._cpu_started = time.thread_time()
+        self._progress_at = time.monotonic()
 
     def note_cpu(self) -> None:
         self.claim.attempt.cpu_ms = int((time.thread_time() - self._cpu_started) * 1000)
@@ -87,21 +90,39 @@ class ClaimedStage:
 
     def progress(self, done: int, total: int) -> None:
         self.check()
+        now = time.monotonic()
+        # Nobody sees a count that lasts milliseconds: a short stage (most small
+        # documents) writes none, a long one at most one every PROGRESS_INTERVAL.
+        if now - self._progress_at < PROGRESS_INTERVAL:
+            return
+        self._progress_at = now
         run_set_progress(claim=self.claim, done=done, total=total)
 
     @contextmanager
     def complete(self) -> Iterator[None]:
         self.check()
         with transaction.atomic():
-            # Lock the run before the stage's own rows, the order cancel uses too.
-            if not run_lock_claimed(claim=self.claim):
-                raise LeaseLost(str(self.run.id))
+            # Completing first locks the run before the stage's own rows (the order
+            # cancel uses too) and proves the hold is still ours; the stage's rows
+            # then commit with it, or nothing does.
+            self._finish()
             yield
-            self.note_cpu()
-            self.finished_run = run_complete_stage(
-                claim=self.claim, following=next_stage(self.run.stage)
-            )
         self.completed = True
+
+    def finish(self) -> None:
+        """Complete a stage that has nothing of its own to save: one statement, no
+        transaction around it."""
+        self.check()
+        self._finish()
+        self.completed = True
+
+    def _finish(self) -> None:
+        # The attempt's CPU and end are taken as the stage completes, before the
+        # stage's own rows are written in the same transaction.
+        self.note_cpu()
+        self.finished_run = run_complete_stage(
+            claim=self.claim, following=next_stage(self.run.stage, source=self.run.source)
+        )
 
 
 def worker_name() -> str:
@@ -114,9 +135,11 @@ def worker_name() -> str:
 def execute_stage(run_id: str, stage: str) -> dict:
     """RQ job: do `stage` of run `run_id` if it is due.
 
-    Returns what happened and what the run waits for next, which the job's
-    `on_success` callback enqueues. Log lines written meanwhile carry the run,
-    the stage and (once claimed) the attempt number.
+    Once the stage's outcome has committed, enqueues what the run waits for
+    next (the next stage, or the retry) under its deterministic job id; if the
+    worker dies before that, the sweeper delivers it. Returns what happened and
+    that delivery. Log lines written meanwhile carry the run, the stage and
+    (once claimed) the attempt number.
     """
     with run_log_context(run_id=run_id, stage=stage):
         return _execute_stage(run_id, stage)
@@ -126,13 +149,7 @@ def _execute_stage(run_id: str, stage: str) -> dict:
     close_old_connections()
     job = get_current_job()
     job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
-    claim = run_claim(
-        run_id=uuid.UUID(run_id),
-        stage=stage,
-        job_id=job_id,
-        worker=worker_name(),
-        queued_first=is_first(stage),
-    )
+    claim = run_claim(run_id=uuid.UUID(run_id), stage=stage, job_id=job_id, worker=worker_name())
     if claim is None:
         logger.info(
             "run %s: %s is not due or is held elsewhere; dropping %s", run_id, stage, job_id
@@ -146,7 +163,10 @@ def _execute_stage(run_id: str, stage: str) -> dict:
         finally:
             keeper.release()
             close_old_connections()
-    return {"outcome": outcome, "next": next_delivery(run) if run is not None else None}
+    delivery = next_delivery(run) if run is not None else None
+    if delivery is not None:
+        stage_enqueue(**delivery)
+    return {"outcome": outcome, "next": delivery}
 
 
 def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:
@@ -155,8 +175,7 @@ def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:
         spec.run(context)
         if not context.completed:
             # Nothing of its own to save: completing only marks the next stage due.
-            with context.complete():
-                pass
+            context.finish()
         return Outcome.SUCCEEDED, context.finished_run
     except BaseException as exc:
         context.note_cpu()

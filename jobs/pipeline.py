@@ -60,21 +60,35 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec(Stage.SETTLE, settle.run, default_timeout=30, default_concurrency=1),
 )
 
+# The stages each source goes through, in order. An upload's document and bytes are
+# made at accept, so `create` would only confirm them: uploads start at `store`.
+SOURCE_STAGES: dict[str, tuple[str, ...]] = {
+    RunSource.WEB: (Stage.STORE, Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
+    RunSource.API: (Stage.STORE, Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
+    RunSource.CONNECTOR: tuple(spec.name for spec in STAGES),
+}
+
 _BY_NAME = {spec.name: spec for spec in STAGES}
-_NEXT = {spec.name: following.name for spec, following in zip(STAGES, STAGES[1:], strict=False)}
 
 
 def stage_spec(name: str) -> StageSpec:
     return _BY_NAME[name]
 
 
-def next_stage(name: str) -> str | None:
-    """The stage after `name`, or None when `name` is the last."""
-    return _NEXT.get(name)
+def first_stage(source: str) -> str:
+    """The stage a new run of `source` is due at."""
+    return SOURCE_STAGES[source][0]
 
 
-def is_first(name: str) -> bool:
-    return name == STAGES[0].name
+def next_stage(name: str, *, source: str) -> str | None:
+    """The stage after `name` for a run of `source`, or None when `name` is its last."""
+    stages = SOURCE_STAGES[source]
+    if name not in stages:
+        # A run that was due at a stage its source now skips (queued before the
+        # change) goes on in the full order.
+        stages = tuple(spec.name for spec in STAGES)
+    index = stages.index(name)
+    return stages[index + 1] if index + 1 < len(stages) else None
 
 
 # --- Queues: the lanes of each stage and priority ------------------------------

@@ -23,7 +23,8 @@ from documents.formats import inspect_upload
 from documents.models import ApiToken, Document, Organisation
 from documents.services.quota import quota_check, quota_reserve
 from documents.storage import document_storage_key, storage_delete, storage_put
-from jobs.models import ImportRun, RunStatus, Stage
+from jobs.models import ImportRun, RunStatus
+from jobs.pipeline import first_stage
 from jobs.services.admission import (
     OrganisationAtBound,
     admission_check,
@@ -160,7 +161,7 @@ def document_accept(
                 idempotency_key=idempotency_key or None,
                 request_sha256=sha256,
                 status=RunStatus.QUEUED,
-                stage=Stage.CREATE,
+                stage=first_stage(source),
                 due_at=timezone.now(),
                 created_by=user,
                 api_token=api_token,

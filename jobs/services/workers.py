@@ -1,11 +1,12 @@
 """What a stage worker does to a run: claim it, keep it, report, complete or fail the stage."""
 
+import copy
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -14,7 +15,14 @@ from documents.services.quota import quota_release
 from jobs.errors import LeaseLost
 from jobs.models import ImportRun, RunStatus, StageAttempt
 from jobs.retry import backoff_seconds, retries_left
-from jobs.services.history import Actor, attempt_finish, dispatch_on_commit, run_record, run_save
+from jobs.services.history import (
+    Actor,
+    attempt_finish,
+    dispatch_on_commit,
+    run_record,
+    run_save,
+)
+from jobs.services.stage_sql import ClaimTake, StageDone, claim_statement, complete_statement
 
 Outcome = StageAttempt.Outcome
 
@@ -30,45 +38,32 @@ class Claim:
         return Actor.worker(self.attempt.worker)
 
 
-@transaction.atomic
-def run_claim(
-    *, run_id: uuid.UUID, stage: str, job_id: str, worker: str, queued_first: bool = False
-) -> Claim | None:
+def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Claim | None:
     """Take a due stage of a run for this worker, or return None if it is not ours to do.
 
     One conditional UPDATE decides: a duplicate delivery, a late one, a run
-    another worker holds, or a run that moved on all change zero rows.
-    `queued_first` tries a still-queued run first (the first stage), saving
-    a statement on the likely path.
+    another worker holds, or a run that moved on all change zero rows. With it
+    the attempt is recorded, a queued run's start written to the history, and
+    the run loaded with its document and reservation: on PostgreSQL in the same
+    statement, elsewhere (the SQLite demo) in one transaction.
     """
     now = timezone.now()
-    owner = f"{job_id}@{worker}"
-    due = ImportRun.objects.filter(
-        Q(due_at__isnull=True) | Q(due_at__lte=now), id=run_id, stage=stage, lease_owner=""
+    take = ClaimTake(
+        run_id=run_id,
+        stage=stage,
+        owner=f"{job_id}@{worker}",
+        expires=now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
+        now=now,
+        job_id=job_id,
+        worker=worker,
+        actor=Actor.worker(worker),
     )
-    take = {
-        "status": RunStatus.PROCESSING,
-        "lease_owner": owner,
-        "lease_expires_at": now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
-        "stage_attempts": F("stage_attempts") + 1,
-        "total_attempts": F("total_attempts") + 1,
-        "started_at": Coalesce("started_at", Value(now)),
-        "updated_at": now,
-    }
-    # Two guarded tries instead of one so that the queued -> processing change,
-    # and only it, is written to the history.
-    order = [RunStatus.PROCESSING, RunStatus.QUEUED]
-    if queued_first:
-        order.reverse()
-    # Only queued -> processing changes the status: only it restarts the stage clock.
-    entered = {RunStatus.QUEUED: {"stage_entered_at": now}, RunStatus.PROCESSING: {}}
-    claimed_from = next(
-        (s for s in order if due.filter(status=s).update(**take, **entered[s]) == 1), None
-    )
-    if claimed_from is None:
+    taken = claim_statement(take) if connection.vendor == "postgresql" else _claim_steps(take)
+    if taken is None:
         return None
-    run = ImportRun.objects.select_related("document", "organisation", "reservation").get(id=run_id)
-    attempt = StageAttempt.objects.create(
+    run, attempt_id = taken
+    attempt = StageAttempt(
+        id=attempt_id,
         run=run,
         stage=stage,
         generation=run.generation,
@@ -77,16 +72,53 @@ def run_claim(
         worker=worker,
         started_at=now,
     )
-    claim = Claim(run=run, attempt=attempt, owner=owner)
+    attempt._state.adding = False
+    return Claim(run=run, attempt=attempt, owner=take.owner)
+
+
+@transaction.atomic
+def _claim_steps(take: ClaimTake) -> tuple[ImportRun, int] | None:
+    due = ImportRun.objects.filter(
+        Q(due_at__isnull=True) | Q(due_at__lte=take.now),
+        id=take.run_id,
+        stage=take.stage,
+        lease_owner="",
+    )
+    changes = {
+        "status": RunStatus.PROCESSING,
+        "lease_owner": take.owner,
+        "lease_expires_at": take.expires,
+        "stage_attempts": F("stage_attempts") + 1,
+        "total_attempts": F("total_attempts") + 1,
+        "started_at": Coalesce("started_at", Value(take.now)),
+        "updated_at": take.now,
+    }
+    # Only queued -> processing changes the status: only it restarts the stage clock.
+    entered = {RunStatus.QUEUED: {"stage_entered_at": take.now}, RunStatus.PROCESSING: {}}
+    claimed_from = next(
+        (s for s in entered if due.filter(status=s).update(**changes, **entered[s]) == 1), None
+    )
+    if claimed_from is None:
+        return None
+    run = ImportRun.objects.select_related("document", "reservation").get(id=take.run_id)
+    attempt = StageAttempt.objects.create(
+        run=run,
+        stage=take.stage,
+        generation=run.generation,
+        number=run.stage_attempts,
+        job_id=take.job_id,
+        worker=take.worker,
+        started_at=take.now,
+    )
     if claimed_from == RunStatus.QUEUED:
         run_record(
             run,
             from_status=RunStatus.QUEUED,
-            from_stage=stage,
-            actor=claim.actor,
-            reason=f"{stage} started",
+            from_stage=take.stage,
+            actor=take.actor,
+            reason=take.reason,
         )
-    return claim
+    return run, attempt.id
 
 
 def run_renew_lease(*, run_id: uuid.UUID, owner: str) -> bool:
@@ -105,16 +137,15 @@ def run_set_progress(*, claim: Claim, done: int, total: int) -> None:
         raise LeaseLost(str(claim.run.id))
 
 
-def run_lock_claimed(*, claim: Claim) -> bool:
-    """Lock the claimed run's row for the rest of the transaction; False if it is not ours."""
-    locked = ImportRun.objects.select_for_update().filter(id=claim.run.id, lease_owner=claim.owner)
-    return bool(list(locked.values_list("id", flat=True)))
-
-
 def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
-    """Mark the claimed stage done and `following` due (or the run succeeded when None).
-    Call inside the stage's transaction."""
-    run, now = claim.run, timezone.now()
+    """Mark the claimed stage done and `following` due (or the run succeeded when None),
+    with its attempt and transition, in one statement: on its own it is atomic, and
+    inside the stage's transaction it commits with the stage's result (elsewhere
+    than PostgreSQL, three statements in a transaction).
+
+    Returns the run as the statement left it; `claim.run` stays the run as claimed.
+    LeaseLost if the run is no longer this worker's."""
+    run, attempt, now = claim.run, claim.attempt, timezone.now()
     changes = {
         "lease_owner": "",
         "lease_expires_at": None,
@@ -127,23 +158,53 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
         "stage_entered_at": now,
     }
     if following is None:
-        changes.update(status=RunStatus.SUCCEEDED, finished_at=now, due_at=None)
+        changes.update(status=RunStatus.SUCCEEDED.value, finished_at=now, due_at=None)
     else:
         changes.update(stage=following, due_at=now, progress_done=0, progress_total=0)
-    if not ImportRun.objects.filter(id=run.id, lease_owner=claim.owner).update(**changes):
-        raise LeaseLost(str(run.id))
-    attempt_finish(claim.attempt, Outcome.SUCCEEDED)
-    from_stage = run.stage
+    finished = copy.copy(run)
     for field, value in changes.items():
-        setattr(run, field, value)
-    run_record(
-        run,
-        from_status=RunStatus.PROCESSING,
-        from_stage=from_stage,
+        setattr(finished, field, value)
+    done = StageDone(
+        run_id=run.id,
+        owner=claim.owner,
+        attempt_id=attempt.id,
+        cpu_ms=attempt.cpu_ms,
+        changes=changes,
+        from_stage=run.stage,
         actor=claim.actor,
-        reason=f"{from_stage} succeeded",
+        now=now,
     )
-    return run
+    if connection.vendor == "postgresql":
+        completed = complete_statement(done)
+    else:
+        completed = _complete_steps(done, finished)
+    if not completed:
+        raise LeaseLost(str(run.id))
+    attempt.outcome, attempt.finished_at = Outcome.SUCCEEDED, now
+    return finished
+
+
+@transaction.atomic
+def _complete_steps(done: StageDone, finished: ImportRun) -> bool:
+    if not ImportRun.objects.filter(id=done.run_id, lease_owner=done.owner).update(**done.changes):
+        return False
+    StageAttempt.objects.filter(id=done.attempt_id).update(
+        outcome=Outcome.SUCCEEDED,
+        finished_at=done.now,
+        cpu_ms=done.cpu_ms,
+        error_code="",
+        error_type="",
+        error_message="",
+        traceback="",
+    )
+    run_record(
+        finished,
+        from_status=RunStatus.PROCESSING,
+        from_stage=done.from_stage,
+        actor=done.actor,
+        reason=done.reason,
+    )
+    return True
 
 
 @dataclass(frozen=True)

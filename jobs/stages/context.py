@@ -19,7 +19,8 @@ class StageContext(Protocol):
         """Stop (LeaseLost) if this worker no longer holds the run: cancelled or taken over."""
 
     def progress(self, done: int, total: int) -> None:
-        """Report `done` of `total` steps; shown to the uploader and operators."""
+        """Report `done` of `total` steps; shown to the uploader and operators (written
+        at most every few hundred milliseconds: a short stage shows none)."""
 
     def complete(self) -> AbstractContextManager[None]:
         """A transaction in which the stage's result is saved together with

@@ -1,14 +1,14 @@
 """settle: charge the actual page count once and mark the run succeeded."""
 
 from core.errors import QuotaExceeded
-from documents.models import Document
 from documents.services.quota import quota_settle
 from jobs.errors import PermanentError
 from jobs.stages.context import StageContext
 
 
 def run(ctx: StageContext) -> None:
-    document = Document.objects.get(id=ctx.document.id)
+    # The claim loaded the document as extract left it: its page count is current.
+    document = ctx.document
     if document.page_count is None:
         raise PermanentError("The page count is missing; retry the run.", code="pages_missing")
     try:

@@ -30,7 +30,6 @@ from jobs.services.workers import (
     Failure,
     run_claim,
     run_complete_stage,
-    run_lock_claimed,
     run_record_failure,
     run_set_progress,
 )
@@ -95,7 +94,7 @@ def test_requeue_delivers_a_run_whose_job_was_lost_and_the_run_succeeds(
     assert "missing from Redis" in text(confirmation)
     assert outcomes(result) == {str(run.id): "changed"}
     # Delivered by the requeue itself, before any worker or sweeper runs.
-    assert waiting_job_ids("create") == [stage_job_id(run_id=run.id, stage="create", attempt=0)]
+    assert waiting_job_ids("store") == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
     with running_workers():
         finished = wait_terminal([run.id], timeout=60)[run.id]
     assert finished.status == "succeeded", finished.error_message
@@ -104,21 +103,21 @@ def test_requeue_delivers_a_run_whose_job_was_lost_and_the_run_succeeds(
 
 def test_requeue_leaves_a_running_stage_alone_and_says_why(api, org, operator):
     run = accepted_run(api, make_pdf(1))
-    for name in stage_queue_names("create"):
+    for name in stage_queue_names("store"):
         get_queue(name).empty()
-    run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+    run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
     before = ImportRun.objects.get(id=run.id)
     history = RunTransition.objects.filter(run=run).count()
 
     result = act(operator, "requeue", [run], reason="looks stuck")
 
     assert outcomes(result) == {str(run.id): "left alone"}
-    assert "its create stage is running on host.1.create (lease live until" in text(result)
+    assert "its store stage is running on host.1.store (lease live until" in text(result)
     after = ImportRun.objects.get(id=run.id)
     assert (after.updated_at, after.lease_owner) == (before.updated_at, before.lease_owner)
     assert RunTransition.objects.filter(run=run).count() == history
     assert not LogEntry.objects.filter(object_id=str(run.id)).exists()
-    assert waiting_count("create") == 0
+    assert waiting_count("store") == 0
 
 
 def test_requeue_leaves_a_run_whose_job_is_waiting_alone(api, org, operator):
@@ -127,8 +126,8 @@ def test_requeue_leaves_a_run_whose_job_is_waiting_alone(api, org, operator):
     result = act(operator, "requeue", [waiting])
 
     assert outcomes(result) == {str(waiting.id): "left alone"}
-    assert re.search(r"its job is queued in create\.interactive\.\d at position 1", text(result))
-    assert waiting_count("create") == 1
+    assert re.search(r"its job is queued in store\.interactive\.\d at position 1", text(result))
+    assert waiting_count("store") == 1
 
 
 # --- Retry, cancel, dead-letter ----------------------------------------------------------
@@ -182,12 +181,12 @@ def test_cancel_gives_the_reservation_back(api, org, operator):
     assert (run.status, run.reservation.status) == ("cancelled", "released")
     org.refresh_from_db()
     assert org.pages_reserved == 0
-    assert execute_stage(str(run.id), "create")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
 
 
 def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, operator):
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
 
     result = act(operator, "dead_letter", [run], reason="poisonous file")
 
@@ -195,8 +194,6 @@ def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, o
     # The worker, still running, reports, completes, fails or renews: all refused.
     with pytest.raises(LeaseLost):
         run_set_progress(claim=claim, done=1, total=2)
-    with transaction.atomic():
-        assert not run_lock_claimed(claim=claim)
     with pytest.raises(LeaseLost), transaction.atomic():
         run_complete_stage(claim=claim, following="store")
     failure = Failure(detail="boom")
@@ -211,19 +208,19 @@ def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, o
         )
         is None
     )
-    assert execute_stage(str(run.id), "create")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
     run.refresh_from_db()
     assert (run.status, run.lease_owner, run.reservation.status) == ("dead_letter", "", "released")
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "skipped"
     assert_quota_consistent(org)
 
 
-@pytest.mark.parametrize("stage", ["create", "settle"])
+@pytest.mark.parametrize("stage", ["store", "settle"])
 def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_undoes_it(
     api, org, operator, stage
 ):
     run = accepted_run(api, make_pdf(1))
-    stages_before = {"create": [], "settle": ["create", "store", "extract", "embed"]}[stage]
+    stages_before = {"store": [], "settle": ["store", "extract", "embed"]}[stage]
     for earlier in stages_before:
         assert execute_stage(str(run.id), earlier)["outcome"] == "succeeded"
     claim = run_claim(run_id=run.id, stage=stage, job_id="job-1", worker="host.1.w")
@@ -231,15 +228,16 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
 
     def worker_finishes():
         try:
+            # As the engine completes a stage: the run first (its row lock), then the
+            # stage's own rows, in one transaction.
             with transaction.atomic():
-                assert run_lock_claimed(claim=claim)
+                run_complete_stage(claim=claim, following=next_stage(stage, source=run.source))
                 holding.set()
                 time.sleep(0.5)  # the operator's dead-letter waits on the row lock
                 if stage == "settle":
                     quota_settle(
                         reservation=claim.run.reservation, document=claim.run.document, pages=1
                     )
-                run_complete_stage(claim=claim, following=next_stage(stage))
         finally:
             connection.close()
 
@@ -250,11 +248,11 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
     worker.join()
 
     run.refresh_from_db()
-    if stage == "create":
+    if stage == "store":
         # The worker's stage counted; the run was then taken out at the next one.
         assert outcomes(result) == {str(run.id): "changed"}
-        assert (run.status, run.stage, run.lease_owner) == ("dead_letter", "store", "")
-        assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
+        assert (run.status, run.stage, run.lease_owner) == ("dead_letter", "extract", "")
+        assert execute_stage(str(run.id), "extract")["outcome"] == "skipped"
         assert run.reservation.status == "released"
     else:
         # The worker settled first: the run succeeded and was charged; nothing undoes it.

@@ -1,15 +1,25 @@
 """The stage engine in the test process: claims, duplicate deliveries, the history."""
 
+from types import SimpleNamespace
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from documents.models import UsageEntry
+from jobs import engine
+from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
-from jobs.models import RunTransition, StageAttempt
+from jobs.errors import LeaseLost
+from jobs.models import ImportRun, RunTransition, StageAttempt
+from jobs.pipeline import first_stage
+from jobs.queues import get_queue
+from jobs.services import workers
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel
-from jobs.services.workers import run_claim
+from jobs.services.workers import run_claim, run_complete_stage, run_release
 from tests.support.files import make_pdf
-from tests.support.runs import drive
+from tests.support.runs import drive, unchecked_run
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -18,14 +28,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_the_same_stage_delivered_twice_does_its_work_once(api):
     run = accepted_run(api, make_pdf(2))
 
-    assert execute_stage(str(run.id), "create")["outcome"] == "succeeded"
-    assert execute_stage(str(run.id), "create")["outcome"] == "skipped"
-    for stage in ("store", "extract", "embed", "settle"):
+    assert execute_stage(str(run.id), "store")["outcome"] == "succeeded"
+    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
+    for stage in ("extract", "embed", "settle"):
         assert execute_stage(str(run.id), stage)["outcome"] == "succeeded"
     assert execute_stage(str(run.id), "embed")["outcome"] == "skipped"
     assert execute_stage(str(run.id), "settle")["outcome"] == "skipped"
 
-    assert StageAttempt.objects.filter(run=run).count() == 5
+    assert StageAttempt.objects.filter(run=run).count() == 4
     assert UsageEntry.objects.filter(document=run.document_id).count() == 1
 
 
@@ -41,8 +51,7 @@ def test_the_history_records_every_transition(api):
 
     history = list(RunTransition.objects.filter(run=run).values_list("to_status", "to_stage"))
     assert history == [
-        ("queued", "create"),
-        ("processing", "create"),
+        ("queued", "store"),
         ("processing", "store"),
         ("processing", "extract"),
         ("processing", "embed"),
@@ -53,9 +62,181 @@ def test_the_history_records_every_transition(api):
 
 def test_cancelling_a_run_mid_stage_closes_its_running_attempt(api):
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="create", job_id="job-1", worker="host.1.create")
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
 
     run_cancel(run=run, actor=Actor("test"))
 
     attempt = StageAttempt.objects.get(id=claim.attempt.id)
     assert (attempt.outcome, attempt.error_message) == ("skipped", "the run was cancelled")
+
+
+def test_an_upload_has_no_create_attempt_and_still_succeeds(api):
+    run = drive(accepted_run(api, make_pdf(2)).id)
+
+    assert run.status == "succeeded", run.error_message
+    attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
+    assert attempts == [(s, "succeeded") for s in ("store", "extract", "embed", "settle")]
+    assert UsageEntry.objects.filter(document=run.document_id).count() == 1
+
+
+def test_a_connector_import_starts_at_create(org):
+    run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
+    ImportRun.objects.filter(id=run.id).update(source="connector", stage=first_stage("connector"))
+
+    run = drive(run.id)
+
+    assert run.status == "succeeded", run.error_message
+    stages = list(StageAttempt.objects.filter(run=run).values_list("stage", flat=True))
+    assert stages == ["create", "store", "extract", "embed", "settle"]
+
+
+def test_an_upload_queued_at_create_before_uploads_skipped_it_goes_on_to_store(org):
+    run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
+    assert (run.source, run.stage) == ("api", "create")
+
+    assert drive(run.id).status == "succeeded"
+    stages = list(StageAttempt.objects.filter(run=run).values_list("stage", flat=True))
+    assert stages == ["create", "store", "extract", "embed", "settle"]
+
+
+def test_the_claim_drops_a_duplicate_delivery(api):
+    run = accepted_run(api, make_pdf(1))
+
+    first = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    again = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.2.store")
+    other = run_claim(run_id=run.id, stage="store", job_id="job-2", worker="host.2.store")
+
+    assert first is not None and again is None and other is None
+    assert StageAttempt.objects.filter(run=run).count() == 1
+    assert ImportRun.objects.get(id=run.id).lease_owner == "job-1@host.1.store"
+
+
+def test_the_claim_loads_what_the_stage_needs_and_records_its_attempt(
+    api, django_assert_num_queries
+):
+    run = accepted_run(api, make_pdf(1))
+
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+
+    with django_assert_num_queries(0):
+        loaded = (claim.run.document.sha256, claim.run.reservation.pages, claim.run.source)
+    assert loaded == (run.document.sha256, run.reservation.pages, "api")
+    assert (claim.run.status, claim.run.stage_attempts, claim.run.total_attempts) == (
+        "processing",
+        1,
+        1,
+    )
+    stored = StageAttempt.objects.get(id=claim.attempt.id)
+    assert (stored.stage, stored.number, stored.job_id, stored.outcome) == (
+        "store",
+        1,
+        "job-1",
+        "running",
+    )
+
+
+def test_only_a_queued_run_starting_is_written_to_the_history(api, settings):
+    settings.PAPERLANE_RETRY_BASE_SECONDS = 0
+    run = accepted_run(api, make_pdf(1))
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    # A retry claims the run while it is processing: no second "started" row.
+    run_release(claim=claim, reason="worker stopped")
+    run_claim(run_id=run.id, stage="store", job_id="job-2", worker="host.1.store")
+
+    started = RunTransition.objects.filter(run=run, to_status="processing")
+    assert list(started.values_list("from_status", "reason")) == [("queued", "store started")]
+
+
+def test_completing_a_stage_no_longer_held_changes_nothing(api):
+    run = accepted_run(api, make_pdf(1))
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    ImportRun.objects.filter(id=run.id).update(lease_owner="job-9@host.9.store")
+    transitions = RunTransition.objects.filter(run=run).count()
+
+    with pytest.raises(LeaseLost):
+        run_complete_stage(claim=claim, following="extract")
+
+    assert ImportRun.objects.get(id=run.id).stage == "store"
+    assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"
+    assert RunTransition.objects.filter(run=run).count() == transitions
+
+
+def test_the_engine_enqueues_the_next_stage_once_it_has_committed(api, redis_conn):
+    run = accepted_run(api, make_pdf(1))
+
+    result = execute_stage(str(run.id), "store")
+
+    assert result["next"]["stage"] == "extract"
+    assert get_queue("extract").job_ids == [stage_job_id(run_id=run.id, stage="extract", attempt=0)]
+    job = get_queue("extract").fetch_job(get_queue("extract").job_ids[0])
+    assert job.args == (str(run.id), "extract") and job.success_callback is None
+
+
+def progress_writes(statements: list[str]) -> int:
+    return sum(1 for sql in statements if sql.startswith('UPDATE "jobs_importrun" SET "progress'))
+
+
+def test_a_short_stage_writes_no_progress_and_a_long_one_does(api, settings, monkeypatch):
+    # Intervals far from the stages' times, so that a busy machine cannot blur them.
+    monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 60)
+    run = accepted_run(api, make_pdf(1))
+    assert execute_stage(str(run.id), "store")["outcome"] == "succeeded"
+    with CaptureQueriesContext(connection) as short:
+        assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
+    # Read now: the next request through the test client resets the query log.
+    short_writes = progress_writes([q["sql"] for q in short.captured_queries])
+    settings.PAPERLANE_EMBEDDER = "tests.support.embedders.SlowEmbedder"
+    settings.PAPERLANE_EMBED_BATCH_SIZE = 1
+    monkeypatch.setenv("EMBED_DELAY", "0.3")
+    monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 0.1)
+    slow = accepted_run(api, make_pdf(3, words_per_page=300))
+    for stage in ("store", "extract"):
+        assert execute_stage(str(slow.id), stage)["outcome"] == "succeeded"
+    with CaptureQueriesContext(connection) as long:
+        assert execute_stage(str(slow.id), "embed")["outcome"] == "succeeded"
+
+    assert short_writes == 0
+    batches = ImportRun.objects.get(id=slow.id).document.chunk_count
+    assert batches >= 3
+    assert progress_writes([q["sql"] for q in long.captured_queries]) >= batches - 1
+
+
+def test_other_databases_claim_and_complete_step_by_step_with_the_same_books(api, monkeypatch):
+    # The SQLite demo cannot run the one-statement versions; its path runs here instead.
+    monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
+    run = accepted_run(api, make_pdf(1))
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    assert run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.2.store") is None
+    assert claim.run.document.sha256 == run.document.sha256
+    run_release(claim=claim, reason="worker stopped")
+
+    run = drive(run.id)
+
+    assert run.status == "succeeded", run.error_message
+    attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
+    assert attempts == [
+        ("store", "abandoned"),
+        *[(s, "succeeded") for s in ("store", "extract", "embed", "settle")],
+    ]
+    history = list(RunTransition.objects.filter(run=run).values_list("to_status", "to_stage"))
+    assert history == [
+        ("queued", "store"),
+        ("processing", "store"),
+        ("processing", "extract"),
+        ("processing", "embed"),
+        ("processing", "settle"),
+        ("succeeded", "settle"),
+    ]
+
+
+def test_other_databases_complete_nothing_without_the_hold(api, monkeypatch):
+    monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
+    run = accepted_run(api, make_pdf(1))
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    ImportRun.objects.filter(id=run.id).update(lease_owner="job-9@host.9.store")
+
+    with pytest.raises(LeaseLost):
+        run_complete_stage(claim=claim, following="extract")
+
+    assert ImportRun.objects.get(id=run.id).stage == "store"
+    assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"

@@ -98,9 +98,9 @@ def test_it_reports_the_same_numbers_as_the_dashboard(token, api, org, redis_con
         assert value(samples, "paperlane_stage_lag_seconds", stage=stage.name) == pytest.approx(
             stage.lag_seconds or 0, abs=1
         )
-    # Both accepts enqueued their create job; drive() ran the first run's stages directly.
-    assert value(samples, "paperlane_stage_waiting_jobs", stage="create") == 2
-    assert waiting_count("create") == 2
+    # Both accepts enqueued their store job; drive() ran the first run's stages directly.
+    assert value(samples, "paperlane_stage_waiting_jobs", stage="store") == 2
+    assert waiting_count("store") == 2
     assert value(samples, "paperlane_organisation_pages_used", organisation="acme") == 2
     assert value(samples, "paperlane_organisation_pages_reserved", organisation="acme") == 3
     assert value(samples, "paperlane_organisation_pages_limit", organisation="acme") == 1000
@@ -124,7 +124,7 @@ def test_its_counters_move_as_documents_flow(token, api, org, settings):
     def moved(name, **labels):
         return value(after, name, **labels) - value(before, name, **labels)
 
-    for stage in ("create", "store", "extract", "embed", "settle"):
+    for stage in ("store", "extract", "embed", "settle"):
         assert (
             moved("paperlane_stage_attempts_total", stage=stage, outcome="succeeded", code="none")
             == 1

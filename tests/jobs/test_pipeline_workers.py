@@ -58,7 +58,7 @@ def test_a_multi_page_pdf_is_processed_end_to_end(api, org):
     assert finished.document.page_count == 7
     assert finished.document.chunk_count >= 7
     assert outcomes(finished) == [
-        (stage, "succeeded") for stage in ("create", "store", "extract", "embed", "settle")
+        (stage, "succeeded") for stage in ("store", "extract", "embed", "settle")
     ]
     assert_no_duplicate_chunks(finished)
     assert_charged_once(finished, 7)
@@ -66,7 +66,7 @@ def test_a_multi_page_pdf_is_processed_end_to_end(api, org):
     assert (org.pages_used, org.pages_reserved) == (7, 0)
     body = api.get(f"/api/v1/runs/{finished.id}").json()
     assert body["status"] == "succeeded" and body["page_count"] == 7
-    assert (body["attempts"], body["stage_attempts"]) == (5, 0)
+    assert (body["attempts"], body["stage_attempts"]) == (4, 0)
     assert body["progress"]["done"] == body["progress"]["total"]
 
 
@@ -141,14 +141,15 @@ def test_a_worker_that_dies_has_its_stage_taken_back_by_its_supervisor_at_once(a
     assert_charged_once(finished, 12)
 
 
-def test_a_stage_whose_callback_never_ran_is_repaired_by_the_sweeper(api, org):
+def test_a_stage_whose_next_enqueue_never_happened_is_repaired_by_the_sweeper(api, org):
     run = accepted_run(api, make_pdf(2))
-    redis_connection().flushdb()  # the accept path's enqueue is lost too
-    # The create stage commits "store is due" but, run outside RQ, no callback follows:
-    # exactly what a worker killed between its commit and its callback leaves behind.
-    assert execute_stage(str(run.id), "create")["outcome"] == "succeeded"
+    assert execute_stage(str(run.id), "store")["outcome"] == "succeeded"
+    # The store stage committed "extract is due"; losing every job now is exactly what
+    # a worker killed between its commit and its enqueue leaves behind (and the accept
+    # path's enqueue is lost too).
+    redis_connection().flushdb()
     run.refresh_from_db()
-    assert (run.stage, run.status) == ("store", "processing")
+    assert (run.stage, run.status) == ("extract", "processing")
 
     with running_workers():
         finished = wait_terminal([run.id], timeout=60)[run.id]
