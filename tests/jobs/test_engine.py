@@ -12,13 +12,12 @@ from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.errors import LeaseLost
 from jobs.models import ImportRun, RunTransition, StageAttempt
-from jobs.pipeline import first_stage
-from jobs.queues import get_queue
 from jobs.services import workers
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel
 from jobs.services.workers import run_claim, run_complete_stage, run_release
 from tests.support.files import make_pdf
+from tests.support.lanes import lane_of, waiting_job_ids
 from tests.support.runs import drive, unchecked_run
 from tests.support.uploads import accepted_run
 
@@ -77,17 +76,6 @@ def test_an_upload_has_no_create_attempt_and_still_succeeds(api):
     attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
     assert attempts == [(s, "succeeded") for s in ("store", "extract", "embed", "settle")]
     assert UsageEntry.objects.filter(document=run.document_id).count() == 1
-
-
-def test_a_connector_import_starts_at_create(org):
-    run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
-    ImportRun.objects.filter(id=run.id).update(source="connector", stage=first_stage("connector"))
-
-    run = drive(run.id)
-
-    assert run.status == "succeeded", run.error_message
-    stages = list(StageAttempt.objects.filter(run=run).values_list("stage", flat=True))
-    assert stages == ["create", "store", "extract", "embed", "settle"]
 
 
 def test_an_upload_queued_at_create_before_uploads_skipped_it_goes_on_to_store(org):
@@ -167,8 +155,8 @@ def test_the_engine_enqueues_the_next_stage_once_it_has_committed(api, redis_con
     result = execute_stage(str(run.id), "store")
 
     assert result["next"]["stage"] == "extract"
-    assert get_queue("extract").job_ids == [stage_job_id(run_id=run.id, stage="extract", attempt=0)]
-    job = get_queue("extract").fetch_job(get_queue("extract").job_ids[0])
+    assert waiting_job_ids("extract") == [stage_job_id(run_id=run.id, stage="extract", attempt=0)]
+    job = lane_of(waiting_job_ids("extract")[0]).fetch_job(waiting_job_ids("extract")[0])
     assert job.args == (str(run.id), "extract") and job.success_callback is None
 
 

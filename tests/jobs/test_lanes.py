@@ -13,7 +13,13 @@ from rq.worker import SimpleWorker
 from jobs.dispatch import delivery_of, enqueue_current, job_state, stage_redeliver
 from jobs.lanes import ForkingLaneWorker, LaneWorker, lane_choose, lane_worker_class
 from jobs.models import ImportRun, RunPriority, RunSource
-from jobs.pipeline import priority_queue_names, queue_for, queue_lane, stage_queue_names
+from jobs.pipeline import (
+    first_stage,
+    priority_queue_names,
+    queue_for,
+    queue_lane,
+    stage_queue_names,
+)
 from jobs.queues import get_queue, redis_connection
 from jobs.services.accept import document_accept
 from jobs.supervisor import default_children
@@ -62,7 +68,7 @@ def test_uploads_from_people_and_the_api_go_to_interactive_lanes(
         run = accept(org, source)
 
     lane = queue_lane(lane_of(delivery_job(run)).name)
-    assert (lane.stage, lane.priority) == ("create", INTERACTIVE)
+    assert (lane.stage, lane.priority) == (first_stage(source), INTERACTIVE)
 
 
 def delivery_job(run: ImportRun) -> str:
