@@ -219,6 +219,9 @@ PAPERLANE_BULK_EVERY = env.int("PAPERLANE_BULK_EVERY", default=4)
 PAPERLANE_RETRY_MAX_ATTEMPTS = env.int("PAPERLANE_RETRY_MAX_ATTEMPTS", default=5)
 PAPERLANE_RETRY_BASE_SECONDS = env.float("PAPERLANE_RETRY_BASE_SECONDS", default=2.0)
 PAPERLANE_RETRY_CAP_SECONDS = env.float("PAPERLANE_RETRY_CAP_SECONDS", default=300.0)
+# ...and a stage is dead-lettered only once it has also been failing this long: a short
+# provider outage must not use up a document's quick tries.
+PAPERLANE_RETRY_MIN_WINDOW_SECONDS = env.float("PAPERLANE_RETRY_MIN_WINDOW_SECONDS", default=60.0)
 # A stage still running this long past its timeout is hung: its worker is stopped.
 PAPERLANE_HUNG_MARGIN_SECONDS = env.int("PAPERLANE_HUNG_MARGIN_SECONDS", default=30)
 # A stage whose worker dies this many times in a row is poison: dead letter.

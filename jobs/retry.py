@@ -18,5 +18,12 @@ def backoff_seconds(*, attempt: int, rng: random.Random | None = None) -> float:
     return (rng or random).uniform(0, bound)
 
 
-def retries_left(*, attempt: int) -> bool:
-    return attempt < settings.PAPERLANE_RETRY_MAX_ATTEMPTS
+def retries_left(*, attempt: int, in_stage_seconds: float = 0.0) -> bool:
+    """Whether a stage that failed its `attempt`-th try, `in_stage_seconds` after it
+    started, is tried again. Both bounds must be reached before it is dead-lettered:
+    a few quick tries (full jitter can make them very quick) must not give up on a
+    provider that is down for only a short while."""
+    return (
+        attempt < settings.PAPERLANE_RETRY_MAX_ATTEMPTS
+        or in_stage_seconds < settings.PAPERLANE_RETRY_MIN_WINDOW_SECONDS
+    )

@@ -8,6 +8,8 @@ os.environ.setdefault("MEDIA_ROOT", "/tmp/paperlane-test-media")
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 # The tests' servers speak plain HTTP on loopback.
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+# Runs reach the dead letter by the try bound alone; test_retry_policy.py covers the window.
+os.environ.setdefault("PAPERLANE_RETRY_MIN_WINDOW_SECONDS", "0")
 os.environ.setdefault("SESSION_COOKIE_SECURE", "false")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "false")
 # Playwright's sync API runs an event loop in the test thread; the ORM calls the

@@ -258,7 +258,10 @@ def run_record_failure(
     if permanent:
         run.status, run.finished_at, run.due_at = RunStatus.FAILED, now, None
         reason = f"{run.stage} failed: {failure.detail}"
-    elif retries_left(attempt=run.stage_attempts):
+    elif retries_left(
+        attempt=run.stage_attempts,
+        in_stage_seconds=(now - run.stage_entered_at).total_seconds(),
+    ):
         delay = backoff_seconds(attempt=run.stage_attempts)
         run.due_at = now + timedelta(seconds=delay)
         reason = (
@@ -268,7 +271,8 @@ def run_record_failure(
     else:
         run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
         run.error_message = (
-            f"The {run.stage} step failed {run.stage_attempts} times in a row; "
+            f"The {run.stage} step failed {run.stage_attempts} times in a row, over "
+            f"{(now - run.stage_entered_at).total_seconds():.0f} seconds; "
             "an operator can look into it and retry."
         )
         reason = f"{run.stage} failed {run.stage_attempts} times; last error: {failure.detail}"

@@ -1,6 +1,11 @@
 import random
 
+import pytest
+
 from jobs.retry import backoff_seconds, retries_left
+from jobs.services.workers import Failure, run_claim, run_record_failure
+from tests.support.files import make_pdf
+from tests.support.uploads import accepted_run
 
 
 def test_backoff_bounds_grow_exponentially_up_to_the_cap(settings):
@@ -24,5 +29,41 @@ def test_two_runs_failing_together_do_not_retry_together(settings):
 
 def test_retries_stop_at_the_configured_bound(settings):
     settings.PAPERLANE_RETRY_MAX_ATTEMPTS = 3
+    settings.PAPERLANE_RETRY_MIN_WINDOW_SECONDS = 60
 
-    assert [retries_left(attempt=n) for n in (1, 2, 3, 4)] == [True, True, False, False]
+    after = 61
+    assert [retries_left(attempt=n, in_stage_seconds=after) for n in (1, 2, 3, 4)] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
+def test_quick_failures_are_retried_until_the_stage_has_failed_for_the_window(settings):
+    settings.PAPERLANE_RETRY_MAX_ATTEMPTS = 3
+    settings.PAPERLANE_RETRY_MIN_WINDOW_SECONDS = 60
+
+    # Five quick tries inside a ten-second outage: not given up on.
+    assert retries_left(attempt=5, in_stage_seconds=10)
+    assert not retries_left(attempt=5, in_stage_seconds=60)
+
+
+@pytest.mark.parametrize(("window", "status"), [(60, "processing"), (0, "dead_letter")])
+def test_a_stage_past_its_tries_but_inside_the_window_is_tried_again(api, settings, window, status):
+    settings.PAPERLANE_RETRY_MAX_ATTEMPTS = 1
+    settings.PAPERLANE_RETRY_MIN_WINDOW_SECONDS = window
+    run = accepted_run(api, make_pdf(1))
+    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+
+    after = run_record_failure(
+        claim=claim,
+        outcome="transient_error",
+        code="transient_error",
+        message="A temporary problem.",
+        failure=Failure(detail="provider answered 503"),
+        permanent=False,
+    )
+
+    assert after.status == status
+    assert (after.due_at is not None) == (status == "processing")
