@@ -8,6 +8,7 @@ SIGKILLs, a flushed Redis.
 import os
 import signal
 from collections import Counter
+from datetime import datetime
 
 import pytest
 
@@ -70,48 +71,14 @@ def test_a_multi_page_pdf_is_processed_end_to_end(api, org):
     assert body["progress"]["done"] == body["progress"]["total"]
 
 
-def test_a_worker_killed_during_embed_is_resumed_elsewhere(api, org):
+def kill_the_embed_worker_half_way(api, **env: str) -> tuple[ImportRun, datetime]:
+    """Process a 12-page PDF with slow embedding, SIGKILL the worker holding its embed
+    stage half way, and return the ended run and when the worker was killed."""
     env = {
         "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
         "PAPERLANE_EMBED_BATCH_SIZE": "2",
         "EMBED_DELAY": "0.4",
-        # The shipped defaults: the 60 s promise must hold without tuning.
-        "PAPERLANE_LEASE_SECONDS": "30",
-        "PAPERLANE_SWEEP_INTERVAL_SECONDS": "5",
-    }
-    with running_workers(**env):
-        run = accepted_run(api, make_pdf(12, words_per_page=300))
-        holder = wait_for(
-            lambda: (
-                ImportRun.objects.filter(id=run.id, stage="embed", progress_done__gte=4)
-                .exclude(lease_owner="")
-                .values_list("lease_owner", flat=True)
-                .first()
-            ),
-            timeout=60,
-            what="embed to be half way",
-        )
-        worker_pid = int(holder.split("@", 1)[1].split(".")[-2])
-        os.kill(worker_pid, signal.SIGKILL)
-        killed_at = ImportRun.objects.get(id=run.id).updated_at
-
-        finished = wait_terminal([run.id], timeout=60)[run.id]
-
-    assert finished.status == "succeeded", finished.error_message
-    assert (finished.finished_at - killed_at).total_seconds() < 60
-    embed = [outcome for stage, outcome in outcomes(finished) if stage == "embed"]
-    assert embed == ["abandoned", "succeeded"]
-    assert_no_duplicate_chunks(finished)
-    assert_charged_once(finished, 12)
-
-
-def test_a_worker_that_dies_has_its_stage_taken_back_by_its_supervisor_at_once(api, org):
-    env = {
-        "PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder",
-        "PAPERLANE_EMBED_BATCH_SIZE": "2",
-        "EMBED_DELAY": "0.4",
-        # A lease far longer than the test: only the supervisor can bring the stage back.
-        "PAPERLANE_LEASE_SECONDS": "600",
+        **env,
     }
     with running_workers(**env):
         run = accepted_run(api, make_pdf(12, words_per_page=300))
@@ -127,16 +94,32 @@ def test_a_worker_that_dies_has_its_stage_taken_back_by_its_supervisor_at_once(a
         )
         os.kill(int(holder.split("@", 1)[1].split(".")[-2]), signal.SIGKILL)
         killed_at = ImportRun.objects.get(id=run.id).updated_at
+        return wait_terminal([run.id], timeout=60)[run.id], killed_at
 
-        finished = wait_terminal([run.id], timeout=60)[run.id]
+
+def test_a_worker_killed_during_embed_is_resumed_elsewhere(api, org):
+    # The shipped defaults: the 60 s promise must hold without tuning.
+    finished, killed_at = kill_the_embed_worker_half_way(
+        api, PAPERLANE_LEASE_SECONDS="30", PAPERLANE_SWEEP_INTERVAL_SECONDS="5"
+    )
+
+    assert finished.status == "succeeded", finished.error_message
+    assert (finished.finished_at - killed_at).total_seconds() < 60
+    embed = [outcome for stage, outcome in outcomes(finished) if stage == "embed"]
+    assert embed == ["abandoned", "succeeded"]
+    assert_no_duplicate_chunks(finished)
+    assert_charged_once(finished, 12)
+
+
+def test_a_worker_that_dies_has_its_stage_taken_back_by_its_supervisor_at_once(api, org):
+    # A lease far longer than the test: only the supervisor can bring the stage back.
+    finished, killed_at = kill_the_embed_worker_half_way(api, PAPERLANE_LEASE_SECONDS="600")
 
     assert finished.status == "succeeded", finished.error_message
     lost = finished.attempts_log.get(stage="embed", outcome="abandoned")
     assert (lost.finished_at - killed_at).total_seconds() < 10
-    assert (
-        "killed by signal 9"
-        in finished.transitions.get(actor_label__startswith="supervisor:").reason
-    )
+    taken_back = finished.transitions.get(actor_label__startswith="supervisor:")
+    assert "killed by signal 9" in taken_back.reason
     assert_no_duplicate_chunks(finished)
     assert_charged_once(finished, 12)
 
