@@ -1,53 +1,18 @@
 """The burst's clients: threads with one HTTP connection each, honouring 429 + Retry-After."""
 
-import http.client
 import json
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from _burst_corpus import Upload
+from _http import UploadClient
 
 from tests.support.files import multipart_body
 
 MAX_TRIES = 6  # sends of one upload refused with 429, at most
 RETRY_AFTER_CAP = 60.0  # seconds; a longer Retry-After is waited for this long
-
-
-class Client:
-    """One HTTP connection to the API (reopened after a transport error)."""
-
-    def __init__(self, base: str, token: str, timeout: float = 60) -> None:
-        self.address = urlsplit(base)
-        self.token = token
-        self.timeout = timeout
-        self.conn: http.client.HTTPConnection | None = None
-
-    def post(self, body: bytes, content_type: str) -> tuple[int, str | None, bytes]:
-        """(status or 0 on a transport error, Retry-After, body)."""
-        if self.conn is None:
-            self.conn = http.client.HTTPConnection(
-                self.address.hostname, self.address.port, timeout=self.timeout
-            )
-        try:
-            self.conn.request(
-                "POST",
-                "/api/v1/documents",
-                body=body,
-                headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type},
-            )
-            response = self.conn.getresponse()
-            return response.status, response.getheader("Retry-After"), response.read()
-        except (OSError, http.client.HTTPException):
-            self.conn.close()
-            self.conn = None
-            return 0, None, b""
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
 
 
 @dataclass
@@ -89,7 +54,7 @@ def send_all(
 
     def client_loop(index: int) -> None:
         org = orgs[index % len(orgs)]
-        client = Client(base, tokens[org])
+        client = UploadClient(base, tokens[org])
         try:
             start.wait(timeout=60)
             while not stop.is_set():
@@ -100,7 +65,7 @@ def send_all(
                 body, content_type = multipart_body(upload.filename, upload.path.read_bytes())
                 for tries in range(1, MAX_TRIES + 1):
                     sent = time.perf_counter()
-                    status, retry_after, payload = client.post(body, content_type)
+                    status, retry_after, payload = client.send(body, content_type)
                     ms = (time.perf_counter() - sent) * 1000
                     with lock:
                         requests.append(

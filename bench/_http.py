@@ -38,6 +38,12 @@ class UploadClient:
 
     def post(self, body: bytes, content_type: str) -> tuple[int, bytes]:
         """POST one multipart body; (HTTP status or 0 on a transport error, response body)."""
+        status, _, payload = self.send(body, content_type)
+        return status, payload
+
+    def send(self, body: bytes, content_type: str) -> tuple[int, str | None, bytes]:
+        """POST one multipart body; (HTTP status or 0 on a transport error, Retry-After,
+        response body)."""
         if self.conn is None:
             self.conn = http.client.HTTPConnection(
                 self.address.hostname, self.address.port, timeout=self.timeout
@@ -50,11 +56,11 @@ class UploadClient:
                 headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type},
             )
             response = self.conn.getresponse()
-            return response.status, response.read()
+            return response.status, response.getheader("Retry-After"), response.read()
         except (OSError, http.client.HTTPException):
             self.conn.close()
             self.conn = None
-            return 0, b""
+            return 0, None, b""
 
     def upload(self, name: str, pdf: bytes) -> tuple[int, str | None]:
         """POST one PDF; (HTTP status or 0 on a transport error, run id if accepted)."""

@@ -113,7 +113,7 @@ from documents.services.organisations import organisation_create
 from documents.services.tokens import api_token_authenticate, api_token_create
 from jobs.stats.snapshot import stage_lags
 from tests.support.pipeline import runs_not_ended
-from tests.support.processes import free_port
+from tests.support.processes import free_port, stop_group
 
 ACCESS_LOG = SCRATCH / "gunicorn-access.log"
 LAG_GRACE = 30.0  # seconds for the queues to empty once every run has ended
@@ -129,21 +129,6 @@ CLIENTS_WHY = (
 
 
 # --- Processes --------------------------------------------------------------------------
-
-
-def stop_group(process: subprocess.Popen, *, grace: float) -> None:
-    """SIGTERM the process, wait `grace` seconds, then SIGKILL its whole process group."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
 
 
 def start_gunicorn(env: dict[str, str], workers: int, threads: int, log: Path, access: Path):

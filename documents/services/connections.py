@@ -93,6 +93,24 @@ def connection_pause(*, connection: Connection, reason: str = "paused by a perso
     return connection
 
 
+def connection_make_active(*, connection: Connection, also_save: tuple[str, ...] = ()) -> None:
+    """Active, no failures counted, due to sync now; saves that and the `also_save`
+    fields the caller changed. The caller holds the row's lock."""
+    connection.status, connection.status_reason = Status.ACTIVE, ""
+    connection.consecutive_failures = 0
+    connection.next_sync_at = timezone.now()
+    connection.save(
+        update_fields=[
+            *also_save,
+            "status",
+            "status_reason",
+            "consecutive_failures",
+            "next_sync_at",
+            "updated_at",
+        ]
+    )
+
+
 @transaction.atomic
 def connection_resume(*, connection: Connection) -> Connection:
     """Sync again now, with a clean failure count. A connection that needs reconnecting
@@ -101,18 +119,7 @@ def connection_resume(*, connection: Connection) -> Connection:
     if connection.status == Status.NEEDS_RECONNECT:
         raise Conflict("This connection must be connected again before it can sync.")
     if connection.status != Status.ACTIVE:
-        connection.status, connection.status_reason = Status.ACTIVE, ""
-        connection.consecutive_failures = 0
-        connection.next_sync_at = timezone.now()
-        connection.save(
-            update_fields=[
-                "status",
-                "status_reason",
-                "consecutive_failures",
-                "next_sync_at",
-                "updated_at",
-            ]
-        )
+        connection_make_active(connection=connection)
     return connection
 
 
@@ -127,19 +134,7 @@ def connection_reconnected(*, connection: Connection, credentials: dict) -> Conn
     """New credentials from a person connecting again: active, syncing now."""
     connection = _locked(connection)
     connection.credentials_encrypted = credentials_encrypt(credentials)
-    connection.status, connection.status_reason = Status.ACTIVE, ""
-    connection.consecutive_failures = 0
-    connection.next_sync_at = timezone.now()
-    connection.save(
-        update_fields=[
-            "credentials_encrypted",
-            "status",
-            "status_reason",
-            "consecutive_failures",
-            "next_sync_at",
-            "updated_at",
-        ]
-    )
+    connection_make_active(connection=connection, also_save=("credentials_encrypted",))
     return connection
 
 

@@ -2,10 +2,10 @@
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.utils import timezone
 
 from documents.models import Connection, Organisation
 from documents.secrets import credentials_encrypt
+from documents.services.connections import connection_make_active
 
 
 @transaction.atomic
@@ -30,19 +30,8 @@ def connection_connect_onedrive(
     connection.folder_path = folder_path
     connection.credentials_encrypted = credentials_encrypt(credentials)
     connection.provider_state = {**(connection.provider_state or {}), "drive_id": drive_id}
-    connection.status, connection.status_reason = Connection.Status.ACTIVE, ""
-    connection.consecutive_failures = 0
-    connection.next_sync_at = timezone.now()
-    connection.save(
-        update_fields=[
-            "folder_path",
-            "credentials_encrypted",
-            "provider_state",
-            "status",
-            "status_reason",
-            "consecutive_failures",
-            "next_sync_at",
-            "updated_at",
-        ]
+    connection_make_active(
+        connection=connection,
+        also_save=("folder_path", "credentials_encrypted", "provider_state"),
     )
     return connection

@@ -9,27 +9,13 @@ from documents.services.connections import connection_create_local
 from documents.services.organisations import organisation_set_limit
 from tests.documents.conftest import page_text
 from tests.support.files import make_pdf
-from tests.support.folders import sync, write
+from tests.support.folders import local_folder_fixtures, sync, write
 from tests.support.runs import drive
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def _fast_settle(settings):
-    settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
-
-
-@pytest.fixture
-def folder(tmp_path):
-    path = tmp_path / "shared"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def connection(org, folder):
-    return connection_create_local(organisation=org, path=str(folder))
+_fast_settle, folder, connection = local_folder_fixtures("shared")
 
 
 def imported(connection, folder, files: dict) -> list:

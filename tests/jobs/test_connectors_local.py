@@ -3,7 +3,6 @@
 import pytest
 
 from documents.models import Chunk, Connection, ConnectorImport, Document, UsageEntry
-from documents.services.connections import connection_create_local
 from documents.services.organisations import organisation_set_limit
 from jobs.connectors import sync as sync_module
 from jobs.connectors.local import LocalFolderProvider
@@ -11,28 +10,13 @@ from jobs.models import ImportRun
 from jobs.services.history import Actor
 from jobs.services.people import run_retry
 from tests.support.files import make_docx, make_pdf
-from tests.support.folders import fingerprint, sync, write
+from tests.support.folders import fingerprint, local_folder_fixtures, sync, write
 from tests.support.runs import drive
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def _fast_settle(settings):
-    # Two polls in a row see a file unchanged: enough to list it in these tests.
-    settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
-
-
-@pytest.fixture
-def folder(tmp_path):
-    path = tmp_path / "scans"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def connection(org, folder):
-    return connection_create_local(organisation=org, path=str(folder))
+_fast_settle, folder, connection = local_folder_fixtures("scans")
 
 
 def sync_until_listed(connection):

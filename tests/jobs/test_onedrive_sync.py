@@ -17,7 +17,7 @@ from jobs.connectors.sync import connection_record_page, connection_sync
 from jobs.errors import PermanentError
 from jobs.models import ImportRun
 from tests.support.files import make_docx, make_pdf
-from tests.support.graph_server import GraphServer, connected, graph_settings
+from tests.support.graph_server import connected, graph_fixture, graph_settings
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
 from tests.support.processes import ROOT, process_env
 from tests.support.runs import drive
@@ -25,12 +25,7 @@ from tests.support.runs import drive
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def graph(settings):
-    with GraphServer() as server:
-        for name, value in graph_settings(server).items():
-            setattr(settings, name, value)
-        yield server
+graph = graph_fixture()
 
 
 @pytest.fixture

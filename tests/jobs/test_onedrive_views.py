@@ -19,7 +19,7 @@ from jobs.connectors.onedrive import OneDriveProvider, client_state
 from jobs.connectors.sync import connection_sync
 from jobs.models import ImportRun
 from tests.support.files import make_pdf
-from tests.support.graph_server import GraphServer, connected, graph_settings
+from tests.support.graph_server import GraphServer, connected, graph_fixture, graph_settings
 from tests.support.pipeline import running_workers, wait_for
 from tests.support.processes import process_env, web_server
 
@@ -28,12 +28,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 NOTIFY = "/connections/onedrive/notifications/"
 
 
-@pytest.fixture
-def graph(settings):
-    with GraphServer() as server:
-        for name, value in graph_settings(server).items():
-            setattr(settings, name, value)
-        yield server
+graph = graph_fixture()
 
 
 def notification(state: str) -> dict:

@@ -5,7 +5,10 @@ import hashlib
 import os
 from pathlib import Path
 
+import pytest
+
 from documents.models import Connection
+from documents.services.connections import connection_create_local
 from jobs.connectors.sync import SyncOutcome, connection_sync
 
 
@@ -39,3 +42,29 @@ def sync(connection: Connection) -> SyncOutcome:
     assert outcome is not None, "the sync was held elsewhere"
     connection.refresh_from_db()
     return outcome
+
+
+def local_folder_fixtures(name: str):
+    """The fixtures a local-connector test module binds at its top level:
+    `_fast_settle, folder, connection = local_folder_fixtures("scans")`.
+
+    `_fast_settle` (autouse) lists a file once two polls in a row see it unchanged,
+    `folder` is an empty folder `name` under tmp_path, and `connection` is the `org`
+    fixture's local connection to it."""
+
+    @pytest.fixture(autouse=True)
+    def _fast_settle(settings):
+        # Two polls in a row see a file unchanged: enough to list it in these tests.
+        settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
+
+    @pytest.fixture
+    def folder(tmp_path):
+        path = tmp_path / name
+        path.mkdir()
+        return path
+
+    @pytest.fixture
+    def connection(org, folder):
+        return connection_create_local(organisation=org, path=str(folder))
+
+    return _fast_settle, folder, connection

@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+import pytest
 
 DRIVE_ID = "b!fakeDrive0001"
 ROOT_ID = "ROOT"
@@ -733,6 +734,20 @@ def graph_settings(graph: GraphServer) -> dict[str, object]:
         "PAPERLANE_ONEDRIVE_LOGIN_URL": graph.url,
         "PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS": 5.0,
     }
+
+
+def graph_fixture():
+    """The `graph` fixture a OneDrive test module binds with `graph = graph_fixture()`:
+    a GraphServer for one test, with the test's settings pointed at it."""
+
+    @pytest.fixture
+    def graph(settings):
+        with GraphServer() as server:
+            for name, value in graph_settings(server).items():
+                setattr(settings, name, value)
+            yield server
+
+    return graph
 
 
 def connected(graph: GraphServer, organisation, folder: str = "/Contracts", **token_args):

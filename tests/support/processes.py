@@ -89,6 +89,21 @@ def start_web_server(*, port: int, env: dict[str, str], workers: int, threads: i
             process.wait()
 
 
+def stop_group(process: subprocess.Popen, *, grace: float) -> None:
+    """SIGTERM the process, wait `grace` seconds, then SIGKILL its whole process group."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
 @contextmanager
 def run_workers_process(
     *, env: dict[str, str], args: tuple[str, ...] = (), stdout=None, stop_timeout: float = 40
@@ -106,14 +121,4 @@ def run_workers_process(
     try:
         yield process
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=stop_timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait()
+        stop_group(process, grace=stop_timeout)
