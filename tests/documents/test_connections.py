@@ -86,10 +86,12 @@ def test_a_connection_that_needs_reconnecting_resumes_only_by_reconnecting(org):
 
 def test_pause_and_resume_are_idempotent(org, tmp_path):
     connection = connection_create_local(organisation=org, path=str(tmp_path))
+    Connection.objects.filter(id=connection.id).update(consecutive_failures=4)
     connection_pause(connection=connection, reason="first")
     again = connection_pause(connection=connection, reason="second")
     assert (again.status, again.status_reason) == ("paused", "first")
     resumed = connection_resume(connection=connection)
+    resumed.refresh_from_db()
     assert resumed.status == "active" and resumed.consecutive_failures == 0
     assert connection_resume(connection=connection).status == "active"
 
