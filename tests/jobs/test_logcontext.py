@@ -10,8 +10,8 @@ from jobs.embedding import HashingEmbedder
 from jobs.engine import execute_stage
 from jobs.logcontext import WORKER_FORMAT, RunContextFilter
 from jobs.models import ImportRun
-from jobs.queues import get_queue
 from tests.support.files import make_pdf
+from tests.support.lanes import waiting_count
 from tests.support.processes import ROOT, process_env
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -71,7 +71,7 @@ def test_a_stage_worker_prints_the_run_stage_and_attempt(api):
     for stage in ("store", "extract"):
         assert execute_stage(str(run.id), stage)["outcome"] == "succeeded"
     # extract enqueued embed once it had committed, for the worker below.
-    assert get_queue("embed").count == 1
+    assert waiting_count("embed") == 1
     env = process_env(
         PAPERLANE_EMBEDDER="tests.support.embedders.AlwaysBusyEmbedder",
         PAPERLANE_RETRY_MAX_ATTEMPTS="1",
