@@ -232,6 +232,9 @@ PAPERLANE_LEASE_SECONDS = env.int("PAPERLANE_LEASE_SECONDS", default=30)
 PAPERLANE_SWEEP_INTERVAL_SECONDS = env.float("PAPERLANE_SWEEP_INTERVAL_SECONDS", default=5.0)
 # A due stage whose job has not started after this long is delivered again.
 PAPERLANE_REDELIVER_AFTER_SECONDS = env.int("PAPERLANE_REDELIVER_AFTER_SECONDS", default=60)
+# A job marked queued for this long that sits in no lane (its worker died between taking
+# it and starting it) is delivered again.
+PAPERLANE_STRANDED_AFTER_SECONDS = env.int("PAPERLANE_STRANDED_AFTER_SECONDS", default=10)
 # Stored files no document points to (an accept killed before its commit) are
 # deleted once older than the grace, by a sweeper pass run every interval.
 PAPERLANE_ORPHAN_GRACE_SECONDS = env.int("PAPERLANE_ORPHAN_GRACE_SECONDS", default=3600)

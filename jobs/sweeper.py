@@ -120,13 +120,15 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
             key = Job.redis_job_namespace_prefix + job_id
             pipe.hmget(key, "status", "enqueued_at", "started_at", "origin")
         states = pipe.execute()
-    # LPOS walks the list, so only jobs queued longer than PAPERLANE_REDELIVER_AFTER_SECONDS
-    # (the rule for started jobs) are looked for: in a healthy system none, in a backlog
-    # the oldest, which LPOS finds near the head. A minute's delay is cheap for so rare a loss.
+    # LPOS walks the list, so only jobs queued longer than PAPERLANE_STRANDED_AFTER_SECONDS
+    # are looked for: in a healthy system none, in a backlog the oldest, which LPOS finds
+    # near the head. A worker killed between taking a job off its lanes and starting it
+    # leaves one: a host lost, a worker killed under load; found within seconds, not minutes.
+    stranded_before = timezone.now() - timedelta(seconds=settings.PAPERLANE_STRANDED_AFTER_SECONDS)
     long_queued = [
         (job_id, origin.decode())
         for job_id, (status, enqueued, _, origin) in zip(job_ids, states, strict=True)
-        if status == b"queued" and enqueued and rq_time(enqueued) < stale_before and origin
+        if status == b"queued" and enqueued and rq_time(enqueued) < stranded_before and origin
     ]
     stranded = _in_no_queue(connection, long_queued)
     redelivered = 0

@@ -210,6 +210,23 @@ def test_it_redelivers_a_job_marked_queued_that_is_in_no_queue(api):
     assert Job.fetch(job_id, connection=redis_connection()).get_status() == "queued"
 
 
+def test_a_job_taken_off_its_lane_by_a_worker_that_died_is_redelivered_within_seconds(
+    api, settings
+):
+    settings.PAPERLANE_STRANDED_AFTER_SECONDS = 10
+    run = upload(api)
+    job_id = first_job_id(run)
+    # A worker popped it (BLPOP over its lanes) and was killed before starting it.
+    assert redis_connection().lrem(lane_of(job_id).key, 0, job_id) == 1
+    age(run)
+
+    enqueued_long_ago(job_id, seconds=5)
+    assert sweep_once().redelivered == 0  # a worker may be starting it this instant
+    enqueued_long_ago(job_id, seconds=15)
+    assert sweep_once().redelivered == 1  # not a minute (the started-job rule) later
+    assert waiting_job_ids("store") == [job_id]
+
+
 def test_it_redelivers_a_job_left_in_a_queue_no_worker_reads_to_a_lane(api, settings):
     run = upload(api)
     job_id = first_job_id(run)
