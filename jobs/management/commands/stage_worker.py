@@ -5,7 +5,7 @@ from django.utils.module_loading import import_string
 from jobs.hosts import host_name, process_name
 from jobs.lanes import lane_worker_class
 from jobs.logcontext import install_worker_logging
-from jobs.pipeline import PRIORITIES, STAGES, priority_queue_names
+from jobs.pipeline import PRIORITIES, STAGES, priority_queue_names, stage_spec
 from jobs.queues import get_queue, redis_connection
 
 # RQ's registration of a worker lasts this + 60 s past its last heartbeat, and an idle
@@ -36,6 +36,9 @@ class Command(BaseCommand):
             raise CommandError(f"unknown stage {', '.join(unknown)}; stages: {', '.join(known)}")
         # Lines written during a stage name its run, stage and attempt.
         install_worker_logging()
+        for stage in stages:
+            if warm_up := stage_spec(stage).warm_up:
+                warm_up()
         worker_class = lane_worker_class(import_string(settings.PAPERLANE_WORKER_CLASS))
         # The preferred priority's lanes first: the dashboard reads the preference from it.
         order = (prefers, *(p for p in PRIORITIES if p != prefers))
