@@ -500,9 +500,11 @@ def main() -> int:
             data["samples"] = [s.__dict__ for s in result["sampler"].samples]
             if result["chaos"] is not None:
                 data["events"] = [e.__dict__ for e in result["chaos"].events]
+            args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(json_safe(data), indent=2, default=str))
             print(f"JSON written to {args.json}")
         if args.chart:
+            args.chart.parent.mkdir(parents=True, exist_ok=True)
             title = f"Burst: {f['uploads']} uploads from {args.clients} clients"
             write_chart(args.chart, result, f, title + (" under chaos" if chaos_on else ""))
             print(f"Chart written to {args.chart}")
