@@ -164,6 +164,9 @@ def report_stages(run_ids) -> None:
         rows = list(
             attempts.filter(stage=spec.name).values_list("cpu_ms", "started_at", "finished_at")
         )
+        if not rows:
+            print(f"  {spec.name:8} not run for these documents (uploads start at store)")
+            continue
         cpu = sorted(r[0] or 0 for r in rows)
         wall = sorted((r[2] - r[1]).total_seconds() * 1000 for r in rows)
         print(
@@ -219,6 +222,8 @@ def _named(data: bytes):
 
 
 def _drain() -> None:
+    # In burst mode RQ polls each lane with LPOP instead of one BLPOP over all of them, so
+    # the Redis counts include about 9 LPOPs per stage job that running workers do not make.
     queues = [get_queue(name) for name in all_queue_names()]
     SimpleWorker(queues, connection=redis_connection()).work(burst=True, logging_level="WARNING")
 
