@@ -21,14 +21,8 @@ def duplicate_chunks(run_ids: Iterable) -> int:
     whose run succeeded, rows of its current version beyond the chunk count it recorded."""
     runs = ImportRun.objects.filter(id__in=list(run_ids))
     document_ids = list(runs.values_list("document_id", flat=True))
-    shared = (
-        Chunk.objects.filter(document_id__in=document_ids)
-        .values("document_id", "version", "index")
-        .order_by()
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .aggregate(extra=Sum(F("n") - 1))["extra"]
-        or 0
+    shared = _beyond_one(
+        Chunk.objects.filter(document_id__in=document_ids), "document_id", "version", "index"
     )
     succeeded = Document.objects.filter(
         id__in=runs.filter(status=RunStatus.SUCCEEDED).values("document_id")
@@ -40,9 +34,18 @@ def duplicate_chunks(run_ids: Iterable) -> int:
 def double_charges(run_ids: Iterable) -> int:
     """Usage entries beyond one per organisation, document and document version."""
     document_ids = ImportRun.objects.filter(id__in=list(run_ids)).values("document_id")
+    return _beyond_one(
+        UsageEntry.objects.filter(document_id__in=document_ids),
+        "organisation_id",
+        "document_id",
+        "document_version",
+    )
+
+
+def _beyond_one(rows, *key: str) -> int:
+    """How many of `rows` share their `key` with an earlier one (0 when every key is unique)."""
     return (
-        UsageEntry.objects.filter(document_id__in=document_ids)
-        .values("organisation_id", "document_id", "document_version")
+        rows.values(*key)
         .order_by()
         .annotate(n=Count("id"))
         .filter(n__gt=1)

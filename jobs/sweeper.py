@@ -99,6 +99,7 @@ def _redeliver_lost_jobs() -> int:
     # Leave a moment for the accept path and callbacks to enqueue on their own.
     settled_before = now - timedelta(seconds=2)
     stale_before = now - timedelta(seconds=settings.PAPERLANE_REDELIVER_AFTER_SECONDS)
+    stranded_before = now - timedelta(seconds=settings.PAPERLANE_STRANDED_AFTER_SECONDS)
     runs = list(
         ImportRun.objects.filter(
             status__in=ACTIVE_STATUSES, lease_owner="", updated_at__lt=settled_before
@@ -108,12 +109,16 @@ def _redeliver_lost_jobs() -> int:
     )
     connection = redis_connection()
     return sum(
-        _redeliver_batch(connection, runs[offset : offset + REDIS_BATCH], stale_before)
+        _redeliver_batch(
+            connection, runs[offset : offset + REDIS_BATCH], stale_before, stranded_before
+        )
         for offset in range(0, len(runs), REDIS_BATCH)
     )
 
 
-def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: datetime) -> int:
+def _redeliver_batch(
+    connection: Redis, runs: list[ImportRun], stale_before: datetime, stranded_before: datetime
+) -> int:
     job_ids = [current_job_id(run) for run in runs]
     with connection.pipeline(transaction=False) as pipe:
         for job_id in job_ids:
@@ -124,7 +129,6 @@ def _redeliver_batch(connection: Redis, runs: list[ImportRun], stale_before: dat
     # are looked for: in a healthy system none, in a backlog the oldest, which LPOS finds
     # near the head. A worker killed between taking a job off its lanes and starting it
     # leaves one: a host lost, a worker killed under load; found within seconds, not minutes.
-    stranded_before = timezone.now() - timedelta(seconds=settings.PAPERLANE_STRANDED_AFTER_SECONDS)
     long_queued = [
         (job_id, origin.decode())
         for job_id, (status, enqueued, _, origin) in zip(job_ids, states, strict=True)
