@@ -26,7 +26,10 @@ class EnqueueWatcher:
     report says how many hand-offs were covered, and the thread's own CPU time.
     """
 
-    def __init__(self, stages: list[str]) -> None:
+    def __init__(self, stages: list[str], *, enabled: bool = True) -> None:
+        # Disabled, it reads nothing: its polls load Redis and the CPU, which a run that
+        # measures cost must not carry (bench/pipeline.py's cost runs).
+        self.enabled = enabled
         self.redis = redis.Redis.from_url(BENCH_REDIS_URL)
         # The interactive lanes of each stage (jobs/pipeline.py names them): the bench's
         # documents are all API uploads; bulk lanes would only add Redis reads per poll.
@@ -39,12 +42,14 @@ class EnqueueWatcher:
         self._thread = threading.Thread(target=self._loop, name="enqueue-watcher", daemon=True)
 
     def __enter__(self) -> "EnqueueWatcher":
-        self._thread.start()
+        if self.enabled:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc_info) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self.enabled:
+            self._thread.join(timeout=10)
 
     def _loop(self) -> None:
         started = time.thread_time()

@@ -193,8 +193,12 @@ def prepare(worker_class: str, label: str, scratch: Path) -> tuple[dict[str, str
     return env, token, scratch / f"run_workers-{worker_class}-{label}.log"
 
 
-def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path, label: str = "") -> dict:
-    """Process one document set in one of the two upload modes; figures for the table."""
+def run_burst(
+    worker_class: str, pdfs: list[bytes], args, scratch: Path, label: str = "", watch: bool = True
+) -> dict:
+    """Process one document set in one of the two upload modes; figures for the table.
+    `watch`: read the jobs' enqueue times from Redis for the hand-off split (a cost run
+    does not: the polling would load the system it measures)."""
     env, token, log_path = prepare(worker_class, f"{len(pdfs)}{label}", scratch)
     watched = stage_order()[1:]  # the first stage's jobs are no hand-off's
     with start_web_server(port=free_port(), env=env, workers=args.web_workers, threads=1) as base:
@@ -204,7 +208,7 @@ def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path, label: 
                 warm_up(base, token, supervisor, log_path)
                 meter = CpuMeter(supervisor.pid)
                 meter.start()
-                with EnqueueWatcher(watched) as watcher:
+                with EnqueueWatcher(watched, enabled=watch) as watcher:
                     run_ids, statuses, first_upload, upload_s = upload_all(
                         base, token, pdfs, args.clients
                     )
@@ -219,7 +223,7 @@ def run_burst(worker_class: str, pdfs: list[bytes], args, scratch: Path, label: 
                     wait_workers(supervisor, suspended=True)
                     meter = CpuMeter(supervisor.pid)
                     wait_quiet(meter)
-                    with EnqueueWatcher(watched) as watcher:
+                    with EnqueueWatcher(watched, enabled=watch) as watcher:
                         meter.start()
                         resume(redis_connection())
                         unfinished = wait_terminal(run_ids, args.timeout, supervisor, meter)
@@ -308,7 +312,7 @@ def run_costs(pdfs: list[bytes], args, scratch: Path) -> list[tuple[dict, dict]]
     pairs = []
     for number in range(1, args.repeat + 1):
         floor = run_floor(len(pdfs))
-        ours = run_burst("simple", pdfs, args, scratch, label=f"-cost{number}")
+        ours = run_burst("simple", pdfs, args, scratch, label=f"-cost{number}", watch=False)
         print_burst(f"Pipeline (cost run): {len(pdfs)} one-page PDFs, SimpleWorker", [ours])
         pairs.append((floor, cost_figures(ours)))
     return pairs
