@@ -262,6 +262,10 @@ PAPERLANE_METRICS_TOKEN = env("PAPERLANE_METRICS_TOKEN", default="")
 # Text is extracted in a child process with this much memory (address space) and CPU.
 PAPERLANE_EXTRACT_MEMORY_MB = env.int("PAPERLANE_EXTRACT_MEMORY_MB", default=1536)
 PAPERLANE_EXTRACT_CPU_SECONDS = env.int("PAPERLANE_EXTRACT_CPU_SECONDS", default=240)
+# Documents one such child extracts, one after another, before a new one takes over (1: a
+# new child per document). Each gets the CPU budget above; a child whose memory has grown
+# is replaced sooner, and a document over the memory limit is judged again in a new child.
+PAPERLANE_EXTRACT_CHILD_DOCUMENTS = env.int("PAPERLANE_EXTRACT_CHILD_DOCUMENTS", default=100)
 # A document with more text than this (a page, or in all), or more chunks, fails.
 PAPERLANE_MAX_CHARS_PER_PAGE = env.int("PAPERLANE_MAX_CHARS_PER_PAGE", default=200_000)
 PAPERLANE_MAX_CHARS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHARS_PER_DOCUMENT", default=20_000_000)

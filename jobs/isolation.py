@@ -5,15 +5,20 @@ server (never a plain fork of the worker, which has threads and an open database
 connection), with RLIMIT_AS and RLIMIT_CPU set, and kills it after
 `limits.wall_seconds`. Going over a limit raises `LimitExceeded` naming it; an
 exception `fn` raises arrives as itself; the calling process is never harmed, and
-the child is always killed and waited for.
+a child that did not answer is killed and waited for. With `reuse=N` a child that
+answered serves the thread's next calls, up to N (see run_isolated).
 
 The fork server starts on first use (or `warm_up()`) with the environment, cwd and
 sys.path of that moment. It imports PRELOAD; importing this module there sets Django
 up (when DJANGO_SETTINGS_MODULE is set) and imports AFTER_DJANGO, so a child starts in
-about 10 ms instead of the ~0.7 s Django and the format modules take to import.
+about 10 ms instead of the ~0.7 s Django and the format modules take to import. A
+child costs more than its start, though: forking, the copies its first writes make,
+and its exit cost a one-page PDF about 35 ms against the 3 ms of its extraction, which
+is what `reuse` saves.
 """
 
 import ctypes
+import math
 import multiprocessing
 import os
 import pickle
@@ -101,57 +106,49 @@ def run_isolated(
     *args: Any,
     limits: Limits,
     on_progress: Progress | None = None,
+    reuse: int = 1,
     **kwargs: Any,
 ) -> Any:
     """Run fn(*args, **kwargs, progress=<callable>) in a child process under `limits` and
     return its result. `fn` must be a module-level function; each progress(done, total)
-    of the child is an on_progress(done, total) call here, in the calling thread."""
+    of the child is an on_progress(done, total) call here, in the calling thread.
+
+    `reuse`: how many calls one child may serve, one after another, before it is
+    replaced (1: a new child for every call). A kept child keeps its memory limit (on
+    its whole address space) and has a CPU budget of `limits.cpu_seconds` for each call;
+    it is replaced early once its address space has grown by RETIRE_GROWTH_BYTES, and
+    after any call that ends without an answer or with the memory limit. A call that a
+    child which had served earlier calls could not finish (memory, or it died) is run
+    once more in a new child: only a fresh child's verdict fails a document, never what
+    earlier calls left behind."""
     global _preload_chosen
     with _preload_lock:  # set_forkserver_preload() counts only before the server starts
         if not _preload_chosen:
             _context.set_forkserver_preload(list(PRELOAD))
             _preload_chosen = True
-    receiver, sender = _context.Pipe(duplex=False)
-    process = _context.Process(
-        target=_child, args=(sender, limits, fn, args, kwargs), name="isolated", daemon=True
-    )
+    child = _kept_child(limits) if reuse > 1 else None
+    if child is None:
+        child = _Child(limits.memory_bytes)
     answer = exitcode = None
+    keep = False
     try:
-        try:
-            process.start()  # the arguments travel with the process object
-        except (EOFError, ConnectionError) as exc:
-            raise ChildFailed("the fork server died; did a PRELOAD module fail?") from exc
-        started = time.monotonic()  # not counting a start of the fork server
-        sender.close()  # else the child's end would never show on this pipe
-        while answer is None:
-            remaining = started + limits.wall_seconds - time.monotonic()
-            if remaining <= 0:
-                raise LimitExceeded("time", limits)
-            if receiver.poll(remaining):  # a signal handler's exception gets out here
-                try:
-                    message = receiver.recv()  # before join(): a big result fills the pipe
-                except EOFError:  # the child is gone without an answer
-                    break
-                if message[0] != "progress":
-                    answer = message
-                elif on_progress is not None:
-                    on_progress(*message[1:])
-    finally:  # done, or an error, on_progress raising, RQ's timeout: the child must go
-        receiver.close()
-        sender.close()
-        if process.pid is not None:  # None: it never started
-            if answer is None and process.is_alive():
-                process.kill()
-            process.join()
-            exitcode = process.exitcode
-            process.close()
-    if answer is None:
-        raise _death(exitcode, limits, time.monotonic() - started)
+        answer, retire = child.call(fn, args, kwargs, limits, on_progress)
+        keep = answer is not None and answer[0] != "memory" and not retire
+        keep = keep and child.calls < reuse
+    finally:  # an answer, or an error, on_progress raising, RQ's timeout
+        if keep:
+            _kept.child = child
+        else:
+            exitcode, elapsed = child.close()
+    if answer is None or answer[0] == "memory":
+        if child.calls > 1:  # a verdict of a child that had served earlier calls
+            return run_isolated(fn, *args, limits=limits, on_progress=on_progress, **kwargs)
+        if answer is None:
+            raise _death(exitcode, limits, elapsed)
+        raise LimitExceeded("memory", limits)
     kind, value = answer
     if kind == "ok":
         return value
-    if kind == "memory":
-        raise LimitExceeded("memory", limits)
     data, summary, child_traceback = value
     try:
         error = pickle.loads(data)
@@ -159,6 +156,115 @@ def run_isolated(
         error = ChildFailed(f"the isolated child raised {summary}")
     error.add_note(f"Raised in the isolated child process:\n{child_traceback}")
     raise error
+
+
+# A child that answered its last call and may serve the next, per thread of this process.
+_kept = threading.local()
+RETIRE_GROWTH_BYTES = 256 * 2**20
+
+
+def _share_fork_server() -> None:
+    """Let a process forked from the fork server's parent (RQ's work horse) use that
+    server. multiprocessing checks that the server lives with waitpid(), which only its
+    parent may call; elsewhere the check would fail, so it is skipped there: the server
+    lives as long as that parent, which outlives its horses."""
+    server = forkserver._forkserver
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None or "ensure_running" in vars(server):
+        return
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return  # gone: multiprocessing starts another
+    if parent != os.getpid():
+        server.ensure_running = lambda: None
+
+
+def close_kept_child() -> None:
+    """End this thread's kept child, if it has one (a worker stopping, a test)."""
+    child = getattr(_kept, "child", None)
+    _kept.child = None
+    if child is not None and child.owner == os.getpid():
+        child.close()
+
+
+def _kept_child(limits: Limits) -> "_Child | None":
+    child = getattr(_kept, "child", None)
+    _kept.child = None
+    if child is None or child.owner != os.getpid():
+        # A process forked from ours (RQ's work horse) must neither use nor end its
+        # parent's child: it forgets it; the parent still has it.
+        return None
+    if child.memory_bytes != limits.memory_bytes or not child.process.is_alive():
+        child.close()
+        return None
+    return child
+
+
+class _Child:
+    """A child of the fork server and a pipe to it; it serves calls one at a time."""
+
+    def __init__(self, memory_bytes: int) -> None:
+        self.owner = os.getpid()
+        self.memory_bytes = memory_bytes
+        self.calls = 0
+        self.started = time.monotonic()
+        _share_fork_server()
+        self.conn, theirs = _context.Pipe(duplex=True)
+        self.process = _context.Process(
+            target=_serve, args=(theirs, memory_bytes), name="isolated", daemon=True
+        )
+        try:
+            self.process.start()
+        except (EOFError, ConnectionError) as exc:
+            self.conn.close()
+            raise ChildFailed("the fork server died; did a PRELOAD module fail?") from exc
+        finally:
+            theirs.close()  # else the child's end would never show on this pipe
+
+    def call(
+        self, fn: Callable[..., Any], args: tuple, kwargs: dict, limits: Limits, on_progress
+    ) -> tuple[tuple[str, Any] | None, bool]:
+        """Send one call and wait: (answer, retire), or (None, True) if the child ended
+        without answering. Raises LimitExceeded("time") once the wall clock has run out
+        (not counting a start of the fork server); the caller then closes the child."""
+        self.calls += 1
+        self.started = time.monotonic()
+        try:
+            self.conn.send((fn, args, kwargs, limits.cpu_seconds))
+        except (BrokenPipeError, ConnectionResetError):
+            return None, True
+        while True:
+            remaining = self.started + limits.wall_seconds - time.monotonic()
+            if remaining <= 0:
+                raise LimitExceeded("time", limits)
+            if self.conn.poll(remaining):  # a signal handler's exception gets out here
+                try:
+                    message = self.conn.recv()  # before join(): a big result fills the pipe
+                except (EOFError, ConnectionResetError):  # gone without an answer
+                    return None, True
+                if message[0] != "progress":
+                    return message[:2], message[2]
+                if on_progress is not None:
+                    on_progress(*message[1:])
+
+    def close(self) -> tuple[int | None, float]:
+        """End the child and wait for it: one waiting for a call leaves at EOF, any other is
+        killed. Returns its exit code and the seconds since its last call began."""
+        self.conn.close()
+        if self.process.pid is None:  # it never started
+            return None, 0.0
+        self.process.join(timeout=CLOSE_GRACE_SECONDS)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        exitcode = self.process.exitcode
+        self.process.close()
+        return exitcode, time.monotonic() - self.started
+
+
+CLOSE_GRACE_SECONDS = 1.0
 
 
 def _death(exitcode: int | None, limits: Limits, elapsed: float) -> Exception:
@@ -173,34 +279,61 @@ def _death(exitcode: int | None, limits: Limits, elapsed: float) -> Exception:
     return ChildFailed(f"the isolated child exited with code {exitcode} and no answer", exitcode)
 
 
-def _child(
-    conn: Connection, limits: Limits, fn: Callable[..., Any], args: tuple, kwargs: dict
-) -> None:
-    """The child: a watchdog, the limits, Django, fn, then one answer to the parent."""
+def _serve(conn: Connection, memory_bytes: int) -> None:
+    """The child: a watchdog, the limits, Django, then calls (fn, args, kwargs, CPU seconds)
+    one at a time, each answered (kind, value, retire), until EOF or it retires."""
     _watch_parent()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-    memory, hard = limits.memory_bytes, resource.getrlimit(resource.RLIMIT_AS)[1]
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
     if hard != resource.RLIM_INFINITY:
-        memory = min(memory, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        memory_bytes = min(memory_bytes, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
     def progress(done: int, total: int) -> None:
         conn.send(("progress", done, total))
 
-    try:
-        _setup_django()
-        answer: tuple[str, Any] = ("ok", fn(*args, **kwargs, progress=progress))
-    except Exception as exc:
-        answer = _error_answer(exc)
-    try:
-        conn.send(answer)
-    except MemoryError:  # pickling the result took the rest of the memory
+    born = _address_space()
+    while True:
+        try:
+            fn, args, kwargs, cpu_seconds = conn.recv()
+        except EOFError:
+            return
+        _cpu_budget(cpu_seconds)
+        try:
+            _setup_django()
+            answer: tuple[str, Any] = ("ok", fn(*args, **kwargs, progress=progress))
+        except Exception as exc:
+            answer = _error_answer(exc)
+        retire = _address_space() - born > RETIRE_GROWTH_BYTES
+        try:
+            conn.send((*answer, retire))
+        except MemoryError:  # pickling the result took the rest of the memory
+            del answer
+            conn.send(("memory", None, True))
+            return
+        except Exception as exc:  # the result cannot be pickled
+            conn.send((*_error_answer(exc), retire))
         del answer
-        conn.send(("memory", None))
-    except Exception as exc:  # the result cannot be pickled
-        conn.send(_error_answer(exc))
-    conn.close()
+        if retire:
+            return
+
+
+def _cpu_budget(seconds: int) -> None:
+    """Give the coming call `seconds` of CPU. RLIMIT_CPU counts the whole life of the
+    process, so the soft limit moves on from what earlier calls used; reaching it sends
+    SIGXCPU, whose default action ends the process, then SIGKILL at the hard limit."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime) + seconds
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _address_space() -> int:
+    """This process's address space in bytes: what RLIMIT_AS bounds."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[0]) * resource.getpagesize()
 
 
 def _error_answer(exc: BaseException) -> tuple[str, Any]:

@@ -47,6 +47,7 @@ def run(ctx: StageContext) -> None:
             extract_limits(),
             limits=isolation_limits(),
             on_progress=on_page,
+            reuse=settings.PAPERLANE_EXTRACT_CHILD_DOCUMENTS,
         )
     except LimitExceeded as exc:
         raise PermanentError(

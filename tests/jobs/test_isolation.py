@@ -16,7 +16,15 @@ import pytest
 from rq.timeouts import JobTimeoutException
 
 from core.errors import UnreadableDocument
-from jobs.isolation import ChildFailed, LimitExceeded, Limits, configure, run_isolated
+from jobs.isolation import (
+    RETIRE_GROWTH_BYTES,
+    ChildFailed,
+    LimitExceeded,
+    Limits,
+    close_kept_child,
+    configure,
+    run_isolated,
+)
 
 MB = 2**20
 ROOMY = Limits(memory_bytes=1024 * MB, cpu_seconds=30, wall_seconds=60)
@@ -94,6 +102,26 @@ def open_files(*, progress):
     return names
 
 
+def burn_cpu(seconds, *, progress):
+    started = time.process_time()
+    while time.process_time() - started < seconds:
+        pass
+    return os.getpid()
+
+
+_LEAKED = []
+
+
+def leak(megabytes, *, progress):
+    _LEAKED.append(bytearray(megabytes * MB))
+    return os.getpid()
+
+
+def allocate_then_pid(megabytes, *, progress):
+    allocate(megabytes, progress=progress)
+    return os.getpid()
+
+
 def django_state(*, progress):
     from django.apps import apps
     from django.conf import settings
@@ -134,6 +162,12 @@ def _wait_for(condition, seconds):
 
 
 # --- Tests ----------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_child():
+    yield
+    close_kept_child()
 
 
 def test_it_returns_the_result_and_relays_progress_in_order():
@@ -310,3 +344,91 @@ def test_a_child_ends_when_its_parent_is_killed_outright(tmp_path):
         parent.wait()
 
     _wait_for(lambda: _dead(int(pid_file.read_text())), 5)
+
+
+# --- A child kept for several calls --------------------------------------------------------
+
+
+def test_a_kept_child_serves_the_next_calls_then_is_replaced():
+    pids = [run_isolated(count_pages, 1, limits=ROOMY, reuse=3)["pid"] for _ in range(4)]
+
+    assert pids[0] == pids[1] == pids[2] != pids[3]
+    _wait_for(lambda: _dead(pids[0]), 5)
+
+
+def test_without_reuse_every_call_has_a_new_child():
+    pids = {run_isolated(count_pages, 1, limits=ROOMY)["pid"] for _ in range(3)}
+
+    assert len(pids) == 3
+
+
+def test_each_call_of_a_kept_child_has_its_own_cpu_budget():
+    limits = Limits(memory_bytes=1024 * MB, cpu_seconds=1, wall_seconds=30)
+
+    # 2.1 s of CPU in one child, no call over its 1 s budget.
+    pids = {run_isolated(burn_cpu, 0.7, limits=limits, reuse=10) for _ in range(3)}
+
+    assert len(pids) == 1
+
+
+def test_a_kept_child_still_stops_a_busy_loop_at_its_cpu_budget():
+    limits = Limits(memory_bytes=1024 * MB, cpu_seconds=1, wall_seconds=30)
+    run_isolated(burn_cpu, 0.7, limits=limits, reuse=10)
+
+    with pytest.raises(LimitExceeded) as caught:
+        run_isolated(spin, limits=limits, reuse=10)
+
+    assert caught.value.limit == "cpu"
+
+
+def test_a_kept_child_that_has_grown_is_replaced():
+    grown = run_isolated(leak, RETIRE_GROWTH_BYTES // MB + 16, limits=ROOMY, reuse=10)
+
+    assert run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"] != grown
+    _wait_for(lambda: _dead(grown), 5)
+
+
+def test_the_memory_limit_is_judged_again_in_a_new_child():
+    limits = Limits(memory_bytes=640 * MB, cpu_seconds=30, wall_seconds=60)
+    # The kept child holds 224 MB an earlier call left behind (under the growth that
+    # replaces it); 320 MB more no longer fits in it, but fits in a new child.
+    leaky = run_isolated(leak, 224, limits=limits, reuse=10)
+
+    pid = run_isolated(allocate_then_pid, 320, limits=limits, reuse=10)
+
+    assert pid != leaky
+    with pytest.raises(LimitExceeded):  # a new child's verdict stands
+        run_isolated(allocate, 4096, limits=limits, reuse=10)
+
+
+def test_a_kept_child_over_the_wall_time_is_killed_and_the_next_call_has_a_new_one(tmp_path):
+    limits = Limits(memory_bytes=1024 * MB, cpu_seconds=30, wall_seconds=1.5)
+    first = run_isolated(count_pages, 1, limits=limits, reuse=10)["pid"]
+    pid_file = tmp_path / "pid"
+
+    with pytest.raises(LimitExceeded, match="took longer"):
+        run_isolated(sleep_after_writing_pid, str(pid_file), 60, limits=limits, reuse=10)
+
+    assert int(pid_file.read_text()) == first
+    _assert_gone(pid_file)
+    assert run_isolated(count_pages, 1, limits=limits, reuse=10)["pid"] != first
+
+
+def test_a_process_forked_from_ours_leaves_our_kept_child_alone():
+    kept = run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # RQ's work horse, say
+        try:
+            os.write(
+                write, str(run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"]).encode()
+            )
+        finally:
+            os._exit(0)
+    os.close(write)
+    theirs = int(os.read(read, 64))
+    os.close(read)
+    os.waitpid(pid, 0)
+
+    assert theirs != kept
+    assert run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"] == kept
