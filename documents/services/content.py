@@ -3,17 +3,24 @@
 from collections.abc import Sequence
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from documents.models import Chunk, Document, DocumentText
 
 
 def document_text_save(*, document: Document, text: str, page_count: int) -> None:
-    """Keep the extracted text of the document's current version and its real page count."""
-    DocumentText.objects.update_or_create(
-        document=document,
-        version=document.version,
-        defaults={"text": text, "page_count": page_count},
+    """Keep the extracted text of the document's current version and its real page count
+    (one upsert: a retry overwrites what an earlier try saved)."""
+    DocumentText.objects.bulk_create(
+        [
+            DocumentText(
+                document=document, version=document.version, text=text, page_count=page_count
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["document", "version"],
+        update_fields=["text", "page_count"],
     )
     Document.objects.filter(id=document.id).update(page_count=page_count, text_chars=len(text))
 
@@ -53,13 +60,15 @@ def document_chunks_upsert(
     )
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def document_chunks_finish(*, document: Document, count: int) -> None:
     """The current version has `count` chunks: drop any beyond them (from an earlier,
     longer run) and those of earlier versions (a connected file edited), and record the
-    count."""
-    Chunk.objects.filter(document=document, version=document.version, index__gte=count).delete()
-    Chunk.objects.filter(document=document, version__lt=document.version).delete()
+    count. Inside a transaction it joins it without a savepoint; its errors end it."""
+    Chunk.objects.filter(
+        Q(version=document.version, index__gte=count) | Q(version__lt=document.version),
+        document=document,
+    ).delete()
     Document.objects.filter(id=document.id).update(chunk_count=count)
 
 

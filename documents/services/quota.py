@@ -5,11 +5,15 @@ single conditional UPDATE, so concurrent requests can never push
 `pages_used + pages_reserved` above `page_limit` (a check constraint backs it).
 A reservation holds pages for one piece of work; whoever does the work (an
 import run) keeps a reference to it.
+
+Each service is atomic on its own and, called inside a transaction, joins it without a
+savepoint (a savepoint costs two statements on every stage): an error it raises must end
+that transaction, as every caller lets it.
 """
 
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -93,7 +97,7 @@ def _locked(reservation: QuotaReservation) -> QuotaReservation:
     return QuotaReservation.objects.select_for_update().get(id=reservation.id)
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def quota_settle(*, reservation: QuotaReservation, document: Document, pages: int) -> Settlement:
     """Turn a reservation into one ledger entry for the actual page count.
 
@@ -109,12 +113,12 @@ def quota_settle(*, reservation: QuotaReservation, document: Document, pages: in
         "document": document,
         "document_version": document.version,
     }
-    existing = UsageEntry.objects.filter(**version).first()
     if reservation.status == Held.SETTLED:
-        return Settlement(entry=existing, charged=False)
-    if existing is not None:
+        return Settlement(entry=UsageEntry.objects.filter(**version).first(), charged=False)
+    entry = _charge_once(reservation=reservation, document=document, pages=pages)
+    if entry is None:  # this version was charged by earlier work (or concurrent work won)
         _release_locked(reservation)
-        return Settlement(entry=existing, charged=False)
+        return Settlement(entry=UsageEntry.objects.get(**version), charged=False)
     # A hold already given back (cancel, sweep) is charged only if the pages still fit.
     held = reservation.pages if reservation.status == Held.HELD else 0
     extra = pages - held
@@ -123,19 +127,49 @@ def quota_settle(*, reservation: QuotaReservation, document: Document, pages: in
         page_limit__gte=F("pages_used") + F("pages_reserved") + max(extra, 0),
     ).update(pages_used=F("pages_used") + pages, pages_reserved=F("pages_reserved") - held)
     if updated != 1:
-        raise _refuse(organisation_id=organisation_id, pages=extra)
-    try:
-        with transaction.atomic():
-            entry = UsageEntry.objects.create(**version, pages=pages, reservation=reservation)
-    except IntegrityError:
-        # A concurrent settle of the same version won; undo our totals.
-        Organisation.objects.filter(id=organisation_id).update(
-            pages_used=F("pages_used") - pages, pages_reserved=F("pages_reserved") + held
-        )
-        _release_locked(reservation)
-        return Settlement(entry=UsageEntry.objects.get(**version), charged=False)
+        raise _refuse(organisation_id=organisation_id, pages=extra)  # the entry goes too
     _resolve(reservation, Held.SETTLED)
     return Settlement(entry=entry, charged=True)
+
+
+def _charge_once(*, reservation: QuotaReservation, document: Document, pages: int):
+    """The ledger entry for this document version, if no entry holds it yet; else None.
+
+    One statement (INSERT … ON CONFLICT DO NOTHING RETURNING, on PostgreSQL and SQLite):
+    a concurrent insert of the same version makes it wait for that transaction's end,
+    then insert nothing; no savepoint is needed to survive the conflict.
+    """
+    entry = UsageEntry(
+        organisation_id=reservation.organisation_id,
+        document=document,
+        document_version=document.version,
+        pages=pages,
+        reservation=reservation,
+        created_at=timezone.now(),
+    )
+    table = UsageEntry._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} "
+            "(organisation_id, document_id, document_version, pages, reservation_id, created_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (organisation_id, document_id, document_version) DO NOTHING "
+            "RETURNING id",
+            [
+                entry.organisation_id,
+                entry.document_id,
+                entry.document_version,
+                entry.pages,
+                entry.reservation_id,
+                entry.created_at,
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    entry.id = row[0]
+    entry._state.adding = False
+    return entry
 
 
 def _resolve(reservation: QuotaReservation, status: str) -> None:
@@ -154,13 +188,13 @@ def _release_locked(reservation: QuotaReservation) -> bool:
     return True
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def quota_release(*, reservation: QuotaReservation) -> bool:
     """Give held pages back. Returns False if nothing was held (idempotent)."""
     return _release_locked(_locked(reservation))
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def quota_rehold(*, reservation: QuotaReservation) -> QuotaReservation:
     """Hold released pages again (work retried); QuotaExceeded if they no longer fit.
     A reservation still held or already charged is left as it is."""
@@ -173,7 +207,7 @@ def quota_rehold(*, reservation: QuotaReservation) -> QuotaReservation:
     return reservation
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def quota_resize(
     *, reservation: QuotaReservation, pages: int, estimated: bool = False
 ) -> QuotaReservation:

@@ -1,16 +1,17 @@
 """Quota reservations under real concurrency, the ledger and releases, on PostgreSQL."""
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, connection, transaction
 
 from core.errors import QuotaExceeded
 from documents.models import Organisation, QuotaReservation, UsageEntry
 from documents.services.organisations import organisation_create
-from documents.services.quota import quota_release, quota_settle
+from documents.services.quota import quota_release, quota_reserve, quota_settle
 from documents.services.tokens import api_token_create
 from jobs.models import ImportRun
 from tests.support.files import make_pdf
@@ -118,7 +119,8 @@ def test_settle_refuses_pages_beyond_the_limit(api, org):
     Organisation.objects.filter(id=org.id).update(page_limit=5)
     run = _accepted_run(api, 4)
 
-    with pytest.raises(QuotaExceeded):
+    # The caller's transaction ends with the error (the services add no savepoint).
+    with pytest.raises(QuotaExceeded), transaction.atomic():
         quota_settle(reservation=run.reservation, document=run.document, pages=9)
 
     org.refresh_from_db()
@@ -152,3 +154,42 @@ def test_quota_endpoint_reports_the_organisations_numbers(api, org, other_api):
         "pages_available": 996,
     }
     assert theirs["pages_reserved"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_settles_of_one_version_at_once_charge_it_once(api, org):
+    assert connection.vendor == "postgresql"
+    run = _accepted_run(api, 3)
+    other = quota_reserve(organisation_id=org.id, pages=3, estimated=False)
+    first_inserted = threading.Event()
+    outcomes = {}
+
+    def settle_and_hold():  # settles, then keeps its transaction open a while
+        try:
+            with transaction.atomic():
+                outcomes["first"] = quota_settle(
+                    reservation=run.reservation, document=run.document, pages=3
+                ).charged
+                first_inserted.set()
+                time.sleep(0.5)
+        finally:
+            first_inserted.set()
+            connection.close()
+
+    holder = threading.Thread(target=settle_and_hold)
+    holder.start()
+    first_inserted.wait(10)
+    started = time.monotonic()
+    try:
+        # Waits for the first transaction on the ledger's unique key, then charges nothing.
+        outcomes["second"] = quota_settle(reservation=other, document=run.document, pages=3).charged
+    finally:
+        waited = time.monotonic() - started
+        holder.join(10)
+
+    assert outcomes == {"first": True, "second": False}
+    assert waited > 0.3
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (3, 0)
+    assert UsageEntry.objects.filter(document=run.document).count() == 1
+    assert QuotaReservation.objects.get(id=other.id).status == "released"
