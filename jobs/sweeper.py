@@ -54,6 +54,10 @@ DELIVERIES_CHECKED_PER_PASS = 10_000
 ORPHANS_PER_PASS = 1_000
 # Jobs asked about in one Redis round trip.
 REDIS_BATCH = 500
+# A key the sweepers keep in the workers' Redis. Gone means Redis lost its data (flushed,
+# or restarted without persistence), and every waiting job with it: a sweeper that sees
+# it gone passes at once rather than at its next interval (`sweep --loop`).
+MARKER_KEY = "paperlane:sweeper:marker"
 
 
 @dataclass
@@ -82,6 +86,12 @@ def sweep_once(*, orphans: bool = False) -> SweepReport:
     if report.abandoned or report.redelivered or report.released or report.orphans_removed:
         logger.info("sweep: %s", report)
     return report
+
+
+def redis_lost_data() -> bool:
+    """True if the marker was missing, and sets it again: the first call against a new
+    Redis, or the first since Redis lost its data."""
+    return bool(redis_connection().set(MARKER_KEY, b"1", nx=True))
 
 
 def _abandon_expired_leases() -> int:

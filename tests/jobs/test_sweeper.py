@@ -2,6 +2,8 @@
 
 import io
 import os
+import subprocess
+import sys
 import time
 import uuid
 from datetime import timedelta
@@ -20,10 +22,11 @@ from jobs.models import ImportRun, StageAttempt
 from jobs.pipeline import queue_for
 from jobs.queues import get_queue, redis_connection
 from jobs.services.workers import run_claim
-from jobs.sweeper import sweep_once
+from jobs.sweeper import MARKER_KEY, redis_lost_data, sweep_once
 from tests.support.files import make_pdf
 from tests.support.lanes import lane_of, scheduled_job_ids, waiting_job_ids
-from tests.support.processes import free_port
+from tests.support.pipeline import wait_for
+from tests.support.processes import ROOT, free_port, process_env, stop_group
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
 
@@ -397,3 +400,37 @@ def test_a_pass_bounded_to_one_repair_releases_the_run_that_ended_first(api, mon
     assert sweep_once().released == 1
     released = QuotaReservation.objects.filter(status="released").values_list("run", flat=True)
     assert list(released) == [runs[1].id]
+
+
+def test_the_marker_tells_once_that_redis_lost_its_data():
+    redis_connection().delete(MARKER_KEY)
+
+    assert redis_lost_data() is True  # a new Redis, as far as the sweeper knows
+    assert redis_lost_data() is False
+    redis_connection().flushdb()
+    assert redis_lost_data() is True
+    assert redis_lost_data() is False
+
+
+@pytest.mark.slow
+def test_the_sweep_loop_redelivers_at_once_after_redis_lost_its_data(api):
+    run = upload(api)
+    job_id = first_job_id(run)
+    # Passes a minute apart: only the loss of data can bring the job back within seconds.
+    sweeper = subprocess.Popen(
+        [sys.executable, "manage.py", "sweep", "--loop"],
+        cwd=ROOT,
+        env=process_env(PAPERLANE_SWEEP_INTERVAL_SECONDS="60"),
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: redis_connection().exists(MARKER_KEY), timeout=30, what="a first pass")
+        time.sleep(1)  # the first pass is over
+        age(run)
+        redis_connection().flushdb()
+        flushed = time.monotonic()
+
+        wait_for(lambda: waiting_job_ids("store") == [job_id], timeout=10, what="the redelivery")
+        assert time.monotonic() - flushed < 5
+    finally:
+        stop_group(sweeper, grace=10)

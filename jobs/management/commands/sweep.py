@@ -4,19 +4,23 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
+from redis.exceptions import RedisError
 
 from jobs.stats.history import lag_sample_record
 from jobs.stats.snapshot import stage_lags
-from jobs.sweeper import sweep_once
+from jobs.sweeper import redis_lost_data, sweep_once
 
 logger = logging.getLogger(__name__)
+
+# How often, between passes, the loop looks for Redis having lost its data.
+LOSS_CHECK_SECONDS = 0.5
 
 
 class Command(BaseCommand):
     help = (
         "One full sweeper pass, stored orphan files included (or, with --loop, a pass every "
         "PAPERLANE_SWEEP_INTERVAL_SECONDS and the orphan walk every "
-        "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS)."
+        "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, and at once when Redis has lost its data)."
     )
 
     def add_arguments(self, parser):
@@ -28,6 +32,7 @@ class Command(BaseCommand):
             return
         # The orphan walk lists the whole storage: once at start, then every interval.
         orphans_due = time.monotonic()
+        _redis_lost_data()  # sets the marker: this pass covers whatever came before
         while True:
             orphans = time.monotonic() >= orphans_due
             if orphans:
@@ -39,4 +44,22 @@ class Command(BaseCommand):
                 lag_sample_record(read_lags=stage_lags)
             except Exception:  # keep sweeping through database or Redis hiccups
                 logger.exception("sweep failed; trying again")
-            time.sleep(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)
+            _wait_for_next_pass(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)
+
+
+def _wait_for_next_pass(interval: float) -> None:
+    """Sleep until the next pass is due, or until Redis is seen to have lost its data:
+    its waiting jobs are gone, and the stages wait for them until a pass."""
+    deadline = time.monotonic() + interval
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, LOSS_CHECK_SECONDS))
+        if _redis_lost_data():
+            logger.warning("Redis has lost its data (flushed, or restarted empty); sweeping now")
+            return
+
+
+def _redis_lost_data() -> bool:
+    try:
+        return redis_lost_data()
+    except RedisError:  # Redis away: nothing to redeliver to yet
+        return False
