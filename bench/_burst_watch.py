@@ -27,6 +27,7 @@ from django.utils import timezone
 from redis import Redis
 from rq.queue import Queue
 
+from bench._procs import is_stage_worker
 from documents.models import Organisation
 from jobs.models import ACTIVE_STATUSES, ImportRun
 from jobs.pipeline import STAGES
@@ -36,7 +37,7 @@ SAMPLE_SECONDS = 1.0
 
 
 def stage_worker_pids(supervisor_pid: int) -> set[int]:
-    """Live stage workers: children of the supervisor running `stage_worker`."""
+    """Live stage workers: children of the supervisor that are stage workers."""
     found = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -47,7 +48,8 @@ def stage_worker_pids(supervisor_pid: int) -> set[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()  # fields[0] is proc(5)'s field 3
-        if int(fields[1]) == supervisor_pid and fields[0] != "Z" and b"stage_worker" in cmdline:
+        alive = fields[0] != "Z"
+        if int(fields[1]) == supervisor_pid and alive and is_stage_worker(cmdline.decode()):
             found.add(int(entry))
     return found
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import psycopg
 from _common import BENCH_DB, PG_ADMIN_URL
 
+from bench._procs import is_stage_worker
+
 CORES = os.cpu_count() or 2
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -105,17 +107,23 @@ class CpuMeter:
         workers = {
             pid
             for pid, (ppid, _, _, cmd) in processes.items()
-            if ppid == self.supervisor_pid and "stage_worker" in cmd
+            if ppid == self.supervisor_pid and is_stage_worker(cmd)
+        }
+        fork_servers = {
+            pid
+            for pid, (ppid, _, _, cmd) in processes.items()
+            if ppid in workers and "forkserver" in cmd
         }
         for pid, (ppid, own, reaped, cmd) in processes.items():
-            if ppid in workers and "forkserver" in cmd:
-                # A worker's fork server: its reaped children did the isolated extraction.
+            if pid in fork_servers or ppid in fork_servers:
+                # A worker's fork server (its reaped children did isolated extractions),
+                # and its live children: the extraction children a worker keeps.
                 ticks["isolated", pid] = own + reaped
             elif pid == self.supervisor_pid or pid in gunicorn:
                 # Their reaped children are counted while alive (or lost if they died).
                 ticks["aux" if pid == self.supervisor_pid else "web", pid] = own
             elif ppid == self.supervisor_pid:
-                ticks["workers" if "stage_worker" in cmd else "aux", pid] = own + reaped
+                ticks["workers" if is_stage_worker(cmd) else "aux", pid] = own + reaped
             elif ppid in gunicorn:
                 ticks["web", pid] = own + reaped
             elif cmd.startswith("postgres: ") and f" {BENCH_DB} " in cmd:

@@ -11,6 +11,7 @@ import pytest
 from rq import Queue
 
 from bench._burst_watch import Chaos, ChaosPlan, queue_lengths, stage_worker_pids
+from bench._procs import is_stage_worker
 from tests.support.pipeline import running_workers, wait_for
 
 
@@ -85,3 +86,10 @@ def test_chaos_kills_workers_that_come_back_flushes_once_and_ends_the_outage(red
     kinds = [event.what for event in chaos.events]
     assert kinds.count("flush") == 1
     assert kinds.index("outage_start") < kinds.index("outage_end")
+
+
+def test_stage_workers_are_told_by_their_command_line_or_rqs_title():
+    assert is_stage_worker("/usr/bin/python manage.py stage_worker extract --prefers bulk")
+    assert is_stage_worker("rq:worker:vm.4242.extract: Listening on extract.interactive.0")
+    assert not is_stage_worker("/usr/bin/python manage.py sweep --loop")
+    assert not is_stage_worker("python -c from multiprocessing.forkserver import main")
