@@ -70,11 +70,13 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec(Stage.SETTLE, settle.run, default_timeout=30, default_concurrency=1),
 )
 
-# The stages each source goes through, in order. An upload's document and bytes are
-# made at accept, so `create` would only confirm them: uploads start at `store`.
+# The stages each source goes through, in order. An upload's document is made and its
+# bytes stored at accept, so `create` and `store` would only confirm them: uploads start
+# at `extract`, which checks the bytes against the size and SHA-256 taken at accept
+# before it reads them (as `store` would have).
 SOURCE_STAGES: dict[str, tuple[str, ...]] = {
-    RunSource.WEB: (Stage.STORE, Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
-    RunSource.API: (Stage.STORE, Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
+    RunSource.WEB: (Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
+    RunSource.API: (Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
     RunSource.CONNECTOR: tuple(spec.name for spec in STAGES),
 }
 

@@ -1,5 +1,6 @@
 """extract: clean text and the real page count (documents.formats), in a child process
 under memory and CPU limits, then the quota held for the run is set to the real count.
+The bytes are first checked against the size and SHA-256 taken when they were accepted.
 
 Damaged, encrypted or unreadable input, and a document over a limit, are
 permanent errors with a message the uploader can act on. A document whose real
@@ -16,7 +17,7 @@ from documents.services.quota import quota_resize
 from jobs.errors import PermanentError
 from jobs.isolation import LimitExceeded, Limits, run_isolated
 from jobs.stages.context import StageContext
-from jobs.stages.stored_file import open_stored
+from jobs.stages.stored_file import read_stored
 
 PROGRESS_EVERY_PAGES = 10
 
@@ -32,8 +33,7 @@ def isolation_limits() -> Limits:
 
 def run(ctx: StageContext) -> None:
     document = ctx.document
-    with open_stored(document) as fh:
-        data = fh.read()
+    data = read_stored(document)
 
     def on_page(done: int, total: int) -> None:
         if done == total or done % PROGRESS_EVERY_PAGES == 0:

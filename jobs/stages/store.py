@@ -1,16 +1,17 @@
 """store: make sure the bytes are at the document's stable key and are the ones accepted.
 
 A connector's run fetches them from its provider here, counts their pages and
-holds them (`jobs/connectors/imports.py`).
+holds them (`jobs/connectors/imports.py`). Uploads skip this stage (their bytes are
+stored at accept and checked by `extract`); an upload's run that was due here before
+they did still passes through it.
 """
 
 import hashlib
 
 from jobs.connectors.imports import connector_store
-from jobs.errors import PermanentError
 from jobs.models import RunSource
 from jobs.stages.context import StageContext
-from jobs.stages.stored_file import open_stored
+from jobs.stages.stored_file import open_stored, verify_stored
 
 
 def run(ctx: StageContext) -> None:
@@ -23,9 +24,4 @@ def run(ctx: StageContext) -> None:
         while block := fh.read(1024 * 1024):
             digest.update(block)
             size += len(block)
-    if size != document.size_bytes or digest.hexdigest() != document.sha256:
-        raise PermanentError(
-            "The stored file does not match the upload (it changed or was damaged); "
-            "please upload it again.",
-            code="file_mismatch",
-        )
+    verify_stored(document, size=size, sha256=digest.hexdigest())
