@@ -2,7 +2,8 @@
 
 Chunk ids come from (document, version, index), so a re-run (a retry, a
 worker killed half way) overwrites the rows it already wrote instead of adding
-new ones; rows past the new end are removed in the final transaction.
+new ones; the last batch and the removal of rows past the new end commit with the
+stage's completion.
 """
 
 from django.conf import settings
@@ -37,15 +38,22 @@ def run(ctx: StageContext) -> None:
     for start in range(0, len(pieces), batch_size):
         batch = pieces[start : start + batch_size]
         rate_limit_wait()
-        vectors = embedder.embed(batch)
-        document_chunks_upsert(
-            document=document,
-            start=start,
-            texts=batch,
-            vectors=[pack_vector(vector) for vector in vectors],
-            model=embedder.name,
-        )
+        vectors = embedder.embed(batch)  # never inside a transaction: the provider is slow
+        chunks = {
+            "document": document,
+            "start": start,
+            "texts": batch,
+            "vectors": [pack_vector(vector) for vector in vectors],
+            "model": embedder.name,
+        }
+        if start + batch_size >= len(pieces):
+            # The last batch commits with the completion: one transaction fewer, and the
+            # only one for most documents.
+            with ctx.complete():
+                document_chunks_upsert(**chunks)
+                document_chunks_finish(document=document, count=len(pieces))
+            return
+        document_chunks_upsert(**chunks)
         ctx.progress(start + len(batch), len(pieces))
-
-    with ctx.complete():
-        document_chunks_finish(document=document, count=len(pieces))
+    with ctx.complete():  # no text, no chunks
+        document_chunks_finish(document=document, count=0)

@@ -47,3 +47,18 @@ def test_a_document_with_more_chunks_than_the_limit_fails_naming_it(api, setting
     assert (run.status, run.stage, run.error_code) == ("failed", "embed", "too_many_chunks")
     assert "the limit is 2 chunks" in run.error_message
     assert not Chunk.objects.filter(document=run.document_id).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 1000])
+def test_every_chunk_is_written_once_whatever_the_batches(api, settings, batch_size):
+    settings.PAPERLANE_EMBED_BATCH_SIZE = batch_size
+
+    run = drive(accepted_run(api, make_pdf(6, words_per_page=300)).id)
+
+    assert run.status == "succeeded"
+    indexes = sorted(Chunk.objects.filter(document=run.document_id).values_list("index", flat=True))
+    assert len(indexes) > 3
+    assert indexes == list(range(len(indexes)))
+    run.document.refresh_from_db()
+    assert run.document.chunk_count == len(indexes)
