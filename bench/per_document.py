@@ -70,8 +70,8 @@ from rq.worker import SimpleWorker  # noqa: E402
 
 from documents.services.organisations import organisation_create  # noqa: E402
 from documents.services.tokens import api_token_create  # noqa: E402
-from jobs.models import ImportRun, StageAttempt  # noqa: E402
-from jobs.pipeline import STAGES, all_queue_names  # noqa: E402
+from jobs.models import ImportRun, RunSource, StageAttempt  # noqa: E402
+from jobs.pipeline import STAGES, all_queue_names, first_stage  # noqa: E402
 from jobs.queues import get_queue, redis_connection  # noqa: E402
 from jobs.sweeper import sweep_once  # noqa: E402
 from tests.support.files import make_pdf  # noqa: E402
@@ -165,7 +165,8 @@ def report_stages(run_ids) -> None:
             attempts.filter(stage=spec.name).values_list("cpu_ms", "started_at", "finished_at")
         )
         if not rows:
-            print(f"  {spec.name:8} not run for these documents (uploads start at store)")
+            first = first_stage(RunSource.API)
+            print(f"  {spec.name:8} not run for these documents (uploads start at {first})")
             continue
         cpu = sorted(r[0] or 0 for r in rows)
         wall = sorted((r[2] - r[1]).total_seconds() * 1000 for r in rows)
@@ -210,7 +211,7 @@ def main() -> None:
     n = options.documents
     print(f"{n} PDFs of {options.pages} page(s); bench database {BENCH_DB}; private Redis")
     report("accept (POST /api/v1/documents)", accept, n)
-    report("pipeline (five stages, callbacks, RQ bookkeeping)", pipeline, n)
+    report("pipeline (its stages and RQ bookkeeping)", pipeline, n)
     report("one idle sweeper pass (not per document)", sweep, 1)
     report_stages(run_ids)
 
