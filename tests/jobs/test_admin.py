@@ -20,7 +20,7 @@ from documents.services.organisations import member_add
 from jobs.admin_lists import BoundedCountPaginator
 from jobs.dispatch import stage_enqueue
 from jobs.models import ImportRun, RunSource, RunStatus, StageAttempt
-from jobs.pipeline import all_queue_names
+from jobs.pipeline import all_queue_names, first_stage
 from jobs.services.workers import run_claim
 from tests.support.admin import RUNS, listed, make_runs, operator_client
 from tests.support.files import make_pdf
@@ -158,7 +158,7 @@ def test_the_run_page_shows_every_attempt_with_its_traceback_folded(api, org, se
     page = operator.get(f"{RUNS}{run.id}/change/").content.decode()
 
     attempts = page[page.index('id="attempts"') : page.index('id="transitions"')]
-    assert attempts.count("<tr>") == 1 + 3  # header + store, extract, embed
+    assert attempts.count("<tr>") == 1 + 2  # header + extract, embed
     assert "jobs.errors.TransientError" in attempts and "503 Service Unavailable" in attempts
     folded = re.search(
         r"<details><summary>traceback</summary><pre[^>]*>(.*?)</pre>", attempts, re.S
@@ -178,10 +178,11 @@ def test_the_run_page_shows_the_rq_job_as_rq_sees_it(api, org):
     operator = operator_client(org)
 
     queued = operator.get(f"{RUNS}{second.id}/change/").content.decode()
-    run_claim(run_id=first.id, stage="store", job_id="job-x", worker="host.7.store")
+    stage = first_stage(RunSource.API)
+    run_claim(run_id=first.id, stage=stage, job_id="job-x", worker=f"host.7.{stage}")
     started = operator.get(f"{RUNS}{first.id}/change/").content.decode()
 
-    lane = r"store\.interactive\.\d"
+    lane = rf"{stage}\.interactive\.\d"
     assert re.search(rf"<strong>queued</strong>.*queued in {lane} at position 2", queued, re.S)
     # A claimed stage: the job named in the lease (RQ knows no "job-x": it is missing).
     assert re.search(r"<strong>missing</strong>: <code>job-x</code>", started)

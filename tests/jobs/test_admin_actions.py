@@ -23,8 +23,8 @@ from jobs import admin_actions
 from jobs.dispatch import stage_enqueue, stage_job_id
 from jobs.engine import execute_stage
 from jobs.errors import LeaseLost
-from jobs.models import ImportRun, RunTransition, StageAttempt
-from jobs.pipeline import next_stage, stage_queue_names
+from jobs.models import ImportRun, RunSource, RunTransition, StageAttempt
+from jobs.pipeline import first_stage, next_stage, stage_queue_names
 from jobs.queues import get_queue
 from jobs.services.workers import (
     Failure,
@@ -41,6 +41,9 @@ from tests.support.runs import drive
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+# The stage a new upload is due at (its bytes are stored at accept).
+FIRST = first_stage(RunSource.API)
 
 
 def text(response) -> str:
@@ -94,7 +97,7 @@ def test_requeue_delivers_a_run_whose_job_was_lost_and_the_run_succeeds(
     assert "missing from Redis" in text(confirmation)
     assert outcomes(result) == {str(run.id): "changed"}
     # Delivered by the requeue itself, before any worker or sweeper runs.
-    assert waiting_job_ids("store") == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
+    assert waiting_job_ids(FIRST) == [stage_job_id(run_id=run.id, stage=FIRST, attempt=0)]
     with running_workers():
         finished = wait_terminal([run.id], timeout=60)[run.id]
     assert finished.status == "succeeded", finished.error_message
@@ -103,21 +106,21 @@ def test_requeue_delivers_a_run_whose_job_was_lost_and_the_run_succeeds(
 
 def test_requeue_leaves_a_running_stage_alone_and_says_why(api, org, operator):
     run = accepted_run(api, make_pdf(1))
-    for name in stage_queue_names("store"):
+    for name in stage_queue_names(FIRST):
         get_queue(name).empty()
-    run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
     before = ImportRun.objects.get(id=run.id)
     history = RunTransition.objects.filter(run=run).count()
 
     result = act(operator, "requeue", [run], reason="looks stuck")
 
     assert outcomes(result) == {str(run.id): "left alone"}
-    assert "its store stage is running on host.1.store (lease live until" in text(result)
+    assert f"its {FIRST} stage is running on host.1.{FIRST} (lease live until" in text(result)
     after = ImportRun.objects.get(id=run.id)
     assert (after.updated_at, after.lease_owner) == (before.updated_at, before.lease_owner)
     assert RunTransition.objects.filter(run=run).count() == history
     assert not LogEntry.objects.filter(object_id=str(run.id)).exists()
-    assert waiting_count("store") == 0
+    assert waiting_count(FIRST) == 0
 
 
 def test_requeue_leaves_a_run_whose_job_is_waiting_alone(api, org, operator):
@@ -126,8 +129,8 @@ def test_requeue_leaves_a_run_whose_job_is_waiting_alone(api, org, operator):
     result = act(operator, "requeue", [waiting])
 
     assert outcomes(result) == {str(waiting.id): "left alone"}
-    assert re.search(r"its job is queued in store\.interactive\.\d at position 1", text(result))
-    assert waiting_count("store") == 1
+    assert re.search(rf"its job is queued in {FIRST}\.interactive\.\d at position 1", text(result))
+    assert waiting_count(FIRST) == 1
 
 
 # --- Retry, cancel, dead-letter ----------------------------------------------------------
@@ -181,12 +184,12 @@ def test_cancel_gives_the_reservation_back(api, org, operator):
     assert (run.status, run.reservation.status) == ("cancelled", "released")
     org.refresh_from_db()
     assert org.pages_reserved == 0
-    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), FIRST)["outcome"] == "skipped"
 
 
 def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, operator):
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
 
     result = act(operator, "dead_letter", [run], reason="poisonous file")
 
@@ -195,7 +198,7 @@ def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, o
     with pytest.raises(LeaseLost):
         run_set_progress(claim=claim, done=1, total=2)
     with pytest.raises(LeaseLost), transaction.atomic():
-        run_complete_stage(claim=claim, following="store")
+        run_complete_stage(claim=claim, following=next_stage(FIRST, source=run.source))
     failure = Failure(detail="boom")
     assert (
         run_record_failure(
@@ -208,19 +211,19 @@ def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, o
         )
         is None
     )
-    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), FIRST)["outcome"] == "skipped"
     run.refresh_from_db()
     assert (run.status, run.lease_owner, run.reservation.status) == ("dead_letter", "", "released")
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "skipped"
     assert_quota_consistent(org)
 
 
-@pytest.mark.parametrize("stage", ["store", "settle"])
+@pytest.mark.parametrize("stage", ["extract", "settle"])
 def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_undoes_it(
     api, org, operator, stage
 ):
     run = accepted_run(api, make_pdf(1))
-    stages_before = {"store": [], "settle": ["store", "extract", "embed"]}[stage]
+    stages_before = {"extract": [], "settle": ["extract", "embed"]}[stage]
     for earlier in stages_before:
         assert execute_stage(str(run.id), earlier)["outcome"] == "succeeded"
     claim = run_claim(run_id=run.id, stage=stage, job_id="job-1", worker="host.1.w")
@@ -248,11 +251,11 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
     worker.join()
 
     run.refresh_from_db()
-    if stage == "store":
+    if stage == "extract":
         # The worker's stage counted; the run was then taken out at the next one.
         assert outcomes(result) == {str(run.id): "changed"}
-        assert (run.status, run.stage, run.lease_owner) == ("dead_letter", "extract", "")
-        assert execute_stage(str(run.id), "extract")["outcome"] == "skipped"
+        assert (run.status, run.stage, run.lease_owner) == ("dead_letter", "embed", "")
+        assert execute_stage(str(run.id), "embed")["outcome"] == "skipped"
         assert run.reservation.status == "released"
     else:
         # The worker settled first: the run succeeded and was charged; nothing undoes it.
@@ -347,9 +350,9 @@ def test_a_retry_racing_a_cancel_leaves_the_run_consistent(org, start):
 @pytest.mark.parametrize(
     "action,start",
     [
-        ("requeue", {"status": "queued", "stage": "store"}),
+        ("requeue", {"status": "queued", "stage": FIRST}),
         ("retry", {"status": "dead_letter", "stage": "embed", "error_code": "poison"}),
-        ("cancel", {"status": "queued", "stage": "store"}),
+        ("cancel", {"status": "queued", "stage": FIRST}),
         ("dead_letter", {"status": "processing", "stage": "embed"}),
     ],
 )
@@ -370,7 +373,7 @@ def test_every_action_leaves_a_log_entry_and_a_transition_with_the_reason(
 
 
 def test_the_list_action_confirms_what_will_happen_and_needs_a_reason(org, operator):
-    queued = make_runs(org, 3, status="queued", stage="store", held=True)
+    queued = make_runs(org, 3, status="queued", stage=FIRST, held=True)
     done = make_runs(org, 1, name="done")
     selected = [str(r.id) for r in [*queued, *done]]
 
@@ -389,7 +392,7 @@ def test_the_list_action_confirms_what_will_happen_and_needs_a_reason(org, opera
 def test_an_action_works_on_a_bounded_number_of_runs_and_says_so(org, operator, monkeypatch):
     monkeypatch.setattr(admin_actions, "MAX_RUNS_PER_ACTION", 2)
     monkeypatch.setattr(jobs_admin, "MAX_RUNS_PER_ACTION", 2)
-    runs = make_runs(org, 3, status="queued", stage="store", held=True)
+    runs = make_runs(org, 3, status="queued", stage=FIRST, held=True)
 
     page = operator.get(f"{RUNS}act/cancel/?runs={','.join(str(r.id) for r in runs)}")
     result = confirm(
@@ -452,15 +455,15 @@ def test_retry_all_in_a_group_retries_it_and_reports_runs_whose_pages_no_longer_
 
 
 def test_a_requeued_stage_is_enqueued_once_however_often_it_is_asked(org, operator):
-    run = make_runs(org, 1, status="queued", stage="store", held=True)[0]
+    run = make_runs(org, 1, status="queued", stage=FIRST, held=True)[0]
 
     race(
         lambda: act(operator_client(org, "ann"), "requeue", [run]),
         lambda: act(operator_client(org, "bob"), "requeue", [run]),
     )
 
-    job = stage_job_id(run_id=run.id, stage="store", attempt=0)
-    assert waiting_job_ids("store") == [job]
+    job = stage_job_id(run_id=run.id, stage=FIRST, attempt=0)
+    assert waiting_job_ids(FIRST) == [job]
     # A third ask finds the job waiting.
     assert outcomes(act(operator, "requeue", [run])) == {str(run.id): "left alone"}
-    assert not stage_enqueue(run_id=run.id, stage="store", attempt=0)
+    assert not stage_enqueue(run_id=run.id, stage=FIRST, attempt=0)

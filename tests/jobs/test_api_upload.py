@@ -40,7 +40,8 @@ def test_it_accepts_a_pdf_and_reserves_its_pages(api, org, media_files):
         "status": "queued",
         "status_url": f"/api/v1/runs/{run.id}",
     }
-    assert (run.status, run.stage, run.source) == ("queued", "store", "api")
+    # Its bytes are stored at accept: the run starts at extract, which checks them.
+    assert (run.status, run.stage, run.source) == ("queued", "extract", "api")
     assert run.reservation.pages == 4 and not run.reservation.estimated
     org.refresh_from_db()
     assert org.pages_reserved == 4
@@ -54,7 +55,8 @@ def test_it_enqueues_the_first_stage_after_commit(
     with django_capture_on_commit_callbacks(execute=True):
         body = upload(api, make_pdf(1)).json()
 
-    assert waiting_job_ids("store") == [f"run-{body['run_id']}-0-store-0"]
+    assert waiting_job_ids("extract") == [f"run-{body['run_id']}-0-extract-0"]
+    assert waiting_job_ids("store") == []
 
 
 def test_the_run_can_be_polled(api):
@@ -66,7 +68,7 @@ def test_the_run_can_be_polled(api):
     run = response.json()
     assert run["id"] == body["run_id"]
     assert run["status"] == "queued"
-    assert run["stage"] == "store"
+    assert run["stage"] == "extract"
     assert run["progress"] == {"done": 0, "total": 0}
     assert (run["attempts"], run["stage_attempts"]) == (0, 0)
     assert run["error"] is None

@@ -77,11 +77,13 @@ def test_it_shows_each_stages_numbers_in_the_admin(operator, api, org, workers_f
     assert response.status_code == 200
     assert "Pipeline dashboard" in html and 'id="site-name"' in html  # the admin's frame
     assert finished.status == "succeeded"
-    for spec in STAGES:  # the upload passed every stage once, but create, which it skips
-        assert value(html, spec.name, "done_60m") == ("0" if spec.name == "create" else "1")
+    # The upload passed every stage once, but create and store, which it skips.
+    for spec in STAGES:
+        done = "0" if spec.name in ("create", "store") else "1"
+        assert value(html, spec.name, "done_60m") == done
         assert value(html, spec.name, "failed_60m") == "0"
-    assert cell(html, "store", "due") == "1"
-    assert cell(html, "store", "workers") == "1"
+    assert cell(html, "extract", "due") == "1"
+    assert cell(html, "extract", "workers") == "1"
     assert re.search(r'<tr data-organisation="acme">.*?data-field="pages_used">3<', html, re.S)
     assert re.search(r'data-field="pages_reserved">2<', html)
     assert attention(html) == {"none": {None}}
@@ -107,8 +109,10 @@ def test_a_stage_lagging_behind_needs_attention(operator, api, settings, workers
 
     html = operator.get(URL).content.decode()
 
-    assert attention(html) == {"lag": {"store"}}
-    assert re.search(r"store: the oldest waiting run has waited 9\d s, longer than the 60 s", html)
+    assert attention(html) == {"lag": {"extract"}}
+    assert re.search(
+        r"extract: the oldest waiting run has waited 9\d s, longer than the 60 s", html
+    )
 
 
 @DRIVES
@@ -132,9 +136,10 @@ def test_the_failure_share_at_the_limit_is_not_yet_a_problem(
 ):
     settings.PAPERLANE_ATTENTION_FAILURE_RATE = 0.5
     run = drive(accepted_run(api, make_pdf(1)).id)
+    # One failure beside extract's one success: 50%, at the limit.
     StageAttempt.objects.create(
         run=run,
-        stage="store",
+        stage="extract",
         number=2,
         outcome="transient_error",
         started_at=timezone.now(),

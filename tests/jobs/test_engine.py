@@ -11,7 +11,8 @@ from jobs import engine
 from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.errors import LeaseLost
-from jobs.models import ImportRun, RunTransition, StageAttempt
+from jobs.models import ImportRun, RunSource, RunTransition, StageAttempt
+from jobs.pipeline import first_stage, next_stage
 from jobs.services import workers
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel
@@ -23,11 +24,14 @@ from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# The history of a run that went through every stage and succeeded (releasing and
+# An upload's first stage (its bytes are stored at accept) and the one after it.
+FIRST = first_stage(RunSource.API)
+SECOND = next_stage(FIRST, source=RunSource.API)
+
+# The history of an upload that went through its stages and succeeded (releasing and
 # retaking a stage, as one test does, adds no row).
 SUCCEEDED_HISTORY = [
-    ("queued", "store"),
-    ("processing", "store"),
+    ("queued", "extract"),
     ("processing", "extract"),
     ("processing", "embed"),
     ("processing", "settle"),
@@ -43,21 +47,21 @@ def transitions(run) -> list[tuple[str, str]]:
 def test_the_same_stage_delivered_twice_does_its_work_once(api):
     run = accepted_run(api, make_pdf(2))
 
-    assert execute_stage(str(run.id), "store")["outcome"] == "succeeded"
-    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
-    for stage in ("extract", "embed", "settle"):
+    assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
+    assert execute_stage(str(run.id), "extract")["outcome"] == "skipped"
+    for stage in ("embed", "settle"):
         assert execute_stage(str(run.id), stage)["outcome"] == "succeeded"
     assert execute_stage(str(run.id), "embed")["outcome"] == "skipped"
     assert execute_stage(str(run.id), "settle")["outcome"] == "skipped"
 
-    assert StageAttempt.objects.filter(run=run).count() == 4
+    assert StageAttempt.objects.filter(run=run).count() == 3
     assert UsageEntry.objects.filter(document=run.document_id).count() == 1
 
 
 def test_a_stage_that_is_not_due_yet_is_not_claimed(api):
     run = accepted_run(api, make_pdf(1))
 
-    assert execute_stage(str(run.id), "extract")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), SECOND)["outcome"] == "skipped"
     assert not StageAttempt.objects.filter(run=run).exists()
 
 
@@ -69,7 +73,7 @@ def test_the_history_records_every_transition(api):
 
 def test_cancelling_a_run_mid_stage_closes_its_running_attempt(api):
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
 
     run_cancel(run=run, actor=Actor("test"))
 
@@ -77,12 +81,12 @@ def test_cancelling_a_run_mid_stage_closes_its_running_attempt(api):
     assert (attempt.outcome, attempt.error_message) == ("skipped", "the run was cancelled")
 
 
-def test_an_upload_has_no_create_attempt_and_still_succeeds(api):
+def test_an_upload_has_no_create_or_store_attempt_and_still_succeeds(api):
     run = drive(accepted_run(api, make_pdf(2)).id)
 
     assert run.status == "succeeded", run.error_message
     attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
-    assert attempts == [(s, "succeeded") for s in ("store", "extract", "embed", "settle")]
+    assert attempts == [(s, "succeeded") for s in ("extract", "embed", "settle")]
     assert UsageEntry.objects.filter(document=run.document_id).count() == 1
 
 
@@ -95,16 +99,31 @@ def test_an_upload_queued_at_create_before_uploads_skipped_it_goes_on_to_store(o
     assert stages == ["create", "store", "extract", "embed", "settle"]
 
 
+def test_an_upload_queued_at_store_before_uploads_skipped_it_goes_on_to_extract(api, redis_conn):
+    run = accepted_run(api, make_pdf(1))
+    # As accepted before: due at store, with no extract job queued for it yet.
+    ImportRun.objects.filter(id=run.id).update(stage="store")
+    redis_conn.flushdb()
+
+    result = execute_stage(str(run.id), "store")
+
+    assert (result["outcome"], result["next"]["stage"]) == ("succeeded", "extract")
+    assert waiting_job_ids("extract") == [stage_job_id(run_id=run.id, stage="extract", attempt=0)]
+    assert drive(run.id).status == "succeeded"
+    stages = list(StageAttempt.objects.filter(run=run).values_list("stage", flat=True))
+    assert stages == ["store", "extract", "embed", "settle"]
+
+
 def test_the_claim_drops_a_duplicate_delivery(api):
     run = accepted_run(api, make_pdf(1))
 
-    first = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
-    again = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.2.store")
-    other = run_claim(run_id=run.id, stage="store", job_id="job-2", worker="host.2.store")
+    first = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
+    again = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.2.{FIRST}")
+    other = run_claim(run_id=run.id, stage=FIRST, job_id="job-2", worker=f"host.2.{FIRST}")
 
     assert first is not None and again is None and other is None
     assert StageAttempt.objects.filter(run=run).count() == 1
-    assert ImportRun.objects.get(id=run.id).lease_owner == "job-1@host.1.store"
+    assert ImportRun.objects.get(id=run.id).lease_owner == f"job-1@host.1.{FIRST}"
 
 
 def test_the_claim_loads_what_the_stage_needs_and_records_its_attempt(
@@ -112,7 +131,7 @@ def test_the_claim_loads_what_the_stage_needs_and_records_its_attempt(
 ):
     run = accepted_run(api, make_pdf(1))
 
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
 
     with django_assert_num_queries(0):
         loaded = (claim.run.document.sha256, claim.run.reservation.pages, claim.run.source)
@@ -124,7 +143,7 @@ def test_the_claim_loads_what_the_stage_needs_and_records_its_attempt(
     )
     stored = StageAttempt.objects.get(id=claim.attempt.id)
     assert (stored.stage, stored.number, stored.job_id, stored.outcome) == (
-        "store",
+        FIRST,
         1,
         "job-1",
         "running",
@@ -134,25 +153,25 @@ def test_the_claim_loads_what_the_stage_needs_and_records_its_attempt(
 def test_only_a_queued_run_starting_is_written_to_the_history(api, settings):
     settings.PAPERLANE_RETRY_BASE_SECONDS = 0
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
     # A retry claims the run while it is processing: no second "started" row.
     run_release(claim=claim, reason="worker stopped")
-    run_claim(run_id=run.id, stage="store", job_id="job-2", worker="host.1.store")
+    run_claim(run_id=run.id, stage=FIRST, job_id="job-2", worker=f"host.1.{FIRST}")
 
     started = RunTransition.objects.filter(run=run, to_status="processing")
-    assert list(started.values_list("from_status", "reason")) == [("queued", "store started")]
+    assert list(started.values_list("from_status", "reason")) == [("queued", f"{FIRST} started")]
 
 
 def test_completing_a_stage_no_longer_held_changes_nothing(api):
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
-    ImportRun.objects.filter(id=run.id).update(lease_owner="job-9@host.9.store")
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
+    ImportRun.objects.filter(id=run.id).update(lease_owner=f"job-9@host.9.{FIRST}")
     transitions = RunTransition.objects.filter(run=run).count()
 
     with pytest.raises(LeaseLost):
-        run_complete_stage(claim=claim, following="extract")
+        run_complete_stage(claim=claim, following=SECOND)
 
-    assert ImportRun.objects.get(id=run.id).stage == "store"
+    assert ImportRun.objects.get(id=run.id).stage == FIRST
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"
     assert RunTransition.objects.filter(run=run).count() == transitions
 
@@ -160,12 +179,12 @@ def test_completing_a_stage_no_longer_held_changes_nothing(api):
 def test_the_engine_enqueues_the_next_stage_once_it_has_committed(api, redis_conn):
     run = accepted_run(api, make_pdf(1))
 
-    result = execute_stage(str(run.id), "store")
+    result = execute_stage(str(run.id), "extract")
 
-    assert result["next"]["stage"] == "extract"
-    assert waiting_job_ids("extract") == [stage_job_id(run_id=run.id, stage="extract", attempt=0)]
-    job = lane_of(waiting_job_ids("extract")[0]).fetch_job(waiting_job_ids("extract")[0])
-    assert job.args == (str(run.id), "extract") and job.success_callback is None
+    assert result["next"]["stage"] == "embed"
+    assert waiting_job_ids("embed") == [stage_job_id(run_id=run.id, stage="embed", attempt=0)]
+    job = lane_of(waiting_job_ids("embed")[0]).fetch_job(waiting_job_ids("embed")[0])
+    assert job.args == (str(run.id), "embed") and job.success_callback is None
 
 
 def progress_writes(statements: list[str]) -> int:
@@ -176,7 +195,6 @@ def test_a_short_stage_writes_no_progress_and_a_long_one_does(api, settings, mon
     # Intervals far from the stages' times, so that a busy machine cannot blur them.
     monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 60)
     run = accepted_run(api, make_pdf(1))
-    assert execute_stage(str(run.id), "store")["outcome"] == "succeeded"
     with CaptureQueriesContext(connection) as short:
         assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
     # Read now: the next request through the test client resets the query log.
@@ -186,8 +204,7 @@ def test_a_short_stage_writes_no_progress_and_a_long_one_does(api, settings, mon
     monkeypatch.setenv("EMBED_DELAY", "0.3")
     monkeypatch.setattr(engine, "PROGRESS_INTERVAL", 0.1)
     slow = accepted_run(api, make_pdf(3, words_per_page=300))
-    for stage in ("store", "extract"):
-        assert execute_stage(str(slow.id), stage)["outcome"] == "succeeded"
+    assert execute_stage(str(slow.id), "extract")["outcome"] == "succeeded"
     with CaptureQueriesContext(connection) as long:
         assert execute_stage(str(slow.id), "embed")["outcome"] == "succeeded"
 
@@ -201,8 +218,8 @@ def test_other_databases_claim_and_complete_step_by_step_with_the_same_books(api
     # The SQLite demo cannot run the one-statement versions; its path runs here instead.
     monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
-    assert run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.2.store") is None
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
+    assert run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.2.{FIRST}") is None
     assert claim.run.document.sha256 == run.document.sha256
     run_release(claim=claim, reason="worker stopped")
 
@@ -211,8 +228,8 @@ def test_other_databases_claim_and_complete_step_by_step_with_the_same_books(api
     assert run.status == "succeeded", run.error_message
     attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
     assert attempts == [
-        ("store", "abandoned"),
-        *[(s, "succeeded") for s in ("store", "extract", "embed", "settle")],
+        ("extract", "abandoned"),
+        *[(s, "succeeded") for s in ("extract", "embed", "settle")],
     ]
     assert transitions(run) == SUCCEEDED_HISTORY
 
@@ -220,11 +237,11 @@ def test_other_databases_claim_and_complete_step_by_step_with_the_same_books(api
 def test_other_databases_complete_nothing_without_the_hold(api, monkeypatch):
     monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
-    ImportRun.objects.filter(id=run.id).update(lease_owner="job-9@host.9.store")
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
+    ImportRun.objects.filter(id=run.id).update(lease_owner=f"job-9@host.9.{FIRST}")
 
     with pytest.raises(LeaseLost):
-        run_complete_stage(claim=claim, following="extract")
+        run_complete_stage(claim=claim, following=SECOND)
 
-    assert ImportRun.objects.get(id=run.id).stage == "store"
+    assert ImportRun.objects.get(id=run.id).stage == FIRST
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"

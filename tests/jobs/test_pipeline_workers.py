@@ -15,8 +15,8 @@ import pytest
 from documents.models import Chunk, Organisation, QuotaReservation, UsageEntry
 from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
-from jobs.models import ImportRun, StageAttempt
-from jobs.pipeline import stage_queue_names
+from jobs.models import ImportRun, RunSource, StageAttempt
+from jobs.pipeline import first_stage, stage_queue_names
 from jobs.queues import get_queue, redis_connection
 from tests.support import hostile
 from tests.support.files import make_pdf
@@ -58,16 +58,14 @@ def test_a_multi_page_pdf_is_processed_end_to_end(api, org):
     assert finished.status == "succeeded", finished.error_message
     assert finished.document.page_count == 7
     assert finished.document.chunk_count >= 7
-    assert outcomes(finished) == [
-        (stage, "succeeded") for stage in ("store", "extract", "embed", "settle")
-    ]
+    assert outcomes(finished) == [(stage, "succeeded") for stage in ("extract", "embed", "settle")]
     assert_no_duplicate_chunks(finished)
     assert_charged_once(finished, 7)
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (7, 0)
     body = api.get(f"/api/v1/runs/{finished.id}").json()
     assert body["status"] == "succeeded" and body["page_count"] == 7
-    assert (body["attempts"], body["stage_attempts"]) == (4, 0)
+    assert (body["attempts"], body["stage_attempts"]) == (3, 0)
     assert body["progress"]["done"] == body["progress"]["total"]
 
 
@@ -126,13 +124,13 @@ def test_a_worker_that_dies_has_its_stage_taken_back_by_its_supervisor_at_once(a
 
 def test_a_stage_whose_next_enqueue_never_happened_is_repaired_by_the_sweeper(api, org):
     run = accepted_run(api, make_pdf(2))
-    assert execute_stage(str(run.id), "store")["outcome"] == "succeeded"
-    # The store stage committed "extract is due"; losing every job now is exactly what
+    assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
+    # The extract stage committed "embed is due"; losing every job now is exactly what
     # a worker killed between its commit and its enqueue leaves behind (and the accept
     # path's enqueue is lost too).
     redis_connection().flushdb()
     run.refresh_from_db()
-    assert (run.stage, run.status) == ("extract", "processing")
+    assert (run.stage, run.status) == ("embed", "processing")
 
     with running_workers():
         finished = wait_terminal([run.id], timeout=60)[run.id]
@@ -288,20 +286,21 @@ def test_a_stage_still_running_after_the_grace_period_is_handed_back(api, org):
 
 def test_a_worker_killed_after_its_callback_but_before_rq_finished_the_job(api, org):
     env = {"PAPERLANE_WORKER_CLASS": "tests.support.workers.DiesAfterCallbackWorker"}
+    first = first_stage(RunSource.API)  # the stage whose worker dies
     with running_workers(**env):
         run = accepted_run(api, make_pdf(3))
         finished = wait_terminal([run.id], timeout=60)[run.id]
-        # RQ still lists the store job as started by a worker that is gone.
+        # RQ still lists the first stage's job as started by a worker that is gone.
         stuck = [
             job_id
-            for name in stage_queue_names("store")
+            for name in stage_queue_names(first)
             for job_id in get_queue(name).started_job_registry.get_job_ids()
         ]
 
     assert redis_connection().get("test:died:after-callback") == b"1"
     assert finished.status == "succeeded", finished.error_message
-    assert [o for s, o in outcomes(finished) if s == "store"] == ["succeeded"]
-    assert stuck == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
+    assert [o for s, o in outcomes(finished) if s == first] == ["succeeded"]
+    assert stuck == [stage_job_id(run_id=run.id, stage=first, attempt=0)]
     assert_charged_once(finished, 3)
 
 

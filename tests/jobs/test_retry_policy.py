@@ -2,6 +2,8 @@ import random
 
 import pytest
 
+from jobs.models import RunSource
+from jobs.pipeline import first_stage
 from jobs.retry import backoff_seconds, retries_left
 from jobs.services.workers import Failure, run_claim, run_record_failure
 from tests.support.files import make_pdf
@@ -54,7 +56,8 @@ def test_a_stage_past_its_tries_but_inside_the_window_is_tried_again(api, settin
     settings.PAPERLANE_RETRY_MAX_ATTEMPTS = 1
     settings.PAPERLANE_RETRY_MIN_WINDOW_SECONDS = window
     run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    stage = first_stage(RunSource.API)
+    claim = run_claim(run_id=run.id, stage=stage, job_id="job-1", worker=f"host.1.{stage}")
 
     after = run_record_failure(
         claim=claim,

@@ -20,7 +20,7 @@ def test_cancel_stops_a_queued_run_and_releases_its_pages(api, org):
 
     assert response.status_code == 200
     assert response.json()["status"] == "cancelled"
-    assert execute_stage(str(run.id), "store")["outcome"] == "skipped"
+    assert execute_stage(str(run.id), "extract")["outcome"] == "skipped"
     org.refresh_from_db()
     assert org.pages_reserved == 0
     again = api.post(f"/api/v1/runs/{run.id}/cancel")

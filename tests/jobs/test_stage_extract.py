@@ -1,5 +1,6 @@
-"""The extract stage on PostgreSQL: clean text, real page counts, quota checked again,
-readable errors for unreadable documents, permanent errors not retried."""
+"""The extract stage on PostgreSQL: the stored bytes checked against the upload, clean
+text, real page counts, quota checked again, readable errors for unreadable documents,
+permanent errors not retried."""
 
 import pytest
 
@@ -10,15 +11,56 @@ from documents.models import (
     QuotaReservation,
     UsageEntry,
 )
+from documents.storage import storage_delete
 from jobs.engine import execute_stage
 from jobs.models import RunTransition, StageAttempt
 from jobs.stages import extract as extract_stage
 from tests.support import hostile
 from tests.support.files import make_damaged_pdf, make_encrypted_pdf, make_pdf
-from tests.support.runs import drive, unchecked_run
+from tests.support.runs import drive, stored_bytes_replace, unchecked_run
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.mark.parametrize("same_size", [False, True], ids=["other_size", "same_size"])
+def test_an_upload_whose_stored_file_changed_after_accept_fails_and_is_never_extracted(
+    api, org, monkeypatch, same_size
+):
+    run = accepted_run(api, make_pdf(2, label="Page"))
+    changed = make_pdf(2, label="Edit") if same_size else make_pdf(3)
+    assert (len(changed) == run.document.size_bytes) == same_size
+    stored_bytes_replace(run.document, changed)
+    extractions = []
+    monkeypatch.setattr(
+        extract_stage, "run_isolated", lambda *args, **kwargs: extractions.append(args)
+    )
+
+    run = drive(run.id)
+
+    assert (run.status, run.stage, run.error_code) == ("failed", "extract", "file_mismatch")
+    assert "does not match the upload" in run.error_message
+    assert extractions == []
+    attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
+    assert attempts == [("extract", "permanent_error")]
+    assert not DocumentText.objects.filter(document=run.document_id).exists()
+    assert QuotaReservation.objects.get(run=run).status == "released"
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (0, 0)
+    body = api.get(f"/api/v1/runs/{run.id}").json()
+    assert (body["status"], body["error"]["code"]) == ("failed", "file_mismatch")
+
+
+def test_an_upload_whose_stored_file_is_gone_fails_at_extract(api):
+    run = accepted_run(api, make_pdf(1))
+    storage_delete(key=run.document.storage_key)
+
+    run = drive(run.id)
+
+    assert (run.status, run.stage, run.error_code) == ("failed", "extract", "file_missing")
+    assert "no longer in storage" in run.error_message
+    attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
+    assert attempts == [("extract", "permanent_error")]
 
 
 @pytest.mark.parametrize(
@@ -118,8 +160,7 @@ def test_an_unforeseen_error_is_retried_and_its_class_recorded(api, monkeypatch,
 
     monkeypatch.setattr(extract_stage, "document_text_save", broken)
     run = accepted_run(api, make_pdf(1))
-    for stage in ("store", "extract"):
-        execute_stage(str(run.id), stage)
+    execute_stage(str(run.id), "extract")
 
     run.refresh_from_db()
     assert (run.status, run.error_code) == ("processing", "unexpected_error")

@@ -18,8 +18,8 @@ from rq.utils import utcformat
 from documents.models import QuotaReservation
 from documents.storage import document_storage_key, storage_exists, storage_put
 from jobs.dispatch import stage_job_id
-from jobs.models import ImportRun, StageAttempt
-from jobs.pipeline import queue_for
+from jobs.models import ImportRun, RunSource, StageAttempt
+from jobs.pipeline import first_stage, queue_for
 from jobs.queues import get_queue, redis_connection
 from jobs.services.workers import run_claim
 from jobs.sweeper import MARKER_KEY, redis_lost_data, sweep_once
@@ -31,6 +31,10 @@ from tests.support.runs import drive
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+# The stage an upload is due at once accepted, and its worker's name.
+FIRST = first_stage(RunSource.API)
+WORKER = f"host.1.{FIRST}"
 
 
 def upload(api) -> ImportRun:
@@ -44,7 +48,7 @@ def age(run: ImportRun, seconds: int = 5) -> None:
 
 
 def first_job_id(run: ImportRun) -> str:
-    return stage_job_id(run_id=run.id, stage="store", attempt=0)
+    return stage_job_id(run_id=run.id, stage=FIRST, attempt=0)
 
 
 def enqueued_long_ago(job_id: str, seconds: int = 3600) -> None:
@@ -83,7 +87,7 @@ def test_it_redelivers_a_due_stage_whose_job_redis_lost(api):
     age(run)
 
     assert sweep_once().redelivered == 1
-    assert waiting_job_ids("store") == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
+    assert waiting_job_ids(FIRST) == [stage_job_id(run_id=run.id, stage=FIRST, attempt=0)]
     assert sweep_once().redelivered == 0  # the job is waiting now
 
 
@@ -103,13 +107,13 @@ def test_it_redelivers_a_scheduled_retry_at_its_time(api):
     age(run)
 
     assert sweep_once().redelivered == 1
-    scheduled = scheduled_job_ids("store")
-    assert scheduled == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
+    scheduled = scheduled_job_ids(FIRST)
+    assert scheduled == [stage_job_id(run_id=run.id, stage=FIRST, attempt=0)]
 
 
 def test_an_expired_lease_is_recorded_as_abandoned_and_made_due_again(api, settings):
     run = upload(api)
-    claim = run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=WORKER)
     ImportRun.objects.filter(id=run.id).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
@@ -123,14 +127,14 @@ def test_an_expired_lease_is_recorded_as_abandoned_and_made_due_again(api, setti
     abandoned = StageAttempt.objects.get(id=claim.attempt.id)
     assert (abandoned.error_code, abandoned.outcome) == ("worker_lost", "abandoned")
     assert "stopped responding" in abandoned.error_message
-    assert run.error_message == "The store step was interrupted; it is resuming elsewhere."
+    assert run.error_message == "The extract step was interrupted; it is resuming elsewhere."
 
 
 def test_a_stage_that_keeps_losing_its_worker_becomes_dead_letter(api, settings):
     settings.PAPERLANE_POISON_CRASHES = 2
     run = upload(api)
     for n in (1, 2):
-        run_claim(run_id=run.id, stage="store", job_id=f"job-{n}", worker="host.1.store")
+        run_claim(run_id=run.id, stage=FIRST, job_id=f"job-{n}", worker=WORKER)
         ImportRun.objects.filter(id=run.id).update(
             lease_expires_at=timezone.now() - timedelta(seconds=1)
         )
@@ -143,7 +147,7 @@ def test_a_stage_that_keeps_losing_its_worker_becomes_dead_letter(api, settings)
 
 def test_a_live_lease_is_left_alone(api):
     run = upload(api)
-    run_claim(run_id=run.id, stage="store", job_id="job-1", worker="host.1.store")
+    run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=WORKER)
 
     assert sweep_once().abandoned == 0
     run.refresh_from_db()
@@ -167,7 +171,7 @@ def test_an_upload_is_accepted_while_redis_is_down_and_delivered_later(api, sett
     settings.REDIS_URL = test_redis
     age(run)
     assert sweep_once().redelivered == 1
-    assert waiting_job_ids("store") == [stage_job_id(run_id=run.id, stage="store", attempt=0)]
+    assert waiting_job_ids(FIRST) == [stage_job_id(run_id=run.id, stage=FIRST, attempt=0)]
 
 
 def test_uploads_are_answered_at_once_while_redis_is_silent_and_delivered_later(
@@ -191,14 +195,14 @@ def test_a_retry_left_scheduled_long_after_its_time_is_delivered_now(api, settin
     redis_connection().flushdb()
     past = timezone.now() - timedelta(seconds=30)
     ImportRun.objects.filter(id=run.id).update(due_at=past, status="processing")
-    job_id = stage_job_id(run_id=run.id, stage="store", attempt=0)
-    get_queue(queue_for("store", "interactive", 0)).enqueue_at(
-        past, "jobs.engine.execute_stage", str(run.id), "store", job_id=job_id
+    job_id = stage_job_id(run_id=run.id, stage=FIRST, attempt=0)
+    get_queue(queue_for(FIRST, "interactive", 0)).enqueue_at(
+        past, "jobs.engine.execute_stage", str(run.id), FIRST, job_id=job_id
     )
     age(run)
 
     assert sweep_once().redelivered == 1
-    assert waiting_job_ids("store") == [job_id]
+    assert waiting_job_ids(FIRST) == [job_id]
 
 
 def test_it_redelivers_a_job_marked_queued_that_is_in_no_queue(api):
@@ -209,7 +213,7 @@ def test_it_redelivers_a_job_marked_queued_that_is_in_no_queue(api):
     enqueued_long_ago(job_id)
 
     assert sweep_once().redelivered == 1
-    assert waiting_job_ids("store") == [job_id]
+    assert waiting_job_ids(FIRST) == [job_id]
     assert Job.fetch(job_id, connection=redis_connection()).get_status() == "queued"
 
 
@@ -227,7 +231,7 @@ def test_a_job_taken_off_its_lane_by_a_worker_that_died_is_redelivered_within_se
     assert sweep_once().redelivered == 0  # a worker may be starting it this instant
     enqueued_long_ago(job_id, seconds=15)
     assert sweep_once().redelivered == 1  # not a minute (the started-job rule) later
-    assert waiting_job_ids("store") == [job_id]
+    assert waiting_job_ids(FIRST) == [job_id]
 
 
 def test_it_redelivers_a_job_left_in_a_queue_no_worker_reads_to_a_lane(api, settings):
@@ -235,23 +239,23 @@ def test_it_redelivers_a_job_left_in_a_queue_no_worker_reads_to_a_lane(api, sett
     job_id = first_job_id(run)
     redis_connection().flushdb()
     # Queued before the stage had lanes, in the queue named after it.
-    get_queue("store").enqueue("jobs.engine.execute_stage", str(run.id), "store", job_id=job_id)
+    get_queue(FIRST).enqueue("jobs.engine.execute_stage", str(run.id), FIRST, job_id=job_id)
     age(run)
     enqueued_long_ago(job_id)
 
     assert sweep_once().redelivered == 1
-    assert waiting_job_ids("store") == [job_id] and get_queue("store").count == 0
+    assert waiting_job_ids(FIRST) == [job_id] and get_queue(FIRST).count == 0
 
     # In a lane that a lowered PAPERLANE_LANES took away.
     redis_connection().flushdb()
-    lane_5 = get_queue(queue_for("store", "interactive", 5))
-    lane_5.enqueue("jobs.engine.execute_stage", str(run.id), "store", job_id=job_id)
+    lane_5 = get_queue(queue_for(FIRST, "interactive", 5))
+    lane_5.enqueue("jobs.engine.execute_stage", str(run.id), FIRST, job_id=job_id)
     settings.PAPERLANE_LANES = 2
     age(run)
     enqueued_long_ago(job_id)
 
     assert sweep_once().redelivered == 1
-    assert waiting_job_ids("store") == [job_id] and lane_5.count == 0
+    assert waiting_job_ids(FIRST) == [job_id] and lane_5.count == 0
 
 
 def test_it_leaves_a_queued_job_that_a_worker_is_taking_off_its_queue(api):
@@ -294,9 +298,7 @@ def test_a_pass_bounded_to_two_runs_redelivers_the_two_oldest(api, monkeypatch):
         age(run, seconds=seconds)
 
     assert sweep_once().redelivered == 2
-    assert sorted(waiting_job_ids("store")) == sorted(
-        [first_job_id(runs[1]), first_job_id(runs[3])]
-    )
+    assert sorted(waiting_job_ids(FIRST)) == sorted([first_job_id(runs[1]), first_job_id(runs[3])])
 
 
 def test_an_old_file_no_document_points_to_is_removed_by_an_orphan_pass_only(org):
@@ -380,7 +382,7 @@ def test_a_pass_bounded_to_one_repair_abandons_the_lease_that_expired_first(api,
     monkeypatch.setattr("jobs.sweeper.REPAIRS_PER_PASS", 1)
     runs = [upload(api) for _ in range(3)]
     for n, (run, seconds) in enumerate(zip(runs, [10, 30, 20], strict=True)):
-        run_claim(run_id=run.id, stage="store", job_id=f"job-{n}", worker="host.1.store")
+        run_claim(run_id=run.id, stage=FIRST, job_id=f"job-{n}", worker=WORKER)
         ImportRun.objects.filter(id=run.id).update(
             lease_expires_at=timezone.now() - timedelta(seconds=seconds)
         )
@@ -430,7 +432,7 @@ def test_the_sweep_loop_redelivers_at_once_after_redis_lost_its_data(api):
         redis_connection().flushdb()
         flushed = time.monotonic()
 
-        wait_for(lambda: waiting_job_ids("store") == [job_id], timeout=10, what="the redelivery")
+        wait_for(lambda: waiting_job_ids(FIRST) == [job_id], timeout=10, what="the redelivery")
         assert time.monotonic() - flushed < 5
     finally:
         stop_group(sweeper, grace=10)

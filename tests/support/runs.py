@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from documents.models import Document, Organisation
 from documents.services.quota import quota_reserve
-from documents.storage import document_storage_key, storage_put
+from documents.storage import document_storage_key, storage_delete, storage_put
 from jobs.engine import execute_stage
 from jobs.models import TERMINAL_STATUSES, ImportRun, RunSource
 
@@ -24,6 +24,13 @@ def drive(run_id, *, max_steps: int = 50) -> ImportRun:
             time.sleep((run.due_at - timezone.now()).total_seconds())
         execute_stage(str(run.id), run.stage)
     raise AssertionError(f"run {run_id} did not end in {max_steps} steps")
+
+
+def stored_bytes_replace(document: Document, data: bytes) -> None:
+    """Put `data` at the document's key in place of the bytes accepted, as a change to
+    (or damage of) the stored file after accept would."""
+    storage_delete(key=document.storage_key)
+    storage_put(key=document.storage_key, content=io.BytesIO(data))
 
 
 def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: int) -> ImportRun:

@@ -9,7 +9,8 @@ import signal
 
 from rq.worker import SimpleWorker
 
-from jobs.pipeline import queue_stage
+from jobs.models import RunSource
+from jobs.pipeline import first_stage, queue_stage
 from jobs.queues import redis_connection
 
 
@@ -18,9 +19,10 @@ def _first_time(tag: str) -> bool:
 
 
 class DiesAfterCallbackWorker(SimpleWorker):
-    """Dies after a store job's on_success callback ran, before RQ marks the job finished."""
+    """Dies after the job of an upload's first stage ran its on_success callback, before
+    RQ marks the job finished."""
 
     def handle_job_success(self, job, queue, started_job_registry):
-        if queue_stage(job.origin) == "store" and _first_time("after-callback"):
+        if queue_stage(job.origin) == first_stage(RunSource.API) and _first_time("after-callback"):
             os.kill(os.getpid(), signal.SIGKILL)
         return super().handle_job_success(job, queue, started_job_registry)
