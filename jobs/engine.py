@@ -20,6 +20,7 @@ from django.db import (
     InterfaceError,
     OperationalError,
     close_old_connections,
+    connection,
     transaction,
 )
 from redis.exceptions import RedisError
@@ -50,6 +51,12 @@ Outcome = StageAttempt.Outcome
 
 # Seconds between two progress writes of one stage.
 PROGRESS_INTERVAL = 0.25
+
+# A database connection the previous job used this recently is taken as alive, without
+# the health check (a SELECT 1 round trip) Django would send before the job's first
+# query; one that died meanwhile (the server restarted) fails the claim, which is tried
+# once more on a new connection.
+FRESH_CONNECTION_SECONDS = 5.0
 
 # Errors of the infrastructure rather than the document: always worth a retry.
 TRANSIENT_TYPES = (
@@ -146,10 +153,10 @@ def execute_stage(run_id: str, stage: str) -> dict:
 
 
 def _execute_stage(run_id: str, stage: str) -> dict:
-    close_old_connections()
+    _connection_for_job()
     job = get_current_job()
     job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
-    claim = run_claim(run_id=uuid.UUID(run_id), stage=stage, job_id=job_id, worker=worker_name())
+    claim = _claim(run_id=uuid.UUID(run_id), stage=stage, job_id=job_id, worker=worker_name())
     if claim is None:
         logger.info(
             "run %s: %s is not due or is held elsewhere; dropping %s", run_id, stage, job_id
@@ -163,10 +170,33 @@ def _execute_stage(run_id: str, stage: str) -> dict:
         finally:
             keeper.release()
             close_old_connections()
+            _used[0] = time.monotonic()
     delivery = next_delivery(run) if run is not None else None
     if delivery is not None:
         stage_enqueue(**delivery)
     return {"outcome": outcome, "next": delivery}
+
+
+_used = [float("-inf")]  # when this process's connection last finished a stage
+
+
+def _connection_for_job() -> None:
+    """What Django does between requests (close a connection that errored or is past
+    CONN_MAX_AGE), without the health check for one used moments ago."""
+    close_old_connections()
+    if connection.connection is not None and time.monotonic() - _used[0] < FRESH_CONNECTION_SECONDS:
+        connection.health_check_done = True
+
+
+def _claim(**kwargs) -> Claim | None:
+    try:
+        return run_claim(**kwargs)
+    except (OperationalError, InterfaceError):
+        # The connection died while idle: once more on a new one (a second failure is
+        # the database's, and RQ records it; the sweeper delivers the stage again).
+        logger.warning("run %s: the database connection was lost; claiming again", kwargs["run_id"])
+        connection.close()
+        return run_claim(**kwargs)
 
 
 def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:

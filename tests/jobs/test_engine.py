@@ -1,5 +1,6 @@
 """The stage engine in the test process: claims, duplicate deliveries, the history."""
 
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -245,3 +246,43 @@ def test_other_databases_complete_nothing_without_the_hold(api, monkeypatch):
 
     assert ImportRun.objects.get(id=run.id).stage == FIRST
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"
+
+
+def _backend_pid() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def test_a_connection_the_server_dropped_between_two_jobs_is_replaced_at_the_claim(api):
+    run = accepted_run(api, make_pdf(1))
+    assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
+    dropped = _backend_pid()
+    # As a restarted server, or a proxy closing idle connections, would: the next job
+    # skips the health check of a connection used a moment ago.
+    psycopg = pytest.importorskip("psycopg")
+    with psycopg.connect(
+        "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(**connection.settings_dict),
+        autocommit=True,
+    ) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [dropped])
+
+    assert execute_stage(str(run.id), "embed")["outcome"] == "succeeded"
+    assert _backend_pid() != dropped
+
+
+def test_only_a_connection_idle_for_a_while_has_its_health_checked_before_a_job(api, monkeypatch):
+    run = accepted_run(api, make_pdf(1))
+    execute_stage(str(run.id), "extract")
+    checks = []
+    usable = connection.is_usable
+    monkeypatch.setattr(connection, "is_usable", lambda: checks.append(1) or usable())
+
+    engine._connection_for_job()  # the previous job has just ended
+    _backend_pid()
+    assert checks == []
+
+    monkeypatch.setattr(engine, "_used", [time.monotonic() - engine.FRESH_CONNECTION_SECONDS])
+    engine._connection_for_job()
+    _backend_pid()
+    assert checks == [1]
