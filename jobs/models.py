@@ -54,8 +54,10 @@ class ImportRun(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # No index of its own: the indexes that start with it (recent runs, idempotency keys,
+    # admission) serve its lookups, and each index costs every claim and completion.
     organisation = models.ForeignKey(
-        "documents.Organisation", on_delete=models.CASCADE, related_name="runs"
+        "documents.Organisation", on_delete=models.CASCADE, related_name="runs", db_index=False
     )
     # Uploads create the document at accept; connector imports create it in
     # the `create` stage.
@@ -167,7 +169,10 @@ class StageAttempt(models.Model):
         ABANDONED = "abandoned", "Abandoned (worker died)"
         SKIPPED = "skipped", "Skipped (run changed meanwhile)"
 
-    run = models.ForeignKey(ImportRun, on_delete=models.CASCADE, related_name="attempts_log")
+    # Indexed by attempt_unique_number, which starts with it.
+    run = models.ForeignKey(
+        ImportRun, on_delete=models.CASCADE, related_name="attempts_log", db_index=False
+    )
     stage = models.CharField(max_length=16, choices=Stage.choices)
     # The run's generation (bumped by an operator's retry) and the try within it.
     generation = models.PositiveIntegerField(default=0)
@@ -213,7 +218,10 @@ class StageAttempt(models.Model):
 class RunTransition(models.Model):
     """The history of a run: every status or stage change, who made it and why."""
 
-    run = models.ForeignKey(ImportRun, on_delete=models.CASCADE, related_name="transitions")
+    # Indexed by transition_run_time, which starts with it.
+    run = models.ForeignKey(
+        ImportRun, on_delete=models.CASCADE, related_name="transitions", db_index=False
+    )
     from_status = models.CharField(max_length=16, blank=True)
     to_status = models.CharField(max_length=16)
     from_stage = models.CharField(max_length=16, blank=True)

@@ -1,0 +1,78 @@
+"""Drop three foreign-key indexes that an index starting with the same column already
+serves. Every claim and completion updates or inserts these rows, so each index is paid
+for on every stage. Only the indexes go (concurrently on PostgreSQL, so nothing waits);
+the constraints stay as they are."""
+
+import django.db.models.deletion
+from django.db import migrations, models
+
+# (index, table, column), as Django named them.
+INDEXES = [
+    ("jobs_importrun_organisation_id_26309abe", "jobs_importrun", "organisation_id"),
+    ("jobs_runtransition_run_id_1aadff48", "jobs_runtransition", "run_id"),
+    ("jobs_stageattempt_run_id_c75d5978", "jobs_stageattempt", "run_id"),
+]
+
+
+def _concurrently(schema_editor) -> str:
+    return " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
+
+
+def drop_indexes(apps, schema_editor):
+    for name, _, _ in INDEXES:
+        schema_editor.execute(f'DROP INDEX{_concurrently(schema_editor)} IF EXISTS "{name}"')
+
+
+def create_indexes(apps, schema_editor):
+    for name, table, column in INDEXES:
+        schema_editor.execute(
+            f'CREATE INDEX{_concurrently(schema_editor)} IF NOT EXISTS "{name}" '
+            f'ON "{table}" ("{column}")'
+        )
+
+
+class Migration(migrations.Migration):
+    atomic = False
+
+    dependencies = [
+        ("documents", "0003_connections"),
+        ("jobs", "0007_connector_runs"),
+    ]
+
+    operations = [
+        migrations.SeparateDatabaseAndState(
+            database_operations=[migrations.RunPython(drop_indexes, create_indexes)],
+            state_operations=[
+                migrations.AlterField(
+                    model_name="importrun",
+                    name="organisation",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="documents.organisation",
+                    ),
+                ),
+                migrations.AlterField(
+                    model_name="runtransition",
+                    name="run",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="transitions",
+                        to="jobs.importrun",
+                    ),
+                ),
+                migrations.AlterField(
+                    model_name="stageattempt",
+                    name="run",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="attempts_log",
+                        to="jobs.importrun",
+                    ),
+                ),
+            ],
+        ),
+    ]
