@@ -147,22 +147,17 @@ def _charge_once(*, reservation: QuotaReservation, document: Document, pages: in
         reservation=reservation,
         created_at=timezone.now(),
     )
-    table = UsageEntry._meta.db_table
+    meta = UsageEntry._meta
+    names = ("organisation", "document", "document_version", "pages", "reservation", "created_at")
+    fields = [meta.get_field(name) for name in names]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} "
-            "(organisation_id, document_id, document_version, pages, reservation_id, created_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s) "
+            f"INSERT INTO {meta.db_table} ({', '.join(field.column for field in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) "
             "ON CONFLICT (organisation_id, document_id, document_version) DO NOTHING "
             "RETURNING id",
-            [
-                entry.organisation_id,
-                entry.document_id,
-                entry.document_version,
-                entry.pages,
-                entry.reservation_id,
-                entry.created_at,
-            ],
+            # As the ORM would send them (a UUID is text on SQLite, say).
+            [field.get_db_prep_save(getattr(entry, field.attname), connection) for field in fields],
         )
         row = cursor.fetchone()
     if row is None:

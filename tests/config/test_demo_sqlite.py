@@ -1,0 +1,81 @@
+"""The demo runs on SQLite, where the tests' own database is PostgreSQL: in a process
+of its own, on a fresh SQLite file, uploads go through every stage they are due for,
+are charged once, and settling again charges nothing."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.processes import ROOT
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = """
+import json
+import django
+from django.test.utils import setup_test_environment
+
+django.setup()
+setup_test_environment()  # the test client's host
+from django.core.management import call_command
+from django.test import Client
+
+from documents.models import UsageEntry
+from documents.services.organisations import organisation_create
+from documents.services.quota import quota_get, quota_settle
+from documents.services.tokens import api_token_create
+from jobs.models import StageAttempt
+from tests.support.files import make_docx, make_pdf
+from tests.support.runs import drive
+from tests.support.uploads import accepted_run
+
+call_command("migrate", verbosity=0)
+org = organisation_create(slug="demo", page_limit=100, name="Demo")
+_, raw = api_token_create(organisation=org, name="demo")
+client = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+runs = [
+    drive(accepted_run(client, make_pdf(3)).id),
+    drive(accepted_run(client, make_docx(3), "doc.docx").id),
+]
+again = quota_settle(reservation=runs[0].reservation, document=runs[0].document, pages=3)
+quota = quota_get(organisation_id=org.id)
+print(json.dumps({
+    "statuses": [run.status for run in runs],
+    "errors": [run.error_message for run in runs],
+    "stages": sorted(set(StageAttempt.objects.values_list("stage", flat=True))),
+    "pages_used": quota.pages_used,
+    "pages_reserved": quota.pages_reserved,
+    "entries": UsageEntry.objects.count(),
+    "charged_again": again.charged,
+}))
+"""
+
+
+def test_uploads_go_through_the_pipeline_on_sqlite(tmp_path, settings):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
+        "MEDIA_ROOT": str(tmp_path / "media"),
+        "REDIS_URL": settings.REDIS_URL,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert outcome["statuses"] == ["succeeded", "succeeded"], outcome["errors"]
+    assert outcome["stages"] == ["embed", "extract", "settle"]
+    assert outcome["entries"] == 2
+    assert outcome["pages_used"] >= 4 and outcome["pages_reserved"] == 0
+    assert outcome["charged_again"] is False
