@@ -89,7 +89,10 @@ def test_a_burst_over_the_backlog_bound_is_refused_and_each_is_accepted_after_it
             )
 
     # Four uploads at a time: uploads accepted together may pass the backlog bound a little.
-    with running_workers(), web_server(workers=2, threads=2, env=site) as base:
+    # Each run takes a moment to embed, like a remote model: the burst meets a backlog
+    # however fast the other stages are, and the drain rate is a real one.
+    slow = {"PAPERLANE_EMBEDDER": "tests.support.embedders.SlowEmbedder", "EMBED_DELAY": "0.3"}
+    with running_workers(**slow), web_server(workers=2, threads=2, env=site) as base:
         # Some runs end first, so the drain rate is measured, as on a working system.
         warm = [post(base, f"warm-{n}.pdf").json()["run_id"] for n in range(3)]
         wait_terminal(warm, timeout=60)
