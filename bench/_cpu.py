@@ -81,8 +81,9 @@ class CpuMeter:
 
     Stage workers are the direct children of run_workers; a forked work horse is
     counted through its parent's cutime/cstime once it is reaped, so horses are
-    never sampled themselves (that would count them twice). A worker's fork server
-    and the extraction children it reaps (jobs/isolation.py) are "isolated".
+    never sampled themselves (that would count them twice). The extraction fork
+    server (run_workers' own, which its forked workers share, or a worker's) and the
+    extraction children it reaps (jobs/isolation.py) are "isolated".
     """
 
     def __init__(self, supervisor_pid: int) -> None:
@@ -112,12 +113,12 @@ class CpuMeter:
         fork_servers = {
             pid
             for pid, (ppid, _, _, cmd) in processes.items()
-            if ppid in workers and "forkserver" in cmd
+            if (ppid in workers or ppid == self.supervisor_pid) and "forkserver" in cmd
         }
         for pid, (ppid, own, reaped, cmd) in processes.items():
             if pid in fork_servers or ppid in fork_servers:
-                # A worker's fork server (its reaped children did isolated extractions),
-                # and its live children: the extraction children a worker keeps.
+                # A fork server (its reaped children did isolated extractions), and its
+                # live children: the extraction children the workers keep.
                 ticks["isolated", pid] = own + reaped
             elif pid == self.supervisor_pid or pid in gunicorn:
                 # Their reaped children are counted while alive (or lost if they died).

@@ -96,7 +96,10 @@ def configure(preload: Sequence[str]) -> None:
 
 
 def warm_up() -> None:
-    """Start the fork server and wait for its first child (at worker start, say)."""
+    """Start the fork server and wait for its first child (at worker start, say). Called
+    in a process that then forks workers (run_workers), it starts the one server they
+    all use: a worker forked again after dying extracts at once, instead of spending
+    seconds of CPU on a server of its own."""
     run_isolated(_nothing, limits=Limits(2**40, 60, 120.0))
 
 
@@ -164,10 +167,12 @@ RETIRE_GROWTH_BYTES = 256 * 2**20
 
 
 def _share_fork_server() -> None:
-    """Let a process forked from the fork server's parent (RQ's work horse) use that
-    server. multiprocessing checks that the server lives with waitpid(), which only its
-    parent may call; elsewhere the check would fail, so it is skipped there: the server
-    lives as long as that parent, which outlives its horses."""
+    """Let a process forked from the fork server's parent use that server: RQ's work
+    horse, or a stage worker forked by run_workers, which starts the server once for all
+    of them (see `warm_up`). multiprocessing checks that the server lives with waitpid(),
+    which only its parent may call; elsewhere the check would fail, so it is skipped
+    there. Should the server be gone after all, `_forget_shared_fork_server` lets this
+    process start its own."""
     server = forkserver._forkserver
     pid = getattr(server, "_forkserver_pid", None)
     if pid is None or "ensure_running" in vars(server):
@@ -179,6 +184,19 @@ def _share_fork_server() -> None:
         return  # gone: multiprocessing starts another
     if parent != os.getpid():
         server.ensure_running = lambda: None
+
+
+def _forget_shared_fork_server() -> bool:
+    """If this process uses a fork server it did not start, forget it (the next child
+    starts one of this process's own) and return True; else False."""
+    server = forkserver._forkserver
+    if "ensure_running" not in vars(server):
+        return False
+    del server.ensure_running
+    if server._forkserver_alive_fd is not None:
+        os.close(server._forkserver_alive_fd)
+    server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
+    return True
 
 
 def close_kept_child() -> None:
@@ -211,15 +229,28 @@ class _Child:
         self.calls = 0
         self.started = time.monotonic()
         _share_fork_server()
+        try:
+            self._start(memory_bytes)
+        except (EOFError, OSError) as exc:
+            if not _forget_shared_fork_server():
+                raise ChildFailed("the fork server died; did a PRELOAD module fail?") from exc
+            # The server this process shared is gone (killed, or its parent died): one of
+            # its own, as a process that never shared one would have.
+            try:
+                self._start(memory_bytes)
+            except (EOFError, OSError) as again:
+                raise ChildFailed("the fork server died; did a PRELOAD module fail?") from again
+
+    def _start(self, memory_bytes: int) -> None:
         self.conn, theirs = _context.Pipe(duplex=True)
         self.process = _context.Process(
             target=_serve, args=(theirs, memory_bytes), name="isolated", daemon=True
         )
         try:
             self.process.start()
-        except (EOFError, ConnectionError) as exc:
+        except BaseException:
             self.conn.close()
-            raise ChildFailed("the fork server died; did a PRELOAD module fail?") from exc
+            raise
         finally:
             theirs.close()  # else the child's end would never show on this pipe
 

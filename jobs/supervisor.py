@@ -1,7 +1,8 @@
 """`run_workers`: every stage worker, the scheduler and the sweeper, kept alive.
 
 Each is a child process. Stage workers are forked from the supervisor, which has
-Django and the stages imported already: a worker starts (or starts again after it
+Django and the stages imported and the stages' warm-ups done (the extraction's fork
+server, shared by every extract worker): a worker starts (or starts again after it
 died) in milliseconds and at no CPU cost, where a new interpreter takes seconds of
 CPU; the scheduler, the sweeper and the connectors loop are new interpreters. A
 child that dies is started again (with a growing pause if it keeps dying at once).
@@ -16,6 +17,7 @@ restarts (a new, empty server) every stage worker is restarted warm, so each
 registers with the new server; the sweeper delivers again what it lost.
 """
 
+import itertools
 import logging
 import os
 import random
@@ -60,10 +62,23 @@ class Child:
     # Told to stop so that it starts afresh: its exit is no crash.
     rolling: bool = False
 
+    @property
+    def forks(self) -> bool:
+        """Whether start() forks it from this process rather than starting an interpreter.
+        Forking is safe only while this process has no other thread (one could hold a
+        lock the child would inherit held); run_workers has none."""
+        return self.argv[1:3] == [MANAGE, WORKER_COMMAND] and threading.active_count() == 1
+
+    @property
+    def stages(self) -> list[str]:
+        """The stages a stage worker runs (its command's arguments before the options)."""
+        if self.argv[1:3] != [MANAGE, WORKER_COMMAND]:
+            return []
+        arguments = self.argv[3:]
+        return list(itertools.takewhile(lambda arg: not arg.startswith("-"), arguments))
+
     def start(self) -> None:
-        # Forking is safe only while this process has no other thread (one could hold a
-        # lock the child would inherit held); run_workers has none.
-        if self.argv[1:3] == [MANAGE, WORKER_COMMAND] and threading.active_count() == 1:
+        if self.forks:
             self.process = Forked(self.argv)
         else:
             self.process = subprocess.Popen(self.argv)
@@ -167,6 +182,7 @@ class Supervisor:
     def run(self) -> None:
         signal.signal(signal.SIGTERM, self._request_stop)
         signal.signal(signal.SIGINT, self._request_stop)
+        self._warm_up_shared()
         for child in self.children:
             child.start()
         while not self.stopping:
@@ -174,6 +190,19 @@ class Supervisor:
             self._restart_dead()
             time.sleep(0.5)
         self.stop()
+
+    def _warm_up_shared(self) -> None:
+        """Warm up here, once, the stages of the workers this process forks: what a warm-up
+        starts is then theirs from birth. The extraction's fork server is one server for
+        every extract worker, and one that dies and is forked again extracts at once
+        instead of spending seconds of CPU (under load) on a server of its own."""
+        forked = {stage for child in self.children if child.forks for stage in child.stages}
+        for spec in STAGES:
+            if spec.name in forked and spec.warm_up is not None:
+                try:
+                    spec.warm_up()
+                except Exception:  # each worker warms up for itself, as it always does
+                    logger.exception("warming up %s for the workers failed", spec.name)
 
     @property
     def redis_up(self) -> bool:

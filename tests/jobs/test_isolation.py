@@ -69,6 +69,10 @@ def spin(*, progress):
         pass
 
 
+def parent_pid(*, progress):
+    return os.getppid()  # a child's parent is the fork server
+
+
 def sleep_after_writing_pid(pid_file, seconds, *, progress):
     with open(pid_file, "w") as fh:
         fh.write(str(os.getpid()))
@@ -414,21 +418,45 @@ def test_a_kept_child_over_the_wall_time_is_killed_and_the_next_call_has_a_new_o
     assert run_isolated(count_pages, 1, limits=limits, reuse=10)["pid"] != first
 
 
-def test_a_process_forked_from_ours_leaves_our_kept_child_alone():
-    kept = run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"]
+def _in_a_forked_process(fn) -> int:
+    """fn() in a process forked from this one (RQ's work horse, a worker run_workers
+    forks): the number it returns."""
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # RQ's work horse, say
+    if pid == 0:
         try:
-            os.write(
-                write, str(run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"]).encode()
-            )
+            os.write(write, str(fn()).encode())
         finally:
             os._exit(0)
     os.close(write)
-    theirs = int(os.read(read, 64))
+    answer = os.read(read, 64)
     os.close(read)
     os.waitpid(pid, 0)
+    return int(answer)
+
+
+def test_a_process_forked_from_ours_leaves_our_kept_child_alone():
+    kept = run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"]
+
+    theirs = _in_a_forked_process(
+        lambda: run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"]
+    )
 
     assert theirs != kept
     assert run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"] == kept
+
+
+def test_a_process_forked_from_ours_uses_our_fork_server_or_its_own_once_it_is_gone():
+    server = run_isolated(parent_pid, limits=ROOMY)
+
+    assert _in_a_forked_process(lambda: run_isolated(parent_pid, limits=ROOMY)) == server
+
+    def without_the_server() -> int:
+        os.kill(server, signal.SIGKILL)
+        _wait_for(lambda: _dead(server), 5)
+        return run_isolated(parent_pid, limits=ROOMY)
+
+    theirs = _in_a_forked_process(without_the_server)
+    assert theirs not in (server, os.getpid())
+    # Ours starts a new one too.
+    assert run_isolated(parent_pid, limits=ROOMY) not in (server, theirs)

@@ -68,6 +68,46 @@ def test_stage_workers_are_forked_and_a_killed_one_comes_back_forked():
         assert cpu_seconds(again) < FORKED_START_CPU_SECONDS
 
 
+def fork_servers_of(parent: int) -> list[int]:
+    """The extraction fork servers (multiprocessing's) whose parent is `parent`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and parent_of(int(entry.name)) == parent:
+                if b"multiprocessing.forkserver" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # gone meanwhile
+    return found
+
+
+def test_extract_workers_share_the_supervisors_fork_server_and_a_new_one_does_too():
+    env = process_env(**TEST_PIPELINE_ENV)
+    with run_workers_process(env=env, args=("--concurrency", "extract=2,embed=1")) as supervisor:
+        wait_for(lambda: len(registered_worker_pids()) == 6, timeout=60, what="six workers")
+        # A worker warms up before it registers: the extract workers' warm-ups are done.
+        extract = [pid for pid, stage in registered_worker_pids().items() if stage == "extract"]
+        assert len(fork_servers_of(supervisor.pid)) == 1
+        assert [fork_servers_of(pid) for pid in extract] == [[], []]
+
+        os.kill(extract[0], signal.SIGKILL)
+        wait_for(
+            lambda: any(
+                stage == "extract" and pid not in extract
+                for pid, stage in registered_worker_pids().items()
+            ),
+            timeout=30,
+            what="a new extract worker",
+        )
+        again = next(
+            pid
+            for pid, stage in registered_worker_pids().items()
+            if stage == "extract" and pid not in extract
+        )
+        assert fork_servers_of(again) == []
+        assert cpu_seconds(again) < FORKED_START_CPU_SECONDS
+
+
 def test_a_forked_command_that_fails_exits_with_its_error_code():
     child = Forked([sys.executable, MANAGE, "stage_worker", "no-such-stage"])
     wait_for(lambda: child.poll() is not None, timeout=30, what="the child's exit")
