@@ -49,7 +49,7 @@ class Membership(models.Model):
         ADMIN = "admin", "Admin"
 
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="memberships"
+        Organisation, on_delete=models.CASCADE, related_name="memberships", db_index=False
     )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
@@ -106,7 +106,7 @@ class Document(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="documents"
+        Organisation, on_delete=models.CASCADE, related_name="documents", db_index=False
     )
     filename = models.CharField(max_length=255)
     kind = models.CharField(max_length=8, choices=DocumentKind.choices)
@@ -146,7 +146,9 @@ class Chunk(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, editable=False)
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="chunks", db_index=False
+    )
     version = models.PositiveIntegerField()
     index = models.PositiveIntegerField()
     text = models.TextField()
@@ -180,7 +182,7 @@ class QuotaReservation(models.Model):
         RELEASED = "released", "Released"
 
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="reservations"
+        Organisation, on_delete=models.CASCADE, related_name="reservations", db_index=False
     )
     pages = models.PositiveIntegerField()
     # True when the page count is a guess (DOCX before extraction).
@@ -205,7 +207,9 @@ class QuotaReservation(models.Model):
 class UsageEntry(models.Model):
     """The page ledger: one row per organisation and document version, never two."""
 
-    organisation = models.ForeignKey(Organisation, on_delete=models.PROTECT, related_name="usage")
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.PROTECT, related_name="usage", db_index=False
+    )
     document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="usage")
     document_version = models.PositiveIntegerField()
     pages = models.PositiveIntegerField()
@@ -231,7 +235,9 @@ class UsageEntry(models.Model):
 class DocumentText(models.Model):
     """The extracted text of one document version, kept apart from the document row."""
 
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="texts")
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="texts", db_index=False
+    )
     version = models.PositiveIntegerField()
     text = models.TextField()
     page_count = models.PositiveIntegerField()
@@ -342,9 +348,11 @@ class ConnectorImport(models.Model):
         DELETED = "deleted", "Deleted at the source"
 
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="connector_imports"
+        Organisation, on_delete=models.CASCADE, related_name="connector_imports", db_index=False
     )
-    connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="imports")
+    connection = models.ForeignKey(
+        Connection, on_delete=models.CASCADE, related_name="imports", db_index=False
+    )
     file_id = models.CharField(max_length=1024)
     content_version = models.CharField(max_length=255)
     name = models.CharField(max_length=255)
@@ -391,7 +399,9 @@ class ConnectorImport(models.Model):
 class ConnectionSync(models.Model):
     """One sync of a connection: when, what it found and how it ended."""
 
-    connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="syncs")
+    connection = models.ForeignKey(
+        Connection, on_delete=models.CASCADE, related_name="syncs", db_index=False
+    )
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Empty while it runs; then one of Connection.Result.

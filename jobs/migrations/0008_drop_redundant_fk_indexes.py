@@ -6,29 +6,13 @@ the constraints stay as they are."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-# (index, table, column), as Django named them.
+from core.migration_indexes import drop_indexes
+
 INDEXES = [
     ("jobs_importrun_organisation_id_26309abe", "jobs_importrun", "organisation_id"),
     ("jobs_runtransition_run_id_1aadff48", "jobs_runtransition", "run_id"),
     ("jobs_stageattempt_run_id_c75d5978", "jobs_stageattempt", "run_id"),
 ]
-
-
-def _concurrently(schema_editor) -> str:
-    return " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
-
-
-def drop_indexes(apps, schema_editor):
-    for name, _, _ in INDEXES:
-        schema_editor.execute(f'DROP INDEX{_concurrently(schema_editor)} IF EXISTS "{name}"')
-
-
-def create_indexes(apps, schema_editor):
-    for name, table, column in INDEXES:
-        schema_editor.execute(
-            f'CREATE INDEX{_concurrently(schema_editor)} IF NOT EXISTS "{name}" '
-            f'ON "{table}" ("{column}")'
-        )
 
 
 class Migration(migrations.Migration):
@@ -41,7 +25,7 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.SeparateDatabaseAndState(
-            database_operations=[migrations.RunPython(drop_indexes, create_indexes)],
+            database_operations=[drop_indexes(INDEXES)],
             state_operations=[
                 migrations.AlterField(
                     model_name="importrun",
