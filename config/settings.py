@@ -279,6 +279,16 @@ PAPERLANE_EMBEDDING_DIMENSIONS = env.int("PAPERLANE_EMBEDDING_DIMENSIONS", defau
 PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
 # Embedding requests per second across all workers (0: no limit, as for the local embedder).
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
+# A provider that fails this many calls in a row (every worker counted) pauses its stage's
+# workers for the pause, doubled each time it fails again after one, up to the longest
+# (jobs/breaker.py).
+PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = env.int(
+    "PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES", default=3
+)
+PAPERLANE_PROVIDER_PAUSE_SECONDS = env.float("PAPERLANE_PROVIDER_PAUSE_SECONDS", default=1.0)
+PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS = env.float(
+    "PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS", default=5.0
+)
 # jobs.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
 # (no fork per job); jobs.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
 # job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane

@@ -10,23 +10,36 @@ its own priority's lanes first, rotated so the lane after the one just served
 comes first (lanes take turns), the other priority's lanes after them (no
 idle worker while there is work), and every PAPERLANE_BULK_EVERY-th pick an
 interactive-first worker puts the bulk lanes first (bulk work never starves).
+While the provider a stage calls keeps failing (jobs/breaker.py), the worker takes
+none of that stage's jobs until the pause ends.
 
 Lane choice races (two enqueues at once) only cost fairness, never a job: the
 job goes to some lane of its stage, and every worker of the stage reads all.
 """
 
+import math
 import random
+import time
 from functools import cache
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from redis import Redis
 from redis.commands.core import Script
+from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import Queue
-from rq.worker import SimpleWorker, Worker
+from rq.exceptions import DequeueTimeout
+from rq.worker import SimpleWorker, Worker, WorkerStatus
 
+from jobs.breaker import breaker
 from jobs.models import RunPriority
-from jobs.pipeline import PRIORITIES, priority_queue_names, queue_lane
+from jobs.pipeline import (
+    PRIORITIES,
+    priority_queue_names,
+    queue_lane,
+    queue_stage,
+    stage_spec,
+)
 
 # Which lane an organisation's jobs of one stage and priority go to.
 LANE_OF_ORGANISATION = "paperlane:lane:{queue}"
@@ -73,6 +86,10 @@ def _chooser(connection: Redis) -> Script:
     return connection.register_script(_CHOOSE)
 
 
+# A worker waiting for a paused provider looks again (and beats) at least this often.
+PAUSE_BEAT_SECONDS = 2.0
+
+
 def bulk_every() -> int:
     every = settings.PAPERLANE_BULK_EVERY
     if not isinstance(every, int) or every < 1:
@@ -104,6 +121,12 @@ class LaneOrder:
         # Per priority, the index of the lane that comes first at the next pick.
         self._next = dict.fromkeys(PRIORITIES, 0)
         self._ordered_queues = self.lane_order()
+        # Stage -> the breaker of the provider it calls, for the stages read here that call one.
+        self._providers = {}
+        for queue in self.queues:
+            lane = queue_lane(queue.name)
+            if lane and (provider := stage_spec(lane.stage).provider):
+                self._providers[lane.stage] = breaker(provider)
 
     def first_priority(self) -> str:
         """The priority whose lanes the next pick looks at first."""
@@ -120,6 +143,44 @@ class LaneOrder:
             lanes, start = self._lanes[priority], self._next[priority]
             order += lanes[start:] + lanes[:start]
         return order + self._others
+
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        # While a stage's provider keeps failing, its jobs wait in their queues: the
+        # worker takes its other stages' jobs, or waits (beating) until the pause ends.
+        while paused := self._paused_stages():
+            self.set_state(WorkerStatus.IDLE)  # a stop request now ends the worker at once
+            self.heartbeat()
+            wait = min(paused.values())
+            others = [q for q in self._ordered_queues if queue_stage(q.name) not in paused]
+            if not others:
+                self.procline(f"Paused while {', '.join(sorted(paused))} waits for its provider")
+                time.sleep(min(wait, PAUSE_BEAT_SECONDS))
+                continue
+            try:
+                result = self.queue_class.dequeue_any(
+                    others,
+                    max(1, math.ceil(min(wait, PAUSE_BEAT_SECONDS))),  # BLPOP: whole seconds
+                    connection=self.connection,
+                    job_class=self.job_class,
+                    serializer=self.serializer,
+                    death_penalty_class=self.death_penalty_class,
+                )
+            except DequeueTimeout:
+                continue
+            except RedisConnectionError:
+                break  # RQ's own loop waits for Redis
+            if result is not None:
+                self.reorder_queues(reference_queue=result[1])
+                return result
+        return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+
+    def _paused_stages(self) -> dict[str, float]:
+        """Stage -> seconds its jobs still wait, for the stages whose provider is paused."""
+        paused = {}
+        for stage, provider in self._providers.items():
+            if (wait := provider.paused_for()) > 0:
+                paused[stage] = wait
+        return paused
 
     def reorder_queues(self, reference_queue: Queue) -> None:
         # RQ calls this after each job it took, with the queue the job came from.

@@ -33,6 +33,9 @@ class StageSpec:
     default_bulk_concurrency: int = 0
     # Run once when a worker of the stage starts, so no document pays for it.
     warm_up: Callable[[], None] | None = None
+    # The outside provider the stage calls, by its breaker's name (jobs/breaker.py): the
+    # stage's workers take none of its jobs while that provider keeps failing.
+    provider: str | None = None
 
     @property
     def timeout(self) -> int:
@@ -66,7 +69,13 @@ STAGES: tuple[StageSpec, ...] = (
         # The extraction's fork server (about 0.7 s to start).
         warm_up=isolation.warm_up,
     ),
-    StageSpec(Stage.EMBED, embed.run, default_timeout=600, default_concurrency=2),
+    StageSpec(
+        Stage.EMBED,
+        embed.run,
+        default_timeout=600,
+        default_concurrency=2,
+        provider=embed.PROVIDER,
+    ),
     StageSpec(Stage.SETTLE, settle.run, default_timeout=30, default_concurrency=1),
 )
 

@@ -1,5 +1,8 @@
 """embed: clean, split into chunks, embed in batches, upsert under stable ids.
 
+Each call to the provider is counted by its breaker (jobs/breaker.py): while the
+provider keeps failing, the embed workers pause instead of failing a try of every run.
+
 Chunk ids come from (document, version, index), so a re-run (a retry, a
 worker killed half way) overwrites the rows it already wrote instead of adding
 new ones; the last batch and the removal of rows past the new end commit with the
@@ -13,10 +16,25 @@ from documents.services.content import (
     document_chunks_upsert,
     document_text_get,
 )
+from jobs.breaker import breaker
 from jobs.chunking import clean_text, split_chunks
-from jobs.embedding import get_embedder, pack_vector, rate_limit_wait
-from jobs.errors import PermanentError
+from jobs.embedding import Embedder, get_embedder, pack_vector, rate_limit_wait
+from jobs.errors import PermanentError, TransientError
 from jobs.stages.context import StageContext
+
+# The breaker (jobs/breaker.py) that pauses this stage while the provider keeps failing.
+PROVIDER = "embedding-provider"
+
+
+def _embed(embedder: Embedder, batch: list[str]) -> list[list[float]]:
+    provider = breaker(PROVIDER)
+    try:
+        vectors = embedder.embed(batch)
+    except (TransientError, OSError):  # what a provider that is down or overloaded raises
+        provider.failed()
+        raise
+    provider.succeeded()
+    return vectors
 
 
 def run(ctx: StageContext) -> None:
@@ -38,7 +56,7 @@ def run(ctx: StageContext) -> None:
     for start in range(0, len(pieces), batch_size):
         batch = pieces[start : start + batch_size]
         rate_limit_wait()
-        vectors = embedder.embed(batch)  # never inside a transaction: the provider is slow
+        vectors = _embed(embedder, batch)  # never inside a transaction: the provider is slow
         chunks = {
             "document": document,
             "start": start,

@@ -4,10 +4,14 @@ import uuid
 
 import pytest
 from django.db.models import F
+from django.utils import timezone
 
 from documents.models import Chunk
+from jobs.breaker import KEY, breaker
 from jobs.engine import execute_stage
 from jobs.models import ImportRun
+from jobs.queues import redis_connection
+from jobs.stages.embed import PROVIDER
 from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -62,3 +66,26 @@ def test_every_chunk_is_written_once_whatever_the_batches(api, settings, batch_s
     assert indexes == list(range(len(indexes)))
     run.document.refresh_from_db()
     assert run.document.chunk_count == len(indexes)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_providers_failures_are_counted_by_its_breaker_and_a_success_closes_it(
+    api, settings, monkeypatch
+):
+    settings.PAPERLANE_EMBEDDER = "tests.support.embedders.FlakyEmbedder"
+    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 2
+    monkeypatch.setenv("EMBED_FAILURES", "2")
+    run = accepted_run(api, make_pdf(1))
+    execute_stage(str(run.id), "extract")
+    provider = breaker(PROVIDER)
+
+    def embed_now() -> str:  # as if the retry's backoff (and any pause) had passed
+        ImportRun.objects.filter(id=run.id).update(due_at=timezone.now())
+        return execute_stage(str(run.id), "embed")["outcome"]
+
+    assert [embed_now(), embed_now()] == ["transient_error", "transient_error"]
+    assert provider.paused_for() > 0  # the second failure in a row opened it
+
+    assert embed_now() == "succeeded"
+    assert provider.paused_for() == 0
+    assert not redis_connection().exists(KEY.format(name=PROVIDER))
