@@ -141,9 +141,9 @@ eff wall      sum(attempt finished_at - started_at) / (span x {CORES} cores), sp
               Exceeds 1 when more worker processes than cores share the CPU: a stage waiting
               for the CPU still counts as busy, so this overstates useful work.
 eff body cpu  sum(StageAttempt.cpu_ms) / (span x {CORES} cores): CPU time of the stage body's
-              own thread up to its completion (claim, the completing statement, the stage's
-              own writes and commit, RQ and the enqueue are outside it). The honest "time
-              inside stage bodies" figure.
+              own thread and its isolated extraction children up to its completion (claim,
+              the completing statement, the stage's own writes and commit, RQ and the
+              enqueue are outside it). The honest "time inside stage bodies" figure.
 eff proc cpu  user+system CPU of the stage worker processes (forked horses included) from
               /proc/<pid>/stat / (span x {CORES} cores): stage bodies plus everything around
               them in the workers (claim, commit, RQ bookkeeping, enqueues, forks).

@@ -15,7 +15,7 @@ counts, per document:
   script starts, so nothing else is counted;
 - CPU: this process's (the worker: RQ, Django, the stage bodies) and the extract
   children's, per document; and per stage, the median and p95 of StageAttempt.cpu_ms
-  (the stage body's thread CPU) and of its duration (start to finish).
+  (the stage body's thread CPU and its isolated children's) and of its duration (start to finish).
 
 The sweeper is not part of a document's path: its pass is counted separately, with
 no run in flight (the idle cost every host pays each PAPERLANE_SWEEP_INTERVAL_SECONDS).

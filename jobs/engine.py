@@ -31,6 +31,7 @@ from core.errors import ServiceError
 from jobs.dispatch import next_delivery, stage_enqueue
 from jobs.errors import LeaseLost, PermanentError, TransientError
 from jobs.hosts import process_name
+from jobs.isolation import isolated_cpu_seconds
 from jobs.lease import keeper
 from jobs.logcontext import run_log_context
 from jobs.models import ImportRun, StageAttempt
@@ -77,11 +78,13 @@ class ClaimedStage:
         self.completed = False
         # The run as the stage's own transaction left it.
         self.finished_run: ImportRun | None = None
-        self._cpu_started = time.thread_time()
+        # The stage's CPU: this thread's, and its isolated children's (the extraction).
+        self._cpu_started = time.thread_time() + isolated_cpu_seconds()
         self._progress_at = time.monotonic()
 
     def note_cpu(self) -> None:
-        self.claim.attempt.cpu_ms = int((time.thread_time() - self._cpu_started) * 1000)
+        spent = time.thread_time() + isolated_cpu_seconds() - self._cpu_started
+        self.claim.attempt.cpu_ms = int(spent * 1000)
 
     @property
     def run(self) -> ImportRun:

@@ -163,6 +163,17 @@ def run_isolated(
 
 # A child that answered its last call and may serve the next, per thread of this process.
 _kept = threading.local()
+# CPU seconds the children used for this thread's calls that were answered.
+_spent = threading.local()
+
+
+def isolated_cpu_seconds() -> float:
+    """CPU seconds the children have used for this thread's answered calls so far (a
+    call whose child died or was killed is not counted): the work done for the thread
+    outside its own CPU time."""
+    return getattr(_spent, "seconds", 0.0)
+
+
 RETIRE_GROWTH_BYTES = 256 * 2**20
 
 
@@ -276,6 +287,7 @@ class _Child:
                 except (EOFError, ConnectionResetError):  # gone without an answer
                     return None, True
                 if message[0] != "progress":
+                    _spent.seconds = getattr(_spent, "seconds", 0.0) + message[3]
                     return message[:2], message[2]
                 if on_progress is not None:
                     on_progress(*message[1:])
@@ -329,36 +341,44 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             fn, args, kwargs, cpu_seconds = conn.recv()
         except EOFError:
             return
-        _cpu_budget(cpu_seconds)
+        started = _cpu_budget(cpu_seconds)
         try:
             _setup_django()
             answer: tuple[str, Any] = ("ok", fn(*args, **kwargs, progress=progress))
         except Exception as exc:
             answer = _error_answer(exc)
         retire = _address_space() - born > RETIRE_GROWTH_BYTES
+        used = _cpu_used() - started
         try:
-            conn.send((*answer, retire))
+            conn.send((*answer, retire, used))
         except MemoryError:  # pickling the result took the rest of the memory
             del answer
-            conn.send(("memory", None, True))
+            conn.send(("memory", None, True, used))
             return
         except Exception as exc:  # the result cannot be pickled
-            conn.send((*_error_answer(exc), retire))
+            conn.send((*_error_answer(exc), retire, used))
         del answer
         if retire:
             return
 
 
-def _cpu_budget(seconds: int) -> None:
+def _cpu_used() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_budget(seconds: int) -> float:
     """Give the coming call `seconds` of CPU. RLIMIT_CPU counts the whole life of the
     process, so the soft limit moves on from what earlier calls used; reaching it sends
-    SIGXCPU, whose default action ends the process, then SIGKILL at the hard limit."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime) + seconds
+    SIGXCPU, whose default action ends the process, then SIGKILL at the hard limit.
+    Returns the CPU seconds used so far."""
+    used = _cpu_used()
+    soft = math.ceil(used) + seconds
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    return used
 
 
 def _address_space() -> int:

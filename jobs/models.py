@@ -182,7 +182,8 @@ class StageAttempt(models.Model):
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
     outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.RUNNING)
-    # CPU time the stage body used (its thread only), to tell work from waiting.
+    # CPU time the stage body used (its thread, and the isolated children it waited for,
+    # e.g. the extraction's), to tell work from waiting.
     cpu_ms = models.PositiveIntegerField(null=True, blank=True)
     # What went wrong, as the run's error code says it (e.g. "damaged_pdf", "timeout",
     # "worker_lost"), and the class of the exception raised, e.g. "pypdf.errors.PdfReadError".

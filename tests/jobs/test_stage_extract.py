@@ -2,8 +2,11 @@
 text, real page counts, quota checked again, readable errors for unreadable documents,
 permanent errors not retried."""
 
+import time
+
 import pytest
 
+from documents.formats import extract
 from documents.models import (
     Chunk,
     DocumentText,
@@ -212,3 +215,21 @@ def test_a_document_over_an_extraction_limit_fails_naming_it(
     assert (run.status, run.stage, run.error_code) == ("failed", "extract", code)
     assert says in run.error_message and "the limit for one document" in run.error_message
     assert QuotaReservation.objects.get(run=run).status == "released"
+
+
+def burn_then_extract(*args, progress, **kwargs):
+    """The real extraction after 0.3 s of CPU, in the isolated child."""
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    return extract(*args, progress=progress, **kwargs)
+
+
+def test_the_attempts_cpu_counts_its_isolated_child(api, monkeypatch):
+    monkeypatch.setattr(extract_stage, "extract", burn_then_extract)
+    run = accepted_run(api, make_pdf(1))
+
+    assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
+    attempt = StageAttempt.objects.get(run=run.id, stage="extract")
+    # The worker's own thread only waits meanwhile: the CPU is the child's.
+    assert attempt.cpu_ms >= 280
