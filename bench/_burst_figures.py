@@ -142,20 +142,28 @@ def stage_worker_counts() -> dict[str, int]:
     return {spec.name: spec.concurrency + getattr(spec, "bulk_concurrency", 0) for spec in STAGES}
 
 
-def stage_work(run_ids: Iterable, workers: dict[str, int]) -> dict:
+def stage_work(run_ids: Iterable, workers: dict[str, int], cores: int) -> dict:
     """Per stage: seconds of successful attempts (the work), of the others (lost: an error,
     or a worker killed, counted until the sweeper found its lease expired), the workers
-    that share it, and work / workers; the slowest stage bounds the pipeline
-    (drain_ideal_seconds)."""
+    that share it, work / workers, and the CPU seconds of the successful attempts.
+
+    Two bounds, each a time the pipeline cannot beat: the slowest stage's work / workers
+    (drain_ideal_wall_seconds), and every stage's CPU / the cores
+    (drain_ideal_cpu_seconds). drain_ideal_seconds is the larger. On a machine with fewer
+    cores than busy workers the first depends on how the stages happened to share the
+    CPU (an attempt's wall time stretches while others run): a stage that runs alone for
+    a while (its neighbour paused) lowers it though no work was saved."""
     attempts = StageAttempt.objects.filter(run_id__in=list(run_ids), finished_at__isnull=False)
     work: Counter[str] = Counter()
+    cpu: Counter[str] = Counter()
     lost: Counter[str] = Counter()  # attempts that did not succeed: killed, failed, skipped
-    for stage, outcome, started, finished in attempts.values_list(
-        "stage", "outcome", "started_at", "finished_at"
+    for stage, outcome, started, finished, cpu_ms in attempts.values_list(
+        "stage", "outcome", "started_at", "finished_at", "cpu_ms"
     ):
         spent = (finished - started).total_seconds()
         if outcome == StageAttempt.Outcome.SUCCEEDED:
             work[stage] += spent
+            cpu[stage] += (cpu_ms or 0) / 1000
         else:
             lost[stage] += spent
     stages = {}
@@ -163,18 +171,23 @@ def stage_work(run_ids: Iterable, workers: dict[str, int]) -> dict:
         count = workers[spec.name]
         stages[spec.name] = {
             "work_s": work[spec.name],
+            "cpu_s": cpu[spec.name],
             "lost_s": lost[spec.name],
             "workers": count,
             "bound_s": work[spec.name] / count,
         }
     slowest = max(stages, key=lambda name: stages[name]["bound_s"])
+    wall_bound = stages[slowest]["bound_s"]
+    cpu_bound = sum(cpu.values()) / cores
     outcomes = Counter(attempts.values_list("outcome", flat=True))
     # A retry is any attempt of a stage after the first of the run (and generation).
     firsts = attempts.values("run_id", "generation", "stage").distinct().count()
     return {
         "stages": stages,
-        "slowest_stage": slowest,
-        "drain_ideal_seconds": stages[slowest]["bound_s"],
+        "slowest_stage": slowest if wall_bound >= cpu_bound else f"all stages' CPU / {cores} cores",
+        "drain_ideal_seconds": max(wall_bound, cpu_bound),
+        "drain_ideal_wall_seconds": wall_bound,
+        "drain_ideal_cpu_seconds": cpu_bound,
         "attempt_outcomes": dict(outcomes),
         "retries": sum(outcomes.values()) - firsts,
         "first_attempt": attempts.aggregate(m=Min("started_at"))["m"],

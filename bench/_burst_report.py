@@ -103,9 +103,11 @@ def print_report(f: dict, checks: list, explain: list[str]) -> None:
         [f"accept p99 large (>= {LARGE_MIN_PAGES} p, n={f['accepted_large']}) ms",
          _num(f["accept_p99_ms_large"])],
         ["uploads sent in s", _num(f["upload_seconds"], 1)],
-        ["drain s / ideal s (slowest stage)",
+        ["drain s / ideal s (the larger bound)",
          f"{_num(f['drain_seconds'], 1)} / {_num(f['drain_ideal_seconds'], 1)} "
          f"({f['slowest_stage']})"],
+        ["ideal: slowest stage's work / workers; all stages' CPU / cores",
+         f"{_num(f['drain_ideal_wall_seconds'], 1)} s; {_num(f['drain_ideal_cpu_seconds'], 1)} s"],
         ["drain to 99% of runs ended s", _num(f["drain_p99_seconds"], 1)],
         ["work s / workers per stage", "  ".join(
             f"{name} {w['work_s']:.0f}/{w['workers']}" for name, w in f["stage_work"].items())],

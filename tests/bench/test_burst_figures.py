@@ -109,11 +109,16 @@ def test_it_measures_quota_overshoot_per_organisation(org, other_org):
         assert quota_overshoot([org.id, other_org.id]) == 20
 
 
+def _attempts_take(run, seconds: dict[str, float], cpu_ms: dict[str, int]) -> None:
+    for attempt in StageAttempt.objects.filter(run_id=run.id):
+        attempt.finished_at = attempt.started_at + timedelta(seconds=seconds[attempt.stage])
+        attempt.cpu_ms = cpu_ms[attempt.stage]
+        attempt.save(update_fields=["finished_at", "cpu_ms"])
+
+
 def test_the_ideal_drain_is_the_slowest_stages_successful_work_per_worker(finished_run):
     seconds = {"create": 1, "store": 1, "extract": 4, "embed": 6, "settle": 1}
-    for attempt in StageAttempt.objects.filter(run_id=finished_run.id):
-        attempt.finished_at = attempt.started_at + timedelta(seconds=seconds[attempt.stage])
-        attempt.save(update_fields=["finished_at"])
+    _attempts_take(finished_run, seconds, dict.fromkeys(seconds, 100))
     # A failed try of embed took long: lost work, not part of the ideal.
     StageAttempt.objects.create(
         run_id=finished_run.id,
@@ -122,15 +127,41 @@ def test_the_ideal_drain_is_the_slowest_stages_successful_work_per_worker(finish
         started_at=finished_run.created_at,
         finished_at=finished_run.created_at + timedelta(seconds=100),
         outcome=StageAttempt.Outcome.TRANSIENT_ERROR,
+        cpu_ms=90_000,
     )
     workers = {spec.name: 1 for spec in STAGES} | {"extract": 2, "embed": 3}
 
-    work = stage_work([finished_run.id], workers)
+    work = stage_work([finished_run.id], workers, 2)
 
-    assert work["stages"]["embed"] == {"work_s": 6, "lost_s": 100, "workers": 3, "bound_s": 2}
+    assert work["stages"]["embed"] == {
+        "work_s": 6,
+        "cpu_s": 0.1,
+        "lost_s": 100,
+        "workers": 3,
+        "bound_s": 2,
+    }
     assert work["slowest_stage"] == "extract"
-    assert work["drain_ideal_seconds"] == 2
+    assert work["drain_ideal_seconds"] == work["drain_ideal_wall_seconds"] == 2
+    # An upload's three stages (extract, embed, settle) x 0.1 s / 2 cores.
+    assert work["drain_ideal_cpu_seconds"] == pytest.approx(0.15)
     assert work["retries"] == 1
+
+
+def test_the_ideal_drain_is_the_cpu_of_every_stage_over_the_cores_when_that_is_longer(
+    finished_run,
+):
+    # Busy stages sharing two cores: each alone fits its workers' time, all of them
+    # together need more CPU than the cores have in that time.
+    seconds = {"create": 1, "store": 1, "extract": 4, "embed": 4, "settle": 1}
+    cpu_ms = {"create": 500, "store": 500, "extract": 4000, "embed": 4000, "settle": 1000}
+    _attempts_take(finished_run, seconds, cpu_ms)
+    workers = {spec.name: 1 for spec in STAGES} | {"extract": 2, "embed": 2}
+
+    work = stage_work([finished_run.id], workers, 2)
+
+    assert work["drain_ideal_wall_seconds"] == 2
+    assert work["drain_ideal_cpu_seconds"] == work["drain_ideal_seconds"] == 4.5  # 9 s / 2
+    assert work["slowest_stage"] == "all stages' CPU / 2 cores"
 
 
 def test_it_times_when_a_share_of_the_runs_had_ended(api):
