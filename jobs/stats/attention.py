@@ -10,7 +10,7 @@ from jobs.stats.snapshot import PipelineSnapshot
 
 @dataclass(frozen=True)
 class Attention:
-    # "no_worker", "lag", "failures", "stuck", "suspended", "redis"
+    # "no_worker", "lag", "failures", "stuck", "suspended", "redis", "provider"
     kind: str
     stage: str | None
     message: str
@@ -40,6 +40,21 @@ def attention(snapshot: PipelineSnapshot) -> list[Attention]:
     lag_limit = settings.PAPERLANE_ATTENTION_LAG_SECONDS
     rate_limit = settings.PAPERLANE_ATTENTION_FAILURE_RATE
     for stage in snapshot.stages:
+        if stage.paused_seconds is not None:
+            left = seconds_text(stage.paused_seconds)
+            pause = (
+                f"its workers take none of its jobs for another {left}, then try one"
+                if stage.paused_seconds > 0
+                else "its workers are trying one job to see whether it answers again"
+            )
+            found.append(
+                Attention(
+                    "provider",
+                    stage.name,
+                    f"{stage.name}: its provider keeps failing; {pause}. Its runs wait in "
+                    f"their queues with their tries whole ({stage.due} waiting).",
+                )
+            )
         if stage.workers == 0:
             waiting = f"{stage.waiting} jobs wait" if stage.waiting else "nothing waits yet"
             found.append(

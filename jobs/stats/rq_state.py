@@ -7,7 +7,7 @@ Lanes are summed per stage and per stage and priority.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from redis import Redis
@@ -19,6 +19,7 @@ from rq.utils import utcparse
 from rq.worker import Worker
 from rq.worker_registration import REDIS_WORKER_KEYS
 
+from jobs.breaker import breaker
 from jobs.models import StageAttempt
 from jobs.pipeline import PRIORITIES, STAGES, priority_queue_names, queue_lane
 
@@ -86,6 +87,9 @@ class RedisState:
     priorities: dict[tuple[str, str], QueueState]
     workers: list[dict]
     suspended: bool
+    # stage -> when its provider's pause ends (epoch seconds), for stages whose provider's
+    # breaker (jobs/breaker.py) has opened and not closed since.
+    paused_until: dict[str, float] = field(default_factory=dict)
 
 
 def read_redis_state(connection: Redis, now: datetime) -> RedisState:
@@ -105,11 +109,19 @@ def read_redis_state(connection: Redis, now: datetime) -> RedisState:
             # Entries of the started registry are scored by when they expire.
             pipe.zcount(StartedJobRegistry.key_template.format(name), now_ts, "+inf")
             pipe.zcard(ScheduledJobRegistry.key_template.format(name))
+        providers = [spec for spec in STAGES if spec.provider]
+        for spec in providers:
+            pipe.hget(breaker(spec.provider).key, "until")
         pipe.exists(WORKERS_SUSPENDED)
         pipe.smembers(REDIS_WORKER_KEYS)
         replies = pipe.execute()
     per_queue = [replies[i : i + 4] for i in range(0, 4 * len(names), 4)]
     suspended, worker_keys = bool(replies[-2]), sorted(k.decode() for k in replies[-1])
+    paused_until = {
+        spec.name: float(until)
+        for spec, until in zip(providers, replies[4 * len(names) : -2], strict=True)
+        if until is not None
+    }
     heads = [head.decode() if head else None for _, head, _, _ in per_queue]
     with connection.pipeline(transaction=False) as pipe:
         for head in heads:
@@ -136,7 +148,13 @@ def read_redis_state(connection: Redis, now: datetime) -> RedisState:
             fields = {k.decode(): v.decode() for k, v in data.items()}
             name = key.removeprefix(Worker.redis_worker_namespace_prefix)
             workers.append({"name": name, **fields})
-    return RedisState(queues=queues, priorities=priorities, workers=workers, suspended=suspended)
+    return RedisState(
+        queues=queues,
+        priorities=priorities,
+        workers=workers,
+        suspended=suspended,
+        paused_until=paused_until,
+    )
 
 
 def _parse_time(value: str | None) -> datetime | None:

@@ -27,7 +27,7 @@ from jobs.stats.base import (
     attempt_duration,
     stats_connection,
 )
-from jobs.stats.rq_state import WorkerState, read_redis_state, workers_from
+from jobs.stats.rq_state import RedisState, WorkerState, read_redis_state, workers_from
 
 Outcome = StageAttempt.Outcome
 
@@ -77,6 +77,10 @@ class StageStats:
     p95_seconds: float | None
     # Redis: the stage's interactive and bulk lanes apart (None when Redis did not answer).
     priorities: tuple[PriorityQueueStats, ...] | None = None
+    # Seconds the stage's workers still take none of its jobs, its provider failing
+    # (jobs/breaker.py); 0 once that pause is over but no call has succeeded yet; None
+    # when its provider is well (or Redis did not answer).
+    paused_seconds: float | None = None
 
     @property
     def done_per_minute_5m(self) -> float:
@@ -287,6 +291,11 @@ def _priorities(redis_state, stage: str, now: datetime) -> tuple[PriorityQueueSt
     )
 
 
+def _paused(redis_state: RedisState | None, stage: str, now: datetime) -> float | None:
+    until = redis_state.paused_until.get(stage) if redis_state else None
+    return None if until is None else max(until - now.timestamp(), 0.0)
+
+
 def pipeline_snapshot(
     *, now: datetime | None = None, organisations_limit: int | None = None
 ) -> PipelineSnapshot:
@@ -332,6 +341,7 @@ def pipeline_snapshot(
                 failed_60m=attempt.get("failed_60m", 0),
                 p50_seconds=attempt.get("p50"),
                 p95_seconds=attempt.get("p95"),
+                paused_seconds=_paused(redis_state, spec.name, now),
             )
         )
     organisations, organisations_total = _organisations(organisations_limit)

@@ -9,9 +9,11 @@ from django.utils import timezone
 from rq.suspension import suspend
 from rq.worker import SimpleWorker
 
+from jobs.breaker import breaker
 from jobs.models import ImportRun, StageAttempt
 from jobs.pipeline import STAGES, stage_queue_names
 from jobs.queues import get_queue, redis_connection
+from jobs.stages.embed import PROVIDER
 from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -113,6 +115,28 @@ def test_a_stage_lagging_behind_needs_attention(operator, api, settings, workers
     assert re.search(
         r"extract: the oldest waiting run has waited 9\d s, longer than the 60 s", html
     )
+
+
+def test_a_stage_whose_provider_keeps_failing_needs_attention(
+    operator, settings, workers_for_every_stage
+):
+    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 3
+    settings.PAPERLANE_PROVIDER_PAUSE_SECONDS = 30
+    settings.PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS = 60
+    provider = breaker(PROVIDER)
+    for _ in range(3):
+        provider.failed()
+
+    html = operator.get(URL).content.decode()
+
+    assert attention(html) == {"provider": {"embed"}}
+    assert re.search(
+        r"embed: its provider keeps failing; its workers take none of its jobs for another "
+        r"[23]\d s, then try one",
+        html,
+    )
+    provider.succeeded()
+    assert "provider" not in attention(operator.get(URL).content.decode())
 
 
 @DRIVES
