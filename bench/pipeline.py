@@ -376,10 +376,9 @@ def print_costs(pairs: list[tuple[dict, dict]]) -> None:
     print_table(headers, rows)
     print(
         "  worker CPU: user+system of the stage worker processes in the drain window / docs;"
-        " isolated: the extraction children and their fork servers, whose start (about 0.7 s"
-        " once per extract worker) is in the window (ours only, not in worker CPU); PG: live"
-        " backends"
-        " of the bench database; floor: bench/floor.py (bare RQ, no-op stages)."
+        " isolated: the extraction children and the fork server run_workers starts for"
+        " them before the window (ours only, not in worker CPU); PG: live backends of the"
+        " bench database; floor: bench/floor.py (bare RQ, no-op stages)."
     )
 
 
