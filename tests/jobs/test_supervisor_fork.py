@@ -29,6 +29,18 @@ def registered_worker_pids() -> dict[int, str]:
     return found
 
 
+def new_worker(stage: str, *, besides: list[int]) -> int:
+    """The pid of a worker of `stage` registered besides those (a dead worker stays
+    registered until its key expires), once there is one."""
+
+    def found() -> int | None:
+        pids = registered_worker_pids().items()
+        return next((pid for pid, name in pids if name == stage and pid not in besides), None)
+
+    wait_for(lambda: found() is not None, timeout=30, what=f"a new {stage} worker")
+    return found()
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -51,19 +63,7 @@ def test_stage_workers_are_forked_and_a_killed_one_comes_back_forked():
         assert cpu_seconds(settle) < FORKED_START_CPU_SECONDS
 
         os.kill(settle, signal.SIGKILL)
-        wait_for(
-            lambda: any(
-                stage == "settle" and pid != settle
-                for pid, stage in registered_worker_pids().items()
-            ),
-            timeout=30,
-            what="a new settle worker",
-        )
-        again = next(
-            pid
-            for pid, stage in registered_worker_pids().items()
-            if stage == "settle" and pid != settle
-        )
+        again = new_worker("settle", besides=[settle])
         assert parent_of(again) == supervisor.pid
         assert cpu_seconds(again) < FORKED_START_CPU_SECONDS
 
@@ -91,19 +91,7 @@ def test_extract_workers_share_the_supervisors_fork_server_and_a_new_one_does_to
         assert [fork_servers_of(pid) for pid in extract] == [[], []]
 
         os.kill(extract[0], signal.SIGKILL)
-        wait_for(
-            lambda: any(
-                stage == "extract" and pid not in extract
-                for pid, stage in registered_worker_pids().items()
-            ),
-            timeout=30,
-            what="a new extract worker",
-        )
-        again = next(
-            pid
-            for pid, stage in registered_worker_pids().items()
-            if stage == "extract" and pid not in extract
-        )
+        again = new_worker("extract", besides=extract)
         assert fork_servers_of(again) == []
         assert cpu_seconds(again) < FORKED_START_CPU_SECONDS
 
