@@ -241,6 +241,10 @@ PAPERLANE_ORPHAN_GRACE_SECONDS = env.int("PAPERLANE_ORPHAN_GRACE_SECONDS", defau
 PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS = env.float(
     "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS", default=3600.0
 )
+# Connections' syncs are deleted after this many days by the same pass (each connection
+# keeps its newest 20 whatever their age): a folder synced every few seconds records
+# thousands a day.
+PAPERLANE_SYNC_HISTORY_DAYS = env.int("PAPERLANE_SYNC_HISTORY_DAYS", default=30)
 # The name this host's workers go by in RQ, attempts and the admin (`run_workers --host`
 # overrides it for its children): two supervisors on one machine need two names.
 PAPERLANE_HOST_NAME = env("PAPERLANE_HOST_NAME", default=socket.gethostname())

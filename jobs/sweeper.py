@@ -9,9 +9,10 @@ One pass:
    no list a worker reads, or was left half taken by a worker that died): enqueue it
    again;
 3. ended runs that still hold pages: release them;
-4. only when asked (`sweep --loop` does every PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS):
-   stored files no document points to, older than PAPERLANE_ORPHAN_GRACE_SECONDS,
-   are deleted.
+4. only when asked, the housekeeping (`sweep --loop` does it every
+   PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS): stored files no document points to,
+   older than PAPERLANE_ORPHAN_GRACE_SECONDS, are deleted, and so are connections'
+   syncs older than PAPERLANE_SYNC_HISTORY_DAYS (each connection's newest 20 stay).
 
 Each step looks at a bounded number of runs (or files), oldest first, so a
 pass stays short and whatever it leaves is the oldest work of the next pass.
@@ -29,6 +30,7 @@ from rq.job import Job
 from rq.queue import Queue
 
 from documents.models import QuotaReservation
+from documents.services.connections import connection_syncs_prune
 from documents.services.orphans import stored_orphans_remove
 from documents.services.quota import quota_release
 from jobs.dispatch import (
@@ -52,6 +54,8 @@ REPAIRS_PER_PASS = 500
 DELIVERIES_CHECKED_PER_PASS = 10_000
 # Stored files one orphan pass may delete.
 ORPHANS_PER_PASS = 1_000
+# Syncs one housekeeping pass may delete.
+SYNCS_PER_PASS = 10_000
 # Jobs asked about in one Redis round trip.
 REDIS_BATCH = 500
 # A key the sweepers keep in the workers' Redis. Gone means Redis lost its data (flushed,
@@ -66,24 +70,28 @@ class SweepReport:
     redelivered: int = 0
     released: int = 0
     orphans_removed: int = 0
+    syncs_pruned: int = 0
 
     def __str__(self) -> str:
         return (
             f"abandoned {self.abandoned}, redelivered {self.redelivered}, "
-            f"released {self.released}, orphans removed {self.orphans_removed}"
+            f"released {self.released}, orphans removed {self.orphans_removed}, "
+            f"syncs pruned {self.syncs_pruned}"
         )
 
 
-def sweep_once(*, orphans: bool = False) -> SweepReport:
-    """One pass; with `orphans`, also delete stored files no document points to (a
-    walk over the whole storage, so callers do it far less often than the rest)."""
+def sweep_once(*, housekeeping: bool = False) -> SweepReport:
+    """One pass; with `housekeeping`, also delete stored files no document points to (a
+    walk over the whole storage, so callers do it far less often than the rest) and
+    connections' old syncs."""
     report = SweepReport()
     report.abandoned = _abandon_expired_leases()
     report.redelivered = _redeliver_lost_jobs()
     report.released = _release_ended_reservations()
-    if orphans:
+    if housekeeping:
         report.orphans_removed = _remove_orphaned_files()
-    if report.abandoned or report.redelivered or report.released or report.orphans_removed:
+        report.syncs_pruned = _prune_sync_history()
+    if any(vars(report).values()):
         logger.info("sweep: %s", report)
     return report
 
@@ -228,6 +236,11 @@ def _release_ended_reservations() -> int:
         .order_by("updated_at", "id")[:REPAIRS_PER_PASS]
     )
     return sum(1 for run in stuck if quota_release(reservation=run.reservation))
+
+
+def _prune_sync_history() -> int:
+    older_than = timezone.now() - timedelta(days=settings.PAPERLANE_SYNC_HISTORY_DAYS)
+    return connection_syncs_prune(older_than=older_than, limit=SYNCS_PER_PASS)
 
 
 def _remove_orphaned_files() -> int:

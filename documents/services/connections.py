@@ -6,6 +6,7 @@ to a connection.
 """
 
 import os
+from datetime import datetime
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Conflict, InvalidUpload, NotFound
-from documents.models import Connection, Organisation
+from documents.models import Connection, ConnectionSync, Organisation
 from documents.secrets import credentials_decrypt, credentials_encrypt
 
 Status = Connection.Status
@@ -143,3 +144,30 @@ def connection_get(*, organisation: Organisation, connection_id: int) -> Connect
         return Connection.objects.get(organisation=organisation, id=connection_id)
     except Connection.DoesNotExist:
         raise NotFound("Connection not found.") from None
+
+
+# Syncs of a connection kept whatever their age: the connection pages show this many.
+SYNCS_ALWAYS_KEPT = 20
+
+
+def connection_syncs_prune(*, older_than: datetime, limit: int) -> int:
+    """Delete finished syncs that started before `older_than`, but never a connection's
+    newest SYNCS_ALWAYS_KEPT; at most `limit` rows, each connection's oldest first.
+    Returns how many went. A folder synced every few seconds records thousands of syncs
+    a day, so the history is kept for a while, not for ever."""
+    deleted = 0
+    for connection_id in Connection.objects.order_by("id").values_list("id", flat=True):
+        if deleted >= limit:
+            break
+        syncs = ConnectionSync.objects.filter(connection_id=connection_id)
+        newest = syncs.order_by("-started_at", "-id").values_list("id", flat=True)
+        old = (
+            syncs.filter(started_at__lt=older_than, finished_at__isnull=False)
+            .exclude(id__in=list(newest[:SYNCS_ALWAYS_KEPT]))
+            .order_by("started_at", "id")
+            .values_list("id", flat=True)
+        )
+        ids = list(old[: limit - deleted])
+        if ids:
+            deleted += ConnectionSync.objects.filter(id__in=ids).delete()[0]
+    return deleted

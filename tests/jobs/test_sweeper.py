@@ -15,7 +15,8 @@ from django.utils import timezone
 from rq.job import Job
 from rq.utils import utcformat
 
-from documents.models import QuotaReservation
+from documents.models import ConnectionSync, QuotaReservation
+from documents.services.connections import SYNCS_ALWAYS_KEPT, connection_create_local
 from documents.storage import document_storage_key, storage_exists, storage_put
 from jobs.dispatch import stage_job_id
 from jobs.models import ImportRun, RunSource, StageAttempt
@@ -306,14 +307,14 @@ def test_an_old_file_no_document_points_to_is_removed_by_an_orphan_pass_only(org
 
     assert sweep_once().orphans_removed == 0
     assert storage_exists(key=key)
-    assert sweep_once(orphans=True).orphans_removed == 1
+    assert sweep_once(housekeeping=True).orphans_removed == 1
     assert not storage_exists(key=key)
 
 
 def test_a_file_no_document_points_to_yet_is_kept_during_the_grace_period(org):
     key = store(key_without_document(org), written_ago=50 * 60)
 
-    assert sweep_once(orphans=True).orphans_removed == 0
+    assert sweep_once(housekeeping=True).orphans_removed == 0
     assert storage_exists(key=key)
 
 
@@ -321,7 +322,7 @@ def test_the_file_of_an_existing_document_is_kept_however_old(api):
     key = upload(api).document.storage_key
     backdate(key, seconds=30 * 24 * HOURS)
 
-    assert sweep_once(orphans=True).orphans_removed == 0
+    assert sweep_once(housekeeping=True).orphans_removed == 0
     assert storage_exists(key=key)
 
 
@@ -330,7 +331,7 @@ def test_an_old_file_of_another_version_of_an_existing_document_is_kept(api, org
     other_version = key_without_document(org, version=2, document_id=document.id)
     store(other_version, written_ago=2 * HOURS)
 
-    assert sweep_once(orphans=True).orphans_removed == 0
+    assert sweep_once(housekeeping=True).orphans_removed == 0
     assert storage_exists(key=other_version)
 
 
@@ -347,7 +348,7 @@ def test_old_stray_files_whose_keys_do_not_parse_are_kept(org):
     for key in strays:
         store(key, written_ago=2 * HOURS)
 
-    assert sweep_once(orphans=True).orphans_removed == 0
+    assert sweep_once(housekeeping=True).orphans_removed == 0
     assert [key for key in strays if not storage_exists(key=key)] == []
 
 
@@ -355,9 +356,9 @@ def test_an_orphan_pass_removes_at_most_its_limit(org, monkeypatch):
     monkeypatch.setattr("jobs.sweeper.ORPHANS_PER_PASS", 2)
     keys = [store(key_without_document(org), written_ago=2 * HOURS) for _ in range(3)]
 
-    assert sweep_once(orphans=True).orphans_removed == 2
+    assert sweep_once(housekeeping=True).orphans_removed == 2
     assert sum(storage_exists(key=key) for key in keys) == 1
-    assert sweep_once(orphans=True).orphans_removed == 1
+    assert sweep_once(housekeeping=True).orphans_removed == 1
 
 
 def test_the_sweep_command_without_loop_includes_the_orphan_pass(org):
@@ -436,3 +437,60 @@ def test_the_sweep_loop_redelivers_at_once_after_redis_lost_its_data(api):
         assert time.monotonic() - flushed < 5
     finally:
         stop_group(sweeper, grace=10)
+
+
+def _syncs(connection, count: int, *, days_ago: float, finished: bool = True) -> None:
+    started = timezone.now() - timedelta(days=days_ago)
+    ConnectionSync.objects.bulk_create(
+        ConnectionSync(
+            connection=connection,
+            started_at=started + timedelta(seconds=n),
+            finished_at=started + timedelta(seconds=n + 1) if finished else None,
+            result="ok" if finished else "",
+        )
+        for n in range(count)
+    )
+
+
+def _local_connection(org, folder):
+    folder.mkdir()
+    return connection_create_local(organisation=org, path=str(folder))
+
+
+def test_the_housekeeping_prunes_old_syncs_but_keeps_each_connections_newest(
+    org, tmp_path, settings
+):
+    settings.PAPERLANE_SYNC_HISTORY_DAYS = 30
+    busy = _local_connection(org, tmp_path / "busy")
+    quiet = _local_connection(org, tmp_path / "quiet")
+    _syncs(busy, 1, days_ago=50, finished=False)  # a sync that never ended: kept
+    _syncs(busy, 40, days_ago=45)
+    _syncs(busy, 5, days_ago=1)
+    _syncs(quiet, 3, days_ago=100)  # an idle connection keeps its last syncs
+
+    assert sweep_once().syncs_pruned == 0
+    # The 5 recent ones and the 15 newest old ones stay.
+    assert sweep_once(housekeeping=True).syncs_pruned == 40 - (SYNCS_ALWAYS_KEPT - 5)
+
+    kept = ConnectionSync.objects.filter(connection=busy)
+    assert kept.count() == SYNCS_ALWAYS_KEPT + 1
+    newest = set(kept.order_by("-started_at")[:SYNCS_ALWAYS_KEPT])
+    assert set(kept) - newest == set(kept.filter(finished_at__isnull=True))
+    assert ConnectionSync.objects.filter(connection=quiet).count() == 3
+    assert sweep_once(housekeeping=True).syncs_pruned == 0
+
+
+def test_one_housekeeping_pass_prunes_a_bounded_number_of_syncs_oldest_first(
+    org, tmp_path, monkeypatch
+):
+    monkeypatch.setattr("jobs.sweeper.SYNCS_PER_PASS", 7)
+    connection = _local_connection(org, tmp_path / "folder")
+    _syncs(connection, 50, days_ago=60)
+    oldest = list(
+        ConnectionSync.objects.filter(connection=connection)
+        .order_by("started_at")
+        .values_list("id", flat=True)[:7]
+    )
+
+    assert sweep_once(housekeeping=True).syncs_pruned == 7
+    assert not ConnectionSync.objects.filter(id__in=oldest).exists()

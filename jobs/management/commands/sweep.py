@@ -18,9 +18,10 @@ LOSS_CHECK_SECONDS = 0.5
 
 class Command(BaseCommand):
     help = (
-        "One full sweeper pass, stored orphan files included (or, with --loop, a pass every "
-        "PAPERLANE_SWEEP_INTERVAL_SECONDS and the orphan walk every "
-        "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, and at once when Redis has lost its data)."
+        "One full sweeper pass, with the housekeeping (stored orphan files, old syncs) (or, "
+        "with --loop, a pass every PAPERLANE_SWEEP_INTERVAL_SECONDS and the housekeeping "
+        "every PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, and at once when Redis has lost its "
+        "data)."
     )
 
     def add_arguments(self, parser):
@@ -28,18 +29,19 @@ class Command(BaseCommand):
 
     def handle(self, *args, loop, **options):
         if not loop:
-            self.stdout.write(f"sweep: {sweep_once(orphans=True)}")
+            self.stdout.write(f"sweep: {sweep_once(housekeeping=True)}")
             return
-        # The orphan walk lists the whole storage: once at start, then every interval.
-        orphans_due = time.monotonic()
+        # The housekeeping lists the whole storage: once at start, then every interval.
+        housekeeping_due = time.monotonic()
         _redis_lost_data()  # sets the marker: this pass covers whatever came before
         while True:
-            orphans = time.monotonic() >= orphans_due
-            if orphans:
-                orphans_due = time.monotonic() + settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS
+            housekeeping = time.monotonic() >= housekeeping_due
+            if housekeeping:
+                interval = settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS
+                housekeeping_due = time.monotonic() + interval
             try:
                 close_old_connections()
-                sweep_once(orphans=orphans)
+                sweep_once(housekeeping=housekeeping)
                 # Once a minute, each stage's lag for the dashboard's chart.
                 lag_sample_record(read_lags=stage_lags)
             except Exception:  # keep sweeping through database or Redis hiccups
