@@ -243,14 +243,17 @@ class _Child:
         try:
             self._start(memory_bytes)
         except (EOFError, OSError) as exc:
+            # A server this process shared may be gone (killed, or its parent died; its
+            # socket then refuses, or is no more): one of its own, as a process that never
+            # shared one would have.
             if not _forget_shared_fork_server():
-                raise ChildFailed("the fork server died; did a PRELOAD module fail?") from exc
-            # The server this process shared is gone (killed, or its parent died): one of
-            # its own, as a process that never shared one would have.
+                if isinstance(exc, (EOFError, ConnectionError)):
+                    raise ChildFailed(DEAD_SERVER) from exc
+                raise
             try:
                 self._start(memory_bytes)
-            except (EOFError, OSError) as again:
-                raise ChildFailed("the fork server died; did a PRELOAD module fail?") from again
+            except (EOFError, ConnectionError) as again:
+                raise ChildFailed(DEAD_SERVER) from again
 
     def _start(self, memory_bytes: int) -> None:
         self.conn, theirs = _context.Pipe(duplex=True)
@@ -308,6 +311,7 @@ class _Child:
 
 
 CLOSE_GRACE_SECONDS = 1.0
+DEAD_SERVER = "the fork server died; did a PRELOAD module fail?"
 
 
 def _death(exitcode: int | None, limits: Limits, elapsed: float) -> Exception:
