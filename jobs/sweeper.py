@@ -7,7 +7,8 @@ One pass:
    (Redis flushed, a callback that never ran, an enqueue that failed at
    accept, a job stuck with a dead worker, a job marked queued whose id is in
    no list a worker reads, or was left half taken by a worker that died): enqueue it
-   again;
+   again. With a sweeper on every host (`sweep --loop`), one of them looks each
+   interval (a lock in Redis), not all;
 3. ended runs that still hold pages: release them;
 4. only when asked, the housekeeping (`sweep --loop` does it every
    PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS): stored files no document points to,
@@ -25,6 +26,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 from redis import Redis
+from redis.exceptions import RedisError
 from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
 from rq.queue import Queue
@@ -62,6 +64,10 @@ REDIS_BATCH = 500
 # or restarted without persistence), and every waiting job with it: a sweeper that sees
 # it gone passes at once rather than at its next interval (`sweep --loop`).
 MARKER_KEY = "paperlane:sweeper:marker"
+# Held by the sweeper (of whichever host) that checks Redis for lost jobs, for most of an
+# interval: with a sweeper on every host, one of them looks each interval, not all.
+CHECK_LOCK_KEY = "paperlane:sweeper:checking"
+CHECK_LOCK_SHARE = 0.8  # of PAPERLANE_SWEEP_INTERVAL_SECONDS
 
 
 @dataclass
@@ -80,13 +86,17 @@ class SweepReport:
         )
 
 
-def sweep_once(*, housekeeping: bool = False) -> SweepReport:
+def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> SweepReport:
     """One pass; with `housekeeping`, also delete stored files no document points to (a
     walk over the whole storage, so callers do it far less often than the rest) and
-    connections' old syncs."""
+    connections' old syncs. `one_of_many`: a sweeper runs on every host (`sweep
+    --loop`), so this one asks Redis about due runs only if no other sweeper did in
+    the last interval; the database steps, which cost a query when there is nothing to
+    do, run on every host."""
     report = SweepReport()
     report.abandoned = _abandon_expired_leases()
-    report.redelivered = _redeliver_lost_jobs()
+    if not one_of_many or _take_the_check():
+        report.redelivered = _redeliver_lost_jobs()
     report.released = _release_ended_reservations()
     if housekeeping:
         report.orphans_removed = _remove_orphaned_files()
@@ -100,6 +110,19 @@ def redis_lost_data() -> bool:
     """True if the marker was missing, and sets it again: the first call against a new
     Redis, or the first since Redis lost its data."""
     return bool(redis_connection().set(MARKER_KEY, b"1", nx=True))
+
+
+def _take_the_check() -> bool:
+    """Whether this sweeper is the one to check Redis for lost jobs this interval. A Redis
+    that does not answer says yes: then nobody holds the check, and the check fails anyway.
+    A Redis that lost its data lost the key with it, so the pass that follows checks."""
+    hold = settings.PAPERLANE_SWEEP_INTERVAL_SECONDS * CHECK_LOCK_SHARE
+    try:
+        return bool(
+            redis_connection().set(CHECK_LOCK_KEY, b"1", nx=True, px=max(int(hold * 1000), 1))
+        )
+    except RedisError:
+        return True
 
 
 def _abandon_expired_leases() -> int:

@@ -23,7 +23,7 @@ from jobs.models import ImportRun, RunSource, StageAttempt
 from jobs.pipeline import first_stage, queue_for
 from jobs.queues import get_queue, redis_connection
 from jobs.services.workers import run_claim
-from jobs.sweeper import MARKER_KEY, redis_lost_data, sweep_once
+from jobs.sweeper import CHECK_LOCK_KEY, MARKER_KEY, redis_lost_data, sweep_once
 from tests.support.files import make_pdf
 from tests.support.lanes import lane_of, scheduled_job_ids, waiting_job_ids
 from tests.support.pipeline import wait_for
@@ -494,3 +494,22 @@ def test_one_housekeeping_pass_prunes_a_bounded_number_of_syncs_oldest_first(
 
     assert sweep_once(housekeeping=True).syncs_pruned == 7
     assert not ConnectionSync.objects.filter(id__in=oldest).exists()
+
+
+def test_of_many_sweepers_one_asks_redis_about_lost_jobs_each_interval(api, settings):
+    settings.PAPERLANE_SWEEP_INTERVAL_SECONDS = 0.5
+    first, second = accepted_run(api, make_pdf(1)), accepted_run(api, make_pdf(1))
+    redis_connection().flushdb()
+    age(first, seconds=30)
+
+    assert sweep_once(one_of_many=True).redelivered == 1
+    age(second, seconds=30)
+    # Another host's sweeper within the same interval leaves the check to the first.
+    assert sweep_once(one_of_many=True).redelivered == 0
+    assert sweep_once().redelivered == 1  # a pass of its own (`sweep`) always checks
+
+    redis_connection().flushdb()  # both jobs lost again, and the check's lock with them
+    assert sweep_once(one_of_many=True).redelivered == 2
+    # The check is held for most of an interval (0.4 s of 0.5 s), then any sweeper's.
+    assert 0 < redis_connection().pttl(CHECK_LOCK_KEY) <= 400
+    wait_for(lambda: not redis_connection().exists(CHECK_LOCK_KEY), timeout=2, what="the hold")

@@ -41,7 +41,7 @@ class Command(BaseCommand):
                 housekeeping_due = time.monotonic() + interval
             try:
                 close_old_connections()
-                sweep_once(housekeeping=housekeeping)
+                sweep_once(housekeeping=housekeeping, one_of_many=True)
                 # Once a minute, each stage's lag for the dashboard's chart.
                 lag_sample_record(read_lags=stage_lags)
             except Exception:  # keep sweeping through database or Redis hiccups
