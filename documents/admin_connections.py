@@ -10,12 +10,12 @@ from django.utils.html import format_html
 from core.errors import ServiceError
 from documents.models import Connection, ConnectionSync, ConnectorImport
 from documents.services.connections import (
+    SYNCS_ALWAYS_KEPT,
     connection_pause,
     connection_request_sync,
     connection_resume,
 )
 
-HISTORY_ROWS = 20
 FAILED_ROWS = 20
 CURSOR_CHARS = 400
 
@@ -104,7 +104,7 @@ class ConnectionAdmin(admin.ModelAdmin):
     def recent_syncs(self, connection):
         return render_to_string(
             "admin/documents/connection/syncs.html",
-            {"syncs": ConnectionSync.objects.filter(connection=connection)[:HISTORY_ROWS]},
+            {"syncs": ConnectionSync.objects.filter(connection=connection)[:SYNCS_ALWAYS_KEPT]},
         )
 
     @admin.display(description="files that failed")

@@ -14,6 +14,7 @@ from core.errors import NotFound, ServiceError
 from documents.models import ConnectorImport
 from documents.selectors import connection_list, organisations_for_user
 from documents.services.connections import (
+    SYNCS_ALWAYS_KEPT,
     connection_create_local,
     connection_get,
     connection_pause,
@@ -26,7 +27,6 @@ from jobs.models import ImportRun
 from jobs.services.history import Actor
 from jobs.services.people import run_retry
 
-HISTORY_ROWS = 20
 FAILED_ROWS = 100
 
 
@@ -74,7 +74,7 @@ def connection_detail_view(request: HttpRequest, connection_id: int) -> HttpResp
     context = {
         **_page_context(request, organisation),
         "connection": connection,
-        "syncs": connection.syncs.all()[:HISTORY_ROWS],
+        "syncs": connection.syncs.all()[:SYNCS_ALWAYS_KEPT],
         "failed": failed,
         "onedrive_connect_url": onedrive_connect_url(),
     }

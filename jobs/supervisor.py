@@ -63,16 +63,20 @@ class Child:
     rolling: bool = False
 
     @property
+    def is_stage_worker(self) -> bool:
+        return self.argv[1:3] == [MANAGE, WORKER_COMMAND]
+
+    @property
     def forks(self) -> bool:
         """Whether start() forks it from this process rather than starting an interpreter.
         Forking is safe only while this process has no other thread (one could hold a
         lock the child would inherit held); run_workers has none."""
-        return self.argv[1:3] == [MANAGE, WORKER_COMMAND] and threading.active_count() == 1
+        return self.is_stage_worker and threading.active_count() == 1
 
     @property
     def stages(self) -> list[str]:
         """The stages a stage worker runs (its command's arguments before the options)."""
-        if self.argv[1:3] != [MANAGE, WORKER_COMMAND]:
+        if not self.is_stage_worker:
             return []
         arguments = self.argv[3:]
         return list(itertools.takewhile(lambda arg: not arg.startswith("-"), arguments))
@@ -223,7 +227,7 @@ class Supervisor:
             )
             for child in self.children:
                 # Only workers register in Redis; a restarted sweeper would walk the storage.
-                if child.alive and WORKER_COMMAND in child.argv:
+                if child.alive and child.is_stage_worker:
                     child.rolling = True
                     child.process.send_signal(signal.SIGTERM)
 
@@ -251,7 +255,7 @@ class Supervisor:
                     code,
                     f"in {child.pause:.0f}s" if self.redis_up else "once Redis answers",
                 )
-                if WORKER_COMMAND in child.argv and child.process is not None:
+                if child.is_stage_worker and child.process is not None:
                     self._take_back(child.process.pid, code)
             if now >= child.next_start and self.redis_up:
                 child.next_start = 0.0

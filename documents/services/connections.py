@@ -146,7 +146,7 @@ def connection_get(*, organisation: Organisation, connection_id: int) -> Connect
         raise NotFound("Connection not found.") from None
 
 
-# Syncs of a connection kept whatever their age: the connection pages show this many.
+# The syncs of a connection its pages show (the newest), kept whatever their age.
 SYNCS_ALWAYS_KEPT = 20
 
 
