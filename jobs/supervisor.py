@@ -227,7 +227,7 @@ class Supervisor:
             )
             for child in self.children:
                 # Only workers register in Redis; a restarted sweeper would walk the storage.
-                if child.alive and child.is_stage_worker:
+                if child.alive and WORKER_COMMAND in child.argv:
                     child.rolling = True
                     child.process.send_signal(signal.SIGTERM)
 
@@ -255,7 +255,7 @@ class Supervisor:
                     code,
                     f"in {child.pause:.0f}s" if self.redis_up else "once Redis answers",
                 )
-                if child.is_stage_worker and child.process is not None:
+                if WORKER_COMMAND in child.argv and child.process is not None:
                     self._take_back(child.process.pid, code)
             if now >= child.next_start and self.redis_up:
                 child.next_start = 0.0
