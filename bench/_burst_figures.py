@@ -211,3 +211,20 @@ def ended_by_seconds(run_ids: Iterable, start: datetime, share: float) -> float 
 
 def span_seconds(start: datetime, end: datetime | None) -> float | None:
     return (end - start).total_seconds() if end else None
+
+
+# gunicorn's access log line, as bench/burst.py asks for it: method, status, the
+# microseconds gunicorn spent on the request, the pid of the process that served it.
+ACCESS_LOG_FORMAT = "%(m)s %(s)s %(D)s %(p)s"
+
+
+def accepted_in_gunicorn(access_log: str) -> tuple[list[float], list[int]]:
+    """From an access log in ACCESS_LOG_FORMAT: gunicorn's milliseconds for each POST
+    answered 202, and how many of them each web process served, most first."""
+    times, processes = [], Counter()
+    for line in access_log.splitlines():
+        method, status, micros, pid = line.split()
+        if method == "POST" and status == "202":
+            times.append(int(micros) / 1000)
+            processes[pid.strip("<>")] += 1
+    return times, sorted(processes.values(), reverse=True)

@@ -98,6 +98,8 @@ def print_report(f: dict, checks: list, explain: list[str]) -> None:
          f"{_num(f['accept_p50_ms'])} / {_num(f['accept_p99_ms'])} / {_num(f['accept_max_ms'])}"],
         ["accept in gunicorn p50 / p99 ms (the rest: waiting for a slot)",
          f"{_num(f['accept_server_p50_ms'])} / {_num(f['accept_server_p99_ms'])}"],
+        ["uploads accepted per gunicorn process",
+         " / ".join(map(str, f["accepted_per_web_process"])) or "-"],
         [f"accept p99 small (<= {SMALL_MAX_PAGES} p, n={f['accepted_small']}) ms",
          _num(f["accept_p99_ms_small"])],
         [f"accept p99 large (>= {LARGE_MIN_PAGES} p, n={f['accepted_large']}) ms",

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from bench._burst_figures import (
+    accepted_in_gunicorn,
     charges,
     double_charges,
     duplicate_chunks,
@@ -175,3 +176,20 @@ def test_it_times_when_a_share_of_the_runs_had_ended(api):
     assert ended_by_seconds(ids, start, 0.99) == 100
     ImportRun.objects.filter(id=runs[2].id).update(finished_at=None)
     assert ended_by_seconds(ids, start, 0.99) is None
+
+
+def test_gunicorn_times_and_uploads_per_process_come_from_accepted_posts_only():
+    log = "\n".join(
+        [
+            "POST 202 41000 <101>",
+            "POST 202 9500 <102>",
+            "POST 429 800 <103>",  # refused: no time of an acceptance
+            "GET 200 1200 <103>",
+            "POST 202 20000 <101>",
+        ]
+    )
+
+    times, per_process = accepted_in_gunicorn(log)
+
+    assert times == [41.0, 9.5, 20.0]
+    assert per_process == [2, 1]
