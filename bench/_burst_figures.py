@@ -1,4 +1,5 @@
-"""What the burst left in the database, checked: chunks, charges, quotas, the work done.
+"""What the burst left in the database (chunks, charges, quotas, the work done) and in
+gunicorn's access log, checked.
 
 Plain functions over the project's models, so the tests can run them against
 rows they made; nothing here starts processes or reads the bench settings.
