@@ -17,6 +17,7 @@ retries still cover a failing provider).
 import logging
 import time
 from dataclasses import dataclass
+from functools import cache
 
 from django.conf import settings
 from redis.exceptions import RedisError
@@ -109,11 +110,7 @@ class Breaker:
         return max(float(until or 0) - time.time(), 0.0)
 
 
-_breakers: dict[str, Breaker] = {}
-
-
+@cache
 def breaker(name: str) -> Breaker:
     """This process's handle on the named breaker (its state is in Redis)."""
-    if name not in _breakers:
-        _breakers[name] = Breaker(name)
-    return _breakers[name]
+    return Breaker(name)
