@@ -18,10 +18,9 @@ LOSS_CHECK_SECONDS = 0.5
 
 class Command(BaseCommand):
     help = (
-        "One full sweeper pass, with the housekeeping (stored orphan files, old syncs) (or, "
-        "with --loop, a pass every PAPERLANE_SWEEP_INTERVAL_SECONDS and the housekeeping "
-        "every PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, and at once when Redis has lost its "
-        "data)."
+        "One full sweeper pass with the housekeeping (stored orphan files, old syncs). With "
+        "--loop, a pass every PAPERLANE_SWEEP_INTERVAL_SECONDS and at once when Redis has "
+        "lost its data, and the housekeeping every PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS."
     )
 
     def add_arguments(self, parser):
