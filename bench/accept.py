@@ -5,8 +5,10 @@
 Starts gunicorn on PostgreSQL (database `paperlane_bench`, recreated) with no
 stage workers running, so only the accept path is measured: validation,
 storage, the quota reservation transaction and the enqueue. Prints p50/p95/p99
-per document size. Target: p99 under 150 ms on two cores, and the 300-page p99
-within 1.5x of the 1-page p99.
+per document size, and the CPU each upload cost gunicorn and the database's
+PostgreSQL backends (steadier than latency on a machine whose speed varies).
+Target: p99 under 150 ms on two cores, and the 300-page p99 within 1.5x of the
+1-page p99.
 """
 
 import argparse
@@ -23,6 +25,7 @@ from _common import (
     percentile,
     print_table,
 )
+from _cpu import CpuMeter
 from _http import UploadClient, from_clients
 
 from tests.support.files import make_pdf, multipart_body
@@ -38,13 +41,18 @@ def run_set(base: str, token: str, pdf: bytes, uploads: int, clients: int) -> di
         status = client.post(body, content_type)[0]
         return status, (time.perf_counter() - started) * 1000
 
+    meter = CpuMeter(supervisor_pid=-1)  # no stage workers: only gunicorn and PostgreSQL
+    meter.start()
     started = time.perf_counter()
     results = from_clients(base, token, clients, range(uploads), timed_post, timeout=30)
     wall = time.perf_counter() - started
+    meter.sample(final=True)
     return {
         "latencies": [elapsed for _, elapsed in results],
         "statuses": Counter(status for status, _ in results),
         "wall": wall,
+        "web_cpu_ms": meter.seconds("web") * 1000 / uploads,
+        "pg_cpu_ms": meter.seconds("pg") * 1000 / uploads,
     }
 
 
@@ -81,6 +89,8 @@ def main() -> None:
                     f"{percentile(lat, 99):.1f}",
                     f"{max(lat):.1f}",
                     f"{len(lat) / result['wall']:.0f}",
+                    f"{result['web_cpu_ms']:.1f}",
+                    f"{result['pg_cpu_ms']:.1f}",
                 ]
             )
     print(
@@ -88,7 +98,20 @@ def main() -> None:
         f"gunicorn {args.workers} workers x {args.threads} threads, PostgreSQL\n"
     )
     print_table(
-        ["set", "size", "n", "statuses", "p50 ms", "p95 ms", "p99 ms", "max ms", "req/s"], rows
+        [
+            "set",
+            "size",
+            "n",
+            "statuses",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+            "req/s",
+            "web CPU ms/upload",
+            "PostgreSQL CPU ms/upload",
+        ],
+        rows,
     )
     p99_small, p99_large = float(rows[0][6]), float(rows[1][6])
     print(

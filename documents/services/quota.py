@@ -70,14 +70,24 @@ def _take(*, organisation_id: int, pages: int) -> bool:
     )
 
 
+def quota_take(*, reservation: QuotaReservation) -> None:
+    """Take a new reservation's pages from its organisation's quota, or raise
+    QuotaExceeded. Call inside the transaction that writes the reservation and the work
+    it is for (before or after this), so a refusal leaves nothing behind. The
+    organisation's row stays locked until that transaction ends."""
+    if not _take(organisation_id=reservation.organisation_id, pages=reservation.pages):
+        raise _refuse(organisation_id=reservation.organisation_id, pages=reservation.pages)
+
+
 def quota_reserve(*, organisation_id: int, pages: int, estimated: bool) -> QuotaReservation:
     """Hold `pages`, or raise QuotaExceeded. Call inside the transaction that records
     the work the pages are for, so a refusal leaves nothing behind."""
-    if not _take(organisation_id=organisation_id, pages=pages):
-        raise _refuse(organisation_id=organisation_id, pages=pages)
-    return QuotaReservation.objects.create(
+    reservation = QuotaReservation(
         organisation_id=organisation_id, pages=pages, estimated=estimated
     )
+    quota_take(reservation=reservation)
+    reservation.save(force_insert=True)
+    return reservation
 
 
 def quota_hold_later(*, organisation_id: int) -> QuotaReservation:

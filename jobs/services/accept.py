@@ -2,9 +2,9 @@
 
 Validate by content, ask admission control (jobs/services/admission.py) whether
 there is room, write the bytes once to their final key, then in one transaction
-create the document and the run, reserve quota and mark the first stage due. The
-first stage is enqueued after commit. Nothing here parses the whole file or calls
-anything but storage.
+create the document and the run (one statement on PostgreSQL, core/inserts.py),
+reserve quota and mark the first stage due. The first stage is enqueued after
+commit. Nothing here parses the whole file or calls anything but storage.
 """
 
 import hashlib
@@ -19,19 +19,20 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.errors import FileTooLarge, InvalidUpload, ServiceError
+from core.inserts import rows_insert
 from documents.formats import inspect_upload
-from documents.models import ApiToken, Document, Organisation
-from documents.services.quota import quota_check, quota_reserve
+from documents.models import ApiToken, Document, Organisation, QuotaReservation
+from documents.services.quota import quota_check, quota_take
 from documents.storage import document_storage_key, storage_delete, storage_put
 from jobs.models import ImportRun, RunStatus
 from jobs.pipeline import first_stage
 from jobs.services.admission import (
     OrganisationAtBound,
     admission_check,
-    admission_organisation_full,
+    admission_organisation_over,
     admission_organisation_refusal,
 )
-from jobs.services.history import Actor, dispatch_on_commit, run_record
+from jobs.services.history import Actor, dispatch_on_commit, run_transition
 
 IDEMPOTENCY_KEY_MAX = 255
 
@@ -134,7 +135,7 @@ def document_accept(
     storage_put(key=key, content=upload.file)
     try:
         with transaction.atomic():
-            document = Document.objects.create(
+            document = Document(
                 id=document_id,
                 organisation=organisation,
                 filename=filename,
@@ -144,16 +145,10 @@ def document_accept(
                 storage_key=key,
                 uploaded_by=user,
             )
-            reservation = quota_reserve(
-                organisation_id=organisation.id,
-                pages=inspection.pages,
-                estimated=inspection.estimated,
+            reservation = QuotaReservation(
+                organisation=organisation, pages=inspection.pages, estimated=inspection.estimated
             )
-            # Under the organisation's row lock quota_reserve took: concurrent uploads of
-            # one organisation count here one after another, so its bound holds exactly.
-            if admission_organisation_full(organisation_id=organisation.id):
-                raise OrganisationAtBound()
-            run = ImportRun.objects.create(
+            run = ImportRun(
                 organisation=organisation,
                 document=document,
                 reservation=reservation,
@@ -167,7 +162,16 @@ def document_accept(
                 api_token=api_token,
             )
             actor = Actor.of(user=user, api_token=api_token)
-            run_record(run, from_status="", from_stage="", actor=actor, reason="accepted")
+            accepted = run_transition(
+                run, from_status="", from_stage="", actor=actor, reason="accepted"
+            )
+            rows_insert(reservation, document, run, accepted)
+            # The organisation's row is locked from here to the commit, as briefly as
+            # possible: concurrent uploads of one organisation take their pages and count
+            # its runs one after another, so the quota and its bound of runs hold exactly.
+            quota_take(reservation=reservation)
+            if admission_organisation_over(organisation_id=organisation.id):
+                raise OrganisationAtBound()
             dispatch_on_commit(run)
     except OrganisationAtBound:
         storage_delete(key=key)

@@ -208,16 +208,17 @@ def _refusal(
     )
 
 
-def admission_organisation_full(*, organisation_id: int) -> bool:
-    """True when the organisation has its bound of interactive runs in flight.
+def admission_organisation_over(*, organisation_id: int) -> bool:
+    """True when the organisation has more than its bound of interactive runs in flight,
+    counting the one being accepted.
 
-    Inside the accept transaction, call it after `quota_reserve` has locked the
-    organisation's row: the count then sees every run committed before ours."""
+    Inside the accept transaction, call it after that run is written and `quota_take` has
+    locked the organisation's row: the count then sees every run committed before ours."""
     bound = settings.PAPERLANE_ADMISSION_ORGANISATION_BOUND
     if not bound:
         return False
     counts = _counts(organisation_id=organisation_id, organisation_limit=bound + 1)
-    return counts.organisation >= bound
+    return counts.organisation > bound
 
 
 def admission_organisation_refusal(

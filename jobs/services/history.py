@@ -45,11 +45,12 @@ def dispatch_on_commit(run: ImportRun) -> None:
     transaction.on_commit(lambda: stage_enqueue(**delivery, in_request=True))
 
 
-def run_record(
+def run_transition(
     run: ImportRun, *, from_status: str, from_stage: str, actor: Actor, reason: str
-) -> None:
-    """Write the transition a run just made (its current status and stage are the new ones)."""
-    RunTransition.objects.create(
+) -> RunTransition:
+    """The transition a run just made (its current status and stage are the new ones),
+    not yet saved."""
+    return RunTransition(
         run=run,
         from_status=from_status,
         to_status=run.status,
@@ -59,6 +60,15 @@ def run_record(
         actor_label=actor.label,
         reason=reason[:2000],
     )
+
+
+def run_record(
+    run: ImportRun, *, from_status: str, from_stage: str, actor: Actor, reason: str
+) -> None:
+    """Write the transition a run just made (its current status and stage are the new ones)."""
+    run_transition(
+        run, from_status=from_status, from_stage=from_stage, actor=actor, reason=reason
+    ).save(force_insert=True)
 
 
 def run_save(

@@ -2,6 +2,8 @@ import io
 import zipfile
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from documents.models import Document, QuotaReservation
 from jobs.models import ImportRun, RunTransition
@@ -47,6 +49,20 @@ def test_it_accepts_a_pdf_and_reserves_its_pages(api, org, media_files):
     assert org.pages_reserved == 4
     assert media_files() == [run.document.storage_key]
     assert RunTransition.objects.filter(run=run, to_status="queued", reason="accepted").exists()
+
+
+def test_the_organisations_row_is_locked_only_for_the_end_of_the_accept_transaction(api, org):
+    # Uploads of one organisation wait for each other on that lock: it is taken after the
+    # rows are written (one statement), and only the bound's count follows it.
+    with CaptureQueriesContext(connection) as queries:
+        assert upload(api, make_pdf(2)).status_code == 202
+
+    sql = [q["sql"] for q in queries.captured_queries]
+    lock = next(i for i, s in enumerate(sql) if s.startswith('UPDATE "documents_organisation"'))
+    assert sql[lock - 1].startswith("WITH row_0 AS (INSERT INTO")
+    assert all(table in sql[lock - 1] for table in ("document", "importrun", "runtransition"))
+    after = [s for s in sql[lock + 1 :] if not s.startswith(("RELEASE SAVEPOINT", "COMMIT"))]
+    assert len(after) == 1 and "jobs_importrun" in after[0] and "COUNT(*)" in after[0]
 
 
 def test_it_enqueues_the_first_stage_after_commit(

@@ -1,0 +1,96 @@
+"""Rows of several tables in one statement (core/inserts.py), on PostgreSQL, and saved
+one by one on other databases: either way, what save() would have written."""
+
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from core import inserts
+from core.inserts import rows_insert
+from documents.models import Document, QuotaReservation
+from jobs.models import ImportRun, RunTransition
+
+pytestmark = pytest.mark.django_db
+
+
+def _rows(org, n: int = 1):
+    document = Document(
+        id=uuid.uuid4(),
+        organisation=org,
+        filename=f"report-{n}.pdf",
+        kind="pdf",
+        size_bytes=1234,
+        sha256="ab" * 32,
+        storage_key=f"org/{org.id}/report-{n}.pdf",
+    )
+    reservation = QuotaReservation(organisation=org, pages=7, estimated=True)
+    run = ImportRun(
+        organisation=org, document=document, reservation=reservation, source="api", stage="extract"
+    )
+    transition = RunTransition(
+        run=run, to_status="queued", to_stage="extract", actor_label="test", reason="accepted"
+    )
+    return reservation, document, run, transition
+
+
+def _stored(obj) -> dict:
+    fresh = type(obj).objects.get(pk=obj.pk)
+    return {f.attname: getattr(fresh, f.attname) for f in obj._meta.concrete_fields}
+
+
+def _held(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+
+def test_the_rows_are_written_in_one_statement_as_save_writes_them(org):
+    rows = _rows(org)
+    with CaptureQueriesContext(connection) as queries:
+        rows_insert(*rows)
+
+    assert len(queries.captured_queries) == 1
+    reservation, document, run, transition = rows
+    # Defaults (status, counters, the priority) and auto_now fields came from the fields.
+    assert reservation.status == "held" and reservation.created_at is not None
+    assert run.priority == "interactive" and run.stage_attempts == 0 and run.created_at
+    for obj in rows:
+        assert not obj._state.adding
+        assert _stored(obj) == _held(obj)
+
+
+def test_a_key_the_database_assigns_is_read_back_by_the_rows_that_point_to_it(org):
+    first, second = _rows(org, 1), _rows(org, 2)
+    rows_insert(*first)
+    rows_insert(*second)
+
+    reservation, _, run, transition = second
+    assert reservation.id == first[0].id + 1
+    assert ImportRun.objects.get(id=run.id).reservation_id == reservation.id
+    assert run.reservation is reservation  # still the instance, not loaded again
+    assert RunTransition.objects.get(id=transition.id).run_id == run.id
+
+
+def test_a_conflict_is_an_integrity_error_and_writes_none_of_the_rows(org):
+    # The accept path tells a raced Idempotency-Key by its IntegrityError.
+    rows_insert(*_rows(org, 1))
+    again = _rows(org, 2)
+    again[1].storage_key = f"org/{org.id}/report-1.pdf"  # unique: taken by the first
+
+    with pytest.raises(IntegrityError, match="storage_key"), transaction.atomic():
+        rows_insert(*again)
+
+    assert Document.objects.count() == 1 and QuotaReservation.objects.count() == 1
+
+
+def test_other_databases_save_the_rows_one_by_one(org, monkeypatch):
+    monkeypatch.setattr(inserts, "connection", SimpleNamespace(vendor="sqlite"))
+    rows = _rows(org)
+    with CaptureQueriesContext(connection) as queries:
+        rows_insert(*rows)
+
+    assert len(queries.captured_queries) == 4
+    for obj in rows:
+        assert _stored(obj) == _held(obj)
+    assert rows[2].reservation_id == rows[0].id
