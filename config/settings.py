@@ -241,6 +241,10 @@ PAPERLANE_ORPHAN_GRACE_SECONDS = env.int("PAPERLANE_ORPHAN_GRACE_SECONDS", defau
 PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS = env.float(
     "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS", default=3600.0
 )
+# Stored keys one such pass looks at, going on from where the last one stopped (on S3,
+# a LIST request per 1,000 and a database query per 500): a pass over a large bucket
+# stays short, and a whole walk takes (keys / this) intervals.
+PAPERLANE_ORPHAN_KEYS_PER_PASS = env.int("PAPERLANE_ORPHAN_KEYS_PER_PASS", default=1_000_000)
 # Connections' syncs are deleted after this many days by the same pass (each connection
 # keeps its newest 20 whatever their age): a folder synced every few seconds records
 # thousands a day.

@@ -79,18 +79,46 @@ def storage_open(*, key: str) -> BinaryIO:
     return default_storage.open(key, "rb")
 
 
-def stored_keys(*, under: str) -> Iterator[str]:
-    """Every stored key below the folder `under`, folder by folder in name order.
+def stored_keys(*, under: str, after: str = "") -> Iterator[str]:
+    """Every stored key below the folder `under`, in the order of the keys as strings,
+    starting after the key `after` (a resume point: it need not exist any more).
 
-    Only `listdir` is used, so this works on FileSystemStorage and on S3Storage
-    (one LIST per folder there). Keys are yielded lazily: a caller that stops
-    early does not list the rest.
+    Keys are yielded lazily: a caller that stops early does not list the rest. On S3
+    the bucket is listed flat from `after` on, one LIST request per 1,000 keys; any
+    other storage is walked folder by folder with `listdir`, skipping the folders
+    whose keys all sort before `after`.
     """
+    if hasattr(default_storage, "bucket_name"):  # django-storages' S3Storage
+        yield from _s3_keys(default_storage, under=under, after=after)
+    else:
+        yield from _walked_keys(under=under, after=after)
+
+
+def _s3_keys(storage, *, under: str, after: str) -> Iterator[str]:
+    # Keys in the bucket carry the storage's location (AWS_LOCATION) in front.
+    location = f"{storage.location.strip('/')}/" if storage.location.strip("/") else ""
+    prefix = storage._normalize_name(under).rstrip("/") + "/"
+    pages = storage.connection.meta.client.get_paginator("list_objects_v2").paginate(
+        Bucket=storage.bucket_name,
+        Prefix=prefix,
+        StartAfter=storage._normalize_name(after) if after else "",
+    )
+    for page in pages:
+        for entry in page.get("Contents", ()):
+            yield entry["Key"][len(location) :]
+
+
+def _walked_keys(*, under: str, after: str) -> Iterator[str]:
     folders, files = _listdir(under)
-    for name in sorted(files):
-        yield f"{under}/{name}"
-    for name in sorted(folders):
-        yield from stored_keys(under=f"{under}/{name}")
+    # As strings, the keys in a folder "x" all sort as "x/" would among the file names.
+    entries = sorted([(f"{name}/", True) for name in folders] + [(n, False) for n in files])
+    for name, is_folder in entries:
+        key = f"{under}/{name}"
+        if not is_folder:
+            if key > after:
+                yield key
+        elif key > after or after.startswith(key):  # some of its keys sort after `after`
+            yield from _walked_keys(under=key.rstrip("/"), after=after)
 
 
 def _listdir(folder: str) -> tuple[list[str], list[str]]:

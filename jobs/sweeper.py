@@ -11,9 +11,12 @@ One pass:
    interval (a lock in Redis), not all;
 3. ended runs that still hold pages: release them;
 4. only when asked, the housekeeping (`sweep --loop` does it every
-   PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS): stored files no document points to,
-   older than PAPERLANE_ORPHAN_GRACE_SECONDS, are deleted, and so are connections'
-   syncs older than PAPERLANE_SYNC_HISTORY_DAYS (each connection's newest 20 stay).
+   PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, on one host each interval: a lock in
+   Redis): stored files no document points to, older than
+   PAPERLANE_ORPHAN_GRACE_SECONDS, are deleted, looking at
+   PAPERLANE_ORPHAN_KEYS_PER_PASS keys a pass and going on from where the last pass
+   stopped (kept in Redis), and so are connections' syncs older than
+   PAPERLANE_SYNC_HISTORY_DAYS (each connection's newest 20 stay).
 
 Each step looks at a bounded number of runs (or files), oldest first, so a
 pass stays short and whatever it leaves is the oldest work of the next pass.
@@ -68,6 +71,11 @@ MARKER_KEY = "paperlane:sweeper:marker"
 # interval: with a sweeper on every host, one of them looks each interval, not all.
 CHECK_LOCK_KEY = "paperlane:sweeper:checking"
 CHECK_LOCK_SHARE = 0.8  # of PAPERLANE_SWEEP_INTERVAL_SECONDS
+# The same for the housekeeping, for most of PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS.
+HOUSEKEEPING_LOCK_KEY = "paperlane:sweeper:housekeeping"
+# The last stored key the orphan pass looked at: the next pass goes on after it. Lost with
+# Redis's data, the walk starts again from the first key.
+ORPHANS_RESUME_KEY = "paperlane:sweeper:orphans_after"
 
 
 @dataclass
@@ -88,17 +96,18 @@ class SweepReport:
 
 def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> SweepReport:
     """One pass; with `housekeeping`, also delete stored files no document points to (a
-    walk over the whole storage, so callers do it far less often than the rest) and
+    walk over a share of the storage, so callers do it far less often than the rest) and
     connections' old syncs. `one_of_many`: a sweeper runs on every host (`sweep
     --loop`), so this one asks Redis about due runs only if no other sweeper did in
-    the last interval; the database steps, which cost a query when there is nothing to
-    do, run on every host."""
+    the last interval, and does the housekeeping only if no other did in its interval;
+    the database steps, which cost a query when there is nothing to do, run on every
+    host."""
     report = SweepReport()
     report.abandoned = _abandon_expired_leases()
     if not one_of_many or _take_the_check():
         report.redelivered = _redeliver_lost_jobs()
     report.released = _release_ended_reservations()
-    if housekeeping:
+    if housekeeping and (not one_of_many or _take_the_housekeeping()):
         report.orphans_removed = _remove_orphaned_files()
         report.syncs_pruned = _prune_sync_history()
     if any(vars(report).values()):
@@ -116,11 +125,19 @@ def _take_the_check() -> bool:
     """Whether this sweeper is the one to check Redis for lost jobs this interval. A Redis
     that does not answer says yes: then nobody holds the check, and the check fails anyway.
     A Redis that lost its data lost the key with it, so the pass that follows checks."""
-    hold = settings.PAPERLANE_SWEEP_INTERVAL_SECONDS * CHECK_LOCK_SHARE
+    return _take(CHECK_LOCK_KEY, seconds=settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)
+
+
+def _take_the_housekeeping() -> bool:
+    """Whether this sweeper is the one to do the housekeeping this interval (a Redis that
+    does not answer says yes: the housekeeping needs only the storage and the database)."""
+    return _take(HOUSEKEEPING_LOCK_KEY, seconds=settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS)
+
+
+def _take(key: str, *, seconds: float) -> bool:
+    hold = max(int(seconds * CHECK_LOCK_SHARE * 1000), 1)
     try:
-        return bool(
-            redis_connection().set(CHECK_LOCK_KEY, b"1", nx=True, px=max(int(hold * 1000), 1))
-        )
+        return bool(redis_connection().set(key, b"1", nx=True, px=hold))
     except RedisError:
         return True
 
@@ -268,4 +285,19 @@ def _prune_sync_history() -> int:
 
 def _remove_orphaned_files() -> int:
     grace = timedelta(seconds=settings.PAPERLANE_ORPHAN_GRACE_SECONDS)
-    return stored_orphans_remove(older_than=timezone.now() - grace, limit=ORPHANS_PER_PASS)
+    redis = redis_connection()
+    try:
+        after = (redis.get(ORPHANS_RESUME_KEY) or b"").decode()
+    except RedisError:
+        after = ""  # from the first key, as after a loss of Redis's data
+    done = stored_orphans_remove(
+        older_than=timezone.now() - grace,
+        limit=ORPHANS_PER_PASS,
+        examine=settings.PAPERLANE_ORPHAN_KEYS_PER_PASS,
+        after=after,
+    )
+    try:
+        redis.set(ORPHANS_RESUME_KEY, done.resume_after.encode())
+    except RedisError:
+        logger.warning("could not keep where the orphan walk stopped; it starts over next time")
+    return done.removed

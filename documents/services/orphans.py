@@ -10,6 +10,7 @@ alone: a file written by another deployment has no Document here either.
 """
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
@@ -27,35 +28,68 @@ from documents.storage import (
 LOOKUP_BATCH = 500
 
 
-def stored_orphans_remove(*, older_than: datetime, limit: int) -> int:
+@dataclass(frozen=True)
+class OrphanPass:
+    removed: int
+    examined: int
+    # Where the next pass goes on: the last key examined, or "" when this pass reached
+    # the end of the storage (the next one starts again from the first key).
+    resume_after: str
+
+
+def stored_orphans_remove(
+    *, older_than: datetime, limit: int, examine: int, after: str = ""
+) -> OrphanPass:
     """Delete stored document files whose document does not exist and that were last
-    written before `older_than`; stop after `limit` deletions. Returns how many.
+    written before `older_than`, looking at the keys after `after` in key order; stop
+    after `limit` deletions or `examine` keys, whichever comes first.
 
     Kept: every file whose document id has a Document row (whatever its version or
     current key), every file written at or after `older_than` (an accept may be
     about to commit it) and every key that is not exactly a document key.
     """
-    removed = 0
-    for key in islice(_orphans_written_before(older_than), limit):
+    walk = _Walk(stored_keys(under=KEYS_ROOT, after=after), examine=examine)
+    removed = []
+    for key in islice(_orphans_written_before(walk.document_keys(), older_than), limit):
         storage_delete(key=key.key)
-        removed += 1
-    return removed
+        removed.append(key.key)
+    if len(removed) == limit:
+        # Stopped by the limit, maybe within a batch: go on after the last one removed.
+        resume_after = removed[-1] if removed else after
+    else:
+        resume_after = "" if walk.ended else walk.last
+    return OrphanPass(removed=len(removed), examined=walk.examined, resume_after=resume_after)
 
 
-def _orphans_written_before(moment: datetime) -> Iterator[DocumentKey]:
-    for batch in _batches(_document_keys(), size=LOOKUP_BATCH):
+class _Walk:
+    """The storage's keys, at most `examine` of them, remembering how far it got."""
+
+    def __init__(self, keys: Iterator[str], *, examine: int) -> None:
+        self._keys = keys
+        self._examine = examine
+        self.examined = 0
+        self.last = ""
+        self.ended = False
+
+    def document_keys(self) -> Iterator[DocumentKey]:
+        for key in self._keys:
+            self.examined += 1
+            self.last = key
+            parsed = document_key_parse(key)
+            if parsed is not None:
+                yield parsed
+            if self.examined >= self._examine:
+                return
+        self.ended = True
+
+
+def _orphans_written_before(keys: Iterable[DocumentKey], moment: datetime) -> Iterator[DocumentKey]:
+    for batch in _batches(keys, size=LOOKUP_BATCH):
         for key in _without_document(batch):
             # Asked only now, for the few keys without a document: a HEAD each on S3.
             modified_at = storage_modified_at(key=key.key)
             if modified_at is not None and modified_at < moment:
                 yield key
-
-
-def _document_keys() -> Iterator[DocumentKey]:
-    for key in stored_keys(under=KEYS_ROOT):
-        parsed = document_key_parse(key)
-        if parsed is not None:
-            yield parsed
 
 
 def _without_document(keys: list[DocumentKey]) -> list[DocumentKey]:

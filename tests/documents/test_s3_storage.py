@@ -5,13 +5,14 @@ from types import SimpleNamespace
 
 import boto3
 import pytest
-from django.core.files.storage import storages
+from django.core.files.storage import default_storage, storages
 from moto.server import ThreadedMotoServer
 
-from documents.storage import storage_exists, storage_open
+from documents.storage import storage_exists, storage_open, stored_keys
 from jobs.models import ImportRun
 from tests.support.files import HTML_AS_PDF, make_pdf
 from tests.support.processes import free_port
+from tests.support.storage import KEYS, store_keys
 from tests.support.uploads import upload
 
 
@@ -75,3 +76,30 @@ def test_a_refused_upload_leaves_no_object_in_s3(s3, api, org):
 
     assert (over_quota.status_code, wrong_type.status_code) == (402, 415)
     assert _keys(s3) == []
+
+
+@pytest.mark.parametrize("location", ["", "media"])
+def test_keys_are_listed_flat_in_key_order_after_the_resume_point(s3, settings, location):
+    settings.AWS_LOCATION = location
+    storages._storages.pop("default", None)
+    store_keys(KEYS)
+
+    for after in ["", "top/a-b", "top/a/b/cc", "top/a/z", "top/b/c"]:
+        assert list(stored_keys(under="top", after=after)) == [k for k in KEYS if k > after]
+    prefix = f"{location}/" if location else ""
+    assert sorted(_keys(s3)) == [prefix + key for key in KEYS]
+
+
+def test_listing_a_large_folder_costs_one_request_per_thousand_keys(s3):
+    client = s3.client
+    for n in range(1200):
+        client.put_object(Bucket=s3.bucket, Key=f"top/{n:05d}/v1/original.pdf", Body=b"x")
+    requests = []
+    default_storage.connection.meta.client.meta.events.register(
+        "before-call.s3", lambda model, **_: requests.append(model.name)
+    )
+
+    keys = list(stored_keys(under="top", after="top/00099/v1/original.pdf"))
+
+    assert len(keys) == 1100 and keys[0] == "top/00100/v1/original.pdf"
+    assert requests == ["ListObjectsV2", "ListObjectsV2"]

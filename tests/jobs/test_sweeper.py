@@ -15,7 +15,7 @@ from django.utils import timezone
 from rq.job import Job
 from rq.utils import utcformat
 
-from documents.models import ConnectionSync, QuotaReservation
+from documents.models import ConnectionSync, Document, QuotaReservation
 from documents.services.connections import SYNCS_ALWAYS_KEPT, connection_create_local
 from documents.storage import document_storage_key, storage_exists, storage_put
 from jobs.dispatch import stage_job_id
@@ -23,7 +23,14 @@ from jobs.models import ImportRun, RunSource, StageAttempt
 from jobs.pipeline import first_stage, queue_for
 from jobs.queues import get_queue, redis_connection
 from jobs.services.workers import run_claim
-from jobs.sweeper import CHECK_LOCK_KEY, MARKER_KEY, redis_lost_data, sweep_once
+from jobs.sweeper import (
+    CHECK_LOCK_KEY,
+    HOUSEKEEPING_LOCK_KEY,
+    MARKER_KEY,
+    ORPHANS_RESUME_KEY,
+    redis_lost_data,
+    sweep_once,
+)
 from tests.support.files import make_pdf
 from tests.support.lanes import lane_of, scheduled_job_ids, waiting_job_ids
 from tests.support.pipeline import wait_for
@@ -359,6 +366,39 @@ def test_an_orphan_pass_removes_at_most_its_limit(org, monkeypatch):
     assert sweep_once(housekeeping=True).orphans_removed == 2
     assert sum(storage_exists(key=key) for key in keys) == 1
     assert sweep_once(housekeeping=True).orphans_removed == 1
+
+
+def test_the_orphan_walk_goes_on_where_the_last_pass_stopped_and_starts_over_at_the_end(
+    org, settings
+):
+    settings.PAPERLANE_ORPHAN_KEYS_PER_PASS = 2
+    ids = sorted(uuid.uuid4() for _ in range(5))
+    keys = [store(key_without_document(org, document_id=i), written_ago=2 * HOURS) for i in ids]
+    Document.objects.create(  # the second key has its document: looked at, kept
+        id=ids[1], organisation=org, filename="kept.pdf", kind="pdf", size_bytes=1,
+        sha256="0" * 64, storage_key=keys[1],
+    )  # fmt: skip
+
+    passes = [sweep_once(housekeeping=True).orphans_removed for _ in range(3)]
+
+    assert passes == [1, 2, 1]  # keys 0-1, 2-3, then 4 and the end of the storage
+    assert [storage_exists(key=key) for key in keys] == [False, True, False, False, False]
+    assert redis_connection().get(ORPHANS_RESUME_KEY) == b""
+    # A new orphan that sorts before where the walk was is found once it starts over.
+    early = store(key_without_document(org, document_id=uuid.UUID(int=0)), written_ago=2 * HOURS)
+    assert sweep_once(housekeeping=True).orphans_removed == 1
+    assert not storage_exists(key=early)
+
+
+def test_with_a_sweeper_on_every_host_one_does_the_housekeeping_each_interval(org):
+    store(key_without_document(org), written_ago=2 * HOURS)
+    assert sweep_once(housekeeping=True, one_of_many=True).orphans_removed == 1
+    key = store(key_without_document(org), written_ago=2 * HOURS)
+
+    assert sweep_once(housekeeping=True, one_of_many=True).orphans_removed == 0
+    assert storage_exists(key=key)
+    redis_connection().delete(HOUSEKEEPING_LOCK_KEY)  # the interval has passed
+    assert sweep_once(housekeeping=True, one_of_many=True).orphans_removed == 1
 
 
 def test_the_sweep_command_without_loop_includes_the_orphan_pass(org):

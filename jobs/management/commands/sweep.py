@@ -30,7 +30,7 @@ class Command(BaseCommand):
         if not loop:
             self.stdout.write(f"sweep: {sweep_once(housekeeping=True)}")
             return
-        # The housekeeping lists the whole storage: once at start, then every interval.
+        # The housekeeping walks a share of the storage: once at start, then every interval.
         housekeeping_due = time.monotonic()
         _redis_lost_data()  # sets the marker: this pass covers whatever came before
         while True:
