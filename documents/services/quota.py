@@ -51,7 +51,7 @@ def _refuse(*, organisation_id: int, pages: int) -> QuotaExceeded:
 
 
 def quota_check(*, organisation: Organisation, pages: int) -> None:
-    """Refuse early, before any bytes are stored; `quota_reserve` is the real guard.
+    """Refuse early, before any bytes are stored; `quota_take` is the real guard.
 
     Uses the organisation row as loaded with the request: a stale read only
     decides whether to try, never whether pages are taken.

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.db.models.functions import Now
 from django.test.utils import CaptureQueriesContext
 
 from core import inserts
@@ -82,6 +83,24 @@ def test_a_conflict_is_an_integrity_error_and_writes_none_of_the_rows(org):
         rows_insert(*again)
 
     assert Document.objects.count() == 1 and QuotaReservation.objects.count() == 1
+
+
+def test_a_key_to_an_unsaved_row_left_out_of_the_call_is_refused_as_save_refuses_it(org):
+    reservation, document, run, transition = _rows(org)
+
+    for rows in [(document, run, transition), (document, run, reservation, transition)]:
+        with pytest.raises(ValueError, match="ImportRun.reservation points to an unsaved"):
+            rows_insert(*rows)
+
+    assert not Document.objects.exists() and not ImportRun.objects.exists()
+
+
+def test_what_save_would_write_otherwise_is_refused(org):
+    reservation, document, run, transition = _rows(org)
+    run.due_at = Now()  # an expression: save() would compile it, this writes values only
+
+    with pytest.raises(TypeError, match="plain values only: jobs.ImportRun.due_at"):
+        rows_insert(reservation, document, run, transition)
 
 
 def test_other_databases_save_the_rows_one_by_one(org, monkeypatch):

@@ -1,11 +1,16 @@
 import io
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
+import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from documents.models import Document, QuotaReservation
+from documents.services.organisations import organisation_create
+from documents.services.tokens import api_token_create
 from jobs.models import ImportRun, RunTransition
 from tests.support import hostile
 from tests.support.files import (
@@ -16,6 +21,8 @@ from tests.support.files import (
     make_pdf,
 )
 from tests.support.lanes import waiting_job_ids
+from tests.support.pipeline import wait_for
+from tests.support.processes import web_server
 from tests.support.uploads import URL, upload
 
 pytestmark = pytest.mark.django_db
@@ -229,3 +236,49 @@ def test_the_same_idempotency_key_in_two_organisations_is_two_runs(api, other_ap
     b = upload(other_api, pdf, **{"Idempotency-Key": "shared"}).json()
 
     assert a["run_id"] != b["run_id"]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_two_uploads_racing_with_one_idempotency_key_make_one_run(media_files):
+    # Both get past their checks before either commits: the organisation's row is held
+    # (as another upload's transaction would) until both wait, one on that lock and one
+    # on the key's unique index. The second then answers with the first's run.
+    org = organisation_create(slug="racing", page_limit=1000)
+    _, raw = api_token_create(organisation=org)
+    pdf = make_pdf(2)
+    url = "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(**connection.settings_dict)
+
+    def post(base: str) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {raw}", "Idempotency-Key": "nightly-42"}
+        with httpx.Client(timeout=30) as client:
+            return client.post(
+                f"{base}/api/v1/documents", files={"file": ("a.pdf", pdf)}, headers=headers
+            )
+
+    with (
+        psycopg.connect(url) as holder,
+        psycopg.connect(url, autocommit=True) as watcher,
+        web_server(workers=2, threads=2) as base,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        holder.execute("SELECT 1 FROM documents_organisation WHERE id = %s FOR UPDATE", [org.id])
+        answers = [pool.submit(post, base) for _ in range(2)]
+        wait_for(lambda: lock_waits(watcher) == 2, timeout=20, what="both uploads to wait")
+        holder.commit()
+        first, second = (answer.result() for answer in answers)
+
+    assert first.status_code == second.status_code == 202, (first.text, second.text)
+    assert first.json()["run_id"] == second.json()["run_id"]
+    assert ImportRun.objects.filter(organisation=org).count() == 1
+    org.refresh_from_db()
+    assert org.pages_reserved == 2
+    assert len(media_files()) == 1  # the second upload's bytes were deleted again
+
+
+def lock_waits(conn) -> int:
+    query = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    return conn.execute(query).fetchone()[0]
