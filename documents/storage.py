@@ -88,20 +88,27 @@ def stored_keys(*, under: str, after: str = "") -> Iterator[str]:
     other storage is walked folder by folder with `listdir`, skipping the folders
     whose keys all sort before `after`.
     """
-    if hasattr(default_storage, "bucket_name"):  # django-storages' S3Storage
+    if _is_s3(default_storage):
         yield from _s3_keys(default_storage, under=under, after=after)
     else:
         yield from _walked_keys(under=under, after=after)
+
+
+def _is_s3(storage) -> bool:
+    try:
+        from storages.backends.s3 import S3Storage
+    except ImportError:  # django-storages (or boto3) not installed: no S3 here
+        return False
+    return isinstance(storage, S3Storage)
 
 
 def _s3_keys(storage, *, under: str, after: str) -> Iterator[str]:
     # Keys in the bucket carry the storage's location (AWS_LOCATION) in front.
     location = f"{storage.location.strip('/')}/" if storage.location.strip("/") else ""
     prefix = storage._normalize_name(under).rstrip("/") + "/"
+    start = {"StartAfter": storage._normalize_name(after)} if after else {}
     pages = storage.connection.meta.client.get_paginator("list_objects_v2").paginate(
-        Bucket=storage.bucket_name,
-        Prefix=prefix,
-        StartAfter=storage._normalize_name(after) if after else "",
+        Bucket=storage.bucket_name, Prefix=prefix, **start
     )
     for page in pages:
         for entry in page.get("Contents", ()):

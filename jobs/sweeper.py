@@ -73,6 +73,7 @@ CHECK_LOCK_KEY = "paperlane:sweeper:checking"
 CHECK_LOCK_SHARE = 0.8  # of PAPERLANE_SWEEP_INTERVAL_SECONDS
 # The same for the housekeeping, for most of PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS.
 HOUSEKEEPING_LOCK_KEY = "paperlane:sweeper:housekeeping"
+HOUSEKEEPING_LOCK_MAX_SECONDS = 24 * 3600
 # The last stored key the orphan pass looked at: the next pass goes on after it. Lost with
 # Redis's data, the walk starts again from the first key.
 ORPHANS_RESUME_KEY = "paperlane:sweeper:orphans_after"
@@ -131,7 +132,9 @@ def _take_the_check() -> bool:
 def _take_the_housekeeping() -> bool:
     """Whether this sweeper is the one to do the housekeeping this interval (a Redis that
     does not answer says yes: the housekeeping needs only the storage and the database)."""
-    return _take(HOUSEKEEPING_LOCK_KEY, seconds=settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS)
+    # At most a day: a host configured with a far longer interval must not hold it for all.
+    interval = min(settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, HOUSEKEEPING_LOCK_MAX_SECONDS)
+    return _take(HOUSEKEEPING_LOCK_KEY, seconds=interval)
 
 
 def _take(key: str, *, seconds: float) -> bool:

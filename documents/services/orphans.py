@@ -9,6 +9,7 @@ This assumes the storage (MEDIA_ROOT or the bucket) belongs to this database
 alone: a file written by another deployment has no Document here either.
 """
 
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +24,8 @@ from documents.storage import (
     storage_modified_at,
     stored_keys,
 )
+
+logger = logging.getLogger(__name__)
 
 # Document keys looked up in the database with one query.
 LOOKUP_BATCH = 500
@@ -42,23 +45,29 @@ def stored_orphans_remove(
 ) -> OrphanPass:
     """Delete stored document files whose document does not exist and that were last
     written before `older_than`, looking at the keys after `after` in key order; stop
-    after `limit` deletions or `examine` keys, whichever comes first.
+    after `limit` orphans or `examine` keys, whichever comes first. An orphan the storage
+    refuses to delete is logged and passed over (the next walk tries it again).
 
     Kept: every file whose document id has a Document row (whatever its version or
     current key), every file written at or after `older_than` (an accept may be
     about to commit it) and every key that is not exactly a document key.
     """
     walk = _Walk(stored_keys(under=KEYS_ROOT, after=after), examine=examine)
-    removed = []
+    removed, handled = 0, []
     for key in islice(_orphans_written_before(walk.document_keys(), older_than), limit):
-        storage_delete(key=key.key)
-        removed.append(key.key)
-    if len(removed) == limit:
-        # Stopped by the limit, maybe within a batch: go on after the last one removed.
-        resume_after = removed[-1] if removed else after
+        handled.append(key.key)
+        try:
+            storage_delete(key=key.key)
+        except Exception:  # a key the storage will not delete must not stop the walk
+            logger.exception("could not delete the orphaned file %s; the next walk tries", key.key)
+            continue
+        removed += 1
+    if len(handled) == limit:
+        # Stopped by the limit, maybe within a batch: go on after the last one handled.
+        resume_after = handled[-1] if handled else after
     else:
         resume_after = "" if walk.ended else walk.last
-    return OrphanPass(removed=len(removed), examined=walk.examined, resume_after=resume_after)
+    return OrphanPass(removed=removed, examined=walk.examined, resume_after=resume_after)
 
 
 class _Walk:

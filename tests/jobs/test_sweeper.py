@@ -17,7 +17,7 @@ from rq.utils import utcformat
 
 from documents.models import ConnectionSync, Document, QuotaReservation
 from documents.services.connections import SYNCS_ALWAYS_KEPT, connection_create_local
-from documents.storage import document_storage_key, storage_exists, storage_put
+from documents.storage import document_storage_key, storage_delete, storage_exists, storage_put
 from jobs.dispatch import stage_job_id
 from jobs.models import ImportRun, RunSource, StageAttempt
 from jobs.pipeline import first_stage, queue_for
@@ -388,6 +388,23 @@ def test_the_orphan_walk_goes_on_where_the_last_pass_stopped_and_starts_over_at_
     early = store(key_without_document(org, document_id=uuid.UUID(int=0)), written_ago=2 * HOURS)
     assert sweep_once(housekeeping=True).orphans_removed == 1
     assert not storage_exists(key=early)
+
+
+def test_an_orphan_the_storage_will_not_delete_is_logged_and_the_walk_goes_on(
+    org, monkeypatch, caplog
+):
+    keys = sorted(store(key_without_document(org), written_ago=2 * HOURS) for _ in range(3))
+
+    def delete(*, key: str) -> None:
+        if key == keys[0]:
+            raise PermissionError("object locked")
+        storage_delete(key=key)
+
+    monkeypatch.setattr("documents.services.orphans.storage_delete", delete)
+
+    assert sweep_once(housekeeping=True).orphans_removed == 2
+    assert [storage_exists(key=key) for key in keys] == [True, False, False]
+    assert f"could not delete the orphaned file {keys[0]}" in caplog.text
 
 
 def test_with_a_sweeper_on_every_host_one_does_the_housekeeping_each_interval(org):
