@@ -34,7 +34,6 @@ LOOKUP_BATCH = 500
 @dataclass(frozen=True)
 class OrphanPass:
     removed: int
-    examined: int
     # Where the next pass goes on: the last key examined, or "" when this pass reached
     # the end of the storage (the next one starts again from the first key).
     resume_after: str
@@ -67,7 +66,7 @@ def stored_orphans_remove(
         resume_after = handled[-1] if handled else after
     else:
         resume_after = "" if walk.ended else walk.last
-    return OrphanPass(removed=removed, examined=walk.examined, resume_after=resume_after)
+    return OrphanPass(removed=removed, resume_after=resume_after)
 
 
 class _Walk:
