@@ -418,6 +418,14 @@ def test_with_a_sweeper_on_every_host_one_does_the_housekeeping_each_interval(or
     assert sweep_once(housekeeping=True, one_of_many=True).orphans_removed == 1
 
 
+def test_a_host_with_a_far_longer_housekeeping_interval_holds_the_lock_a_day_at_most(org, settings):
+    settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS = 365 * 24 * HOURS
+
+    sweep_once(housekeeping=True, one_of_many=True)
+
+    assert 0 < redis_connection().pttl(HOUSEKEEPING_LOCK_KEY) <= 24 * HOURS * 1000
+
+
 def test_the_sweep_command_without_loop_includes_the_orphan_pass(org):
     key = store(key_without_document(org), written_ago=2 * HOURS)
     out = io.StringIO()
