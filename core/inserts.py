@@ -40,8 +40,9 @@ def _value(obj: Model, field):
     return field.get_db_prep_save(value, connection=connection)
 
 
-def _statement(objs: list[Model]) -> tuple[str, list]:
-    parts, params = [], []
+def _statement(objs: list[Model]) -> tuple[str, list, list]:
+    """The statement, its parameters, and the (row, foreign key) pairs it reads back."""
+    parts, params, read_back = [], [], []
     for position, obj in enumerate(objs):
         meta = obj._meta
         if meta.parents:
@@ -54,6 +55,7 @@ def _statement(objs: list[Model]) -> tuple[str, list]:
             columns.append(connection.ops.quote_name(field.column))
             if earlier is not None:
                 values.append(f"(SELECT {_pk(objs[earlier])} FROM row_{earlier})")
+                read_back.append((obj, field))
                 continue
             values.append("%s")
             params.append(_value(obj, field))
@@ -62,7 +64,7 @@ def _statement(objs: list[Model]) -> tuple[str, list]:
             f"({', '.join(columns)}) VALUES ({', '.join(values)}) RETURNING {_pk(obj)})"
         )
     keys = ", ".join(f"(SELECT {_pk(obj)} FROM row_{i})" for i, obj in enumerate(objs))
-    return f"WITH {', '.join(parts)} SELECT {keys}", params
+    return f"WITH {', '.join(parts)} SELECT {keys}", params, read_back
 
 
 def _pk(obj: Model) -> str:
@@ -81,14 +83,12 @@ def rows_insert(*objs: Model) -> None:
         for obj in objs:
             obj.save(force_insert=True)
         return
-    sql, params = _statement(list(objs))
+    sql, params, read_back = _statement(list(objs))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         keys = cursor.fetchone()
     for obj, key in zip(objs, keys, strict=True):
         obj.pk = key
         obj._state.adding, obj._state.db = False, connection.alias
-    for obj in objs:  # references to rows whose keys were assigned just now
-        for field in obj._meta.concrete_fields:
-            if field.is_relation and getattr(obj, field.attname) is None and field.is_cached(obj):
-                setattr(obj, field.name, field.get_cached_value(obj))  # as save() does
+    for obj, field in read_back:  # the keys the database assigned just now
+        setattr(obj, field.name, field.get_cached_value(obj))  # as save() does
