@@ -8,6 +8,7 @@ in as arguments (`ExtractLimits`, `AcceptLimits`), built from the settings by
 
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -100,6 +101,9 @@ _NOT_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def clean_extracted(text: str) -> str:
-    """Extracted text fit to store: carriage returns become newlines, and control
-    characters (but tabs and newlines) are dropped. A single character class: linear."""
+    """Extracted text fit to store and search: in Unicode's NFKC form (typeset
+    ligatures such as "ﬁ" become the letters "fi", full-width forms plain ones),
+    carriage returns become newlines, and control characters (but tabs and newlines)
+    are dropped. Both passes are linear."""
+    text = unicodedata.normalize("NFKC", text)
     return _NOT_TEXT.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))

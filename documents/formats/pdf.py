@@ -36,6 +36,7 @@ KIND = PDF
 HEADER_WINDOW = 1024
 _TRAILER_WINDOW = 2048
 _SCAN_BLOCK = 1024 * 1024
+_PADDING = b"\x00\t\n\f\r "
 
 
 def _encrypted() -> UnreadableDocument:
@@ -64,12 +65,7 @@ def _open(stream: BinaryIO, *, strict: bool) -> PdfReader:
 
 def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> Inspection:
     """The page count the file states, without walking its pages or repairing it."""
-    stream.seek(0, 2)
-    size = stream.tell()
-    stream.seek(max(size - _TRAILER_WINDOW, 0))
-    tail = stream.read()
-    stream.seek(0)
-    if b"%%EOF" not in tail:
+    if b"%%EOF" not in _tail(stream, deadline):
         raise UnreadableDocument(
             "The PDF is incomplete (it has no end-of-file marker); it may have been cut off "
             "during transfer. Please upload the whole file again.",
@@ -88,6 +84,26 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
     deadline.check()
     pages = check_page_count(pages, limit=limits.max_pages, what="PDF")
     return Inspection(kind=KIND, pages=pages, estimated=estimated)
+
+
+def _tail(stream: BinaryIO, deadline: Deadline) -> bytes:
+    """The last bytes of the file before any padding (NULs and whitespace, as some
+    producers and transfers append), where the end-of-file marker belongs. Linear in
+    the padding, read backwards in blocks."""
+    end = stream.seek(0, 2)
+    while end > 0:
+        start = max(end - _SCAN_BLOCK, 0)
+        stream.seek(start)
+        kept = stream.read(end - start).rstrip(_PADDING)
+        if kept:
+            end = start + len(kept)
+            break
+        end = start
+        deadline.check()
+    stream.seek(max(end - _TRAILER_WINDOW, 0))
+    tail = stream.read(min(end, _TRAILER_WINDOW))
+    stream.seek(0)
+    return tail
 
 
 # "/Type /Page" (not "/Pages") marks a page object. Compressed object streams

@@ -1,6 +1,6 @@
 """File formats: what accept learns within its budget, and what extraction counts and keeps.
 
-Pure functions on real and crafted files; no database.
+Pure functions on generated, crafted and real-world files; no database.
 """
 
 import io
@@ -12,9 +12,16 @@ from pypdf import PageObject
 from rq.timeouts import JobTimeoutException
 
 from core.errors import UnreadableDocument, UnsupportedFileType
-from documents.formats import accept_limits, docx, extract_limits, inspect_upload, pdf
-from documents.formats.base import Deadline
-from tests.support import hostile
+from documents.formats import (
+    accept_limits,
+    docx,
+    extract,
+    extract_limits,
+    inspect_upload,
+    pdf,
+)
+from documents.formats.base import Deadline, clean_extracted
+from tests.support import hostile, real_world
 from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf, make_pdf
 
 
@@ -206,3 +213,45 @@ def test_a_docx_whose_xml_is_broken_is_damaged_not_out_of_memory(limits):
     with pytest.raises(UnreadableDocument) as refused:
         docx.extract(broken, limits=limits)
     assert refused.value.code == "damaged_docx"
+
+
+# --- Public documents made by real software (tests/support/real_world.py) ------------------
+
+READABLE = [d for d in real_world.DOCUMENTS if d.succeeds]
+UNREADABLE = [d for d in real_world.DOCUMENTS if not d.succeeds]
+
+
+@pytest.mark.parametrize("document", READABLE, ids=lambda d: d.name)
+def test_a_real_document_is_read_for_its_real_pages_and_text(document, limits):
+    inspection = inspect_upload(io.BytesIO(document.data))
+
+    extracted = extract(inspection.kind, document.data, limits)
+
+    assert inspection.pages == (document.held or document.pages)
+    assert extracted.page_count == document.pages
+    for phrase in document.phrases:
+        assert phrase in extracted.text
+    assert clean_extracted(extracted.text) == extracted.text  # nothing PostgreSQL refuses
+
+
+@pytest.mark.parametrize("document", UNREADABLE, ids=lambda d: d.name)
+def test_a_real_document_that_cannot_be_processed_says_why(document, limits):
+    with pytest.raises(UnreadableDocument) as error:
+        inspection = inspect_upload(io.BytesIO(document.data))
+        assert inspection.pages == document.held
+        extract(inspection.kind, document.data, limits)
+
+    assert error.value.code == (document.refused or document.fails)
+
+
+def test_padding_after_the_end_of_file_marker_is_not_a_cut_off_file():
+    # Found in the wild: a browser's PDF with 20 KB of NULs after %%EOF.
+    padded = make_pdf(2) + b"\x00" * 3_000_000 + b"\r\n \t"
+
+    assert inspect_upload(io.BytesIO(padded)).pages == 2
+    with pytest.raises(UnreadableDocument, match="incomplete"):
+        inspect_upload(io.BytesIO(make_pdf(2)[:-200] + b"\x00" * 5000))
+
+
+def test_typeset_ligatures_and_full_width_forms_are_stored_as_plain_letters():
+    assert clean_extracted("The misﬁts ｆｕｌｌ\r\nwidth\x00") == "The misfits full\nwidth"
