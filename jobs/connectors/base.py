@@ -29,6 +29,8 @@ class RemoteFile:
     size: int | None = None
     # The file was removed (or moved out of the folder) at the source.
     deleted: bool = False
+    # Why the file cannot be imported whatever its type (recorded as skipped), if so.
+    problem: str = ""
 
 
 @dataclass(frozen=True)

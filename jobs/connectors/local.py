@@ -32,6 +32,21 @@ PAGE_SIZE = 500
 HASH_BLOCK = 1024 * 1024
 
 
+# A name the file system gives as bytes that are not UTF-8 (a Latin-1 name on an old
+# share, say) cannot be stored or shown as it is: it is shown with those bytes escaped
+# ("caf\\xe9.pdf") and recorded as skipped, so the rest of the folder imports.
+NAME_PROBLEM = "The file name is not valid UTF-8 and cannot be imported; rename the file."
+
+
+def _shown(relative: str) -> str:
+    """The path as it can be stored: as it is, or with its undecodable bytes escaped."""
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(relative).decode("utf-8", "backslashreplace")
+    return relative
+
+
 def _skipped(name: str) -> bool:
     # Hidden files, and the lock files editors keep next to an open document ("~$x.docx").
     return name.startswith((".", "~$"))
@@ -103,6 +118,20 @@ class LocalFolderProvider:
             known = listed.get(relative)
             if known is not None and known[:2] == shape:
                 continue
+            shown = _shown(relative)
+            if shown != relative:  # reported once per size and mtime, never opened
+                listed[relative] = [*shape, ""]
+                changed.append(
+                    RemoteFile(
+                        file_id=shown,
+                        version=f"{info.st_size}-{info.st_mtime_ns}",
+                        name=PurePosixPath(shown).name,
+                        path=shown,
+                        size=info.st_size,
+                        problem=NAME_PROBLEM,
+                    )
+                )
+                continue
             seen = pending.get(relative)
             if seen is None or seen[:2] != shape:
                 # New or still changing: wait for it to stay the same.
@@ -132,9 +161,10 @@ class LocalFolderProvider:
             )
         for relative in sorted(set(listed) - present):
             del listed[relative]
-            name = PurePosixPath(relative).name
+            shown = _shown(relative)
+            name = PurePosixPath(shown).name
             changed.append(
-                RemoteFile(file_id=relative, version="", name=name, path=relative, deleted=True)
+                RemoteFile(file_id=shown, version="", name=name, path=shown, deleted=True)
             )
         state = {"files": listed, "pending": next_pending}
         pages = [changed[i : i + PAGE_SIZE] for i in range(0, len(changed), PAGE_SIZE)] or [[]]

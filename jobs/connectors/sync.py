@@ -201,7 +201,7 @@ def connection_record_page(
                 if existing.state == State.DELETED:
                     restored.append(existing)
                 continue
-            supported = is_supported(remote.name)
+            supported = is_supported(remote.name) and not remote.problem
             record = ConnectorImport.objects.create(
                 organisation_id=connection.organisation_id,
                 connection=connection,
@@ -211,7 +211,7 @@ def connection_record_page(
                 path=remote.path[:2048],
                 size_bytes=remote.size,
                 state=State.QUEUED if supported else State.SKIPPED,
-                reason="" if supported else _skip_reason(remote),
+                reason="" if supported else remote.problem or _skip_reason(remote),
                 seen_at=now,
             )
             if supported:

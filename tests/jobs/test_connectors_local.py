@@ -1,5 +1,7 @@
 """The local-folder connector in the test process: real folder, real sync, real stages."""
 
+import os
+
 import pytest
 
 from documents.models import Chunk, Connection, ConnectorImport, Document, UsageEntry
@@ -207,3 +209,26 @@ def test_links_are_not_followed_out_of_the_folder(tmp_path, folder, connection):
     for escape in ("link.pdf", "linked-dir/secret.pdf", "../outside/secret.pdf"):
         with pytest.raises(OSError):
             provider.open(connection, escape)
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_imports(folder, connection):
+    # A Latin-1 name, as old shares and archives keep them.
+    latin1 = os.path.join(os.fsencode(folder), b"caf\xe9.pdf")
+    with open(latin1, "wb") as fh:
+        fh.write(make_pdf(1))
+    write(folder, "good.pdf", make_pdf(2))
+
+    [run_id] = sync_until_listed(connection)
+
+    assert drive(run_id).document.filename == "good.pdf"
+    skipped = ConnectorImport.objects.get(state="skipped")
+    assert (skipped.file_id, skipped.path) == ("caf\\xe9.pdf", "caf\\xe9.pdf")
+    assert "not valid UTF-8" in skipped.reason and "rename" in skipped.reason
+    assert connection.status == "active" and connection.files_skipped == 1
+    assert sync_until_listed(connection) == []  # reported once
+    os.rename(latin1, os.path.join(os.fsencode(folder), b"cafe.pdf"))
+
+    [renamed] = sync_until_listed(connection)
+
+    assert drive(renamed).status == "succeeded"
+    assert ConnectorImport.objects.get(file_id="caf\\xe9.pdf").state == "deleted"
