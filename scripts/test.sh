@@ -9,7 +9,8 @@ export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/pap
 export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}"
 
 ensure_redis 127.0.0.1 6379
-"$PY" -c "import psycopg, os, sys; psycopg.connect(os.environ['DATABASE_URL'].replace('/paperlane', '/postgres'), connect_timeout=3).close()" || {
+# The server's own database answers whatever the test database is called.
+"$PY" -c "import psycopg, os; psycopg.connect(os.environ['DATABASE_URL'].rsplit('/', 1)[0] + '/postgres', connect_timeout=3).close()" || {
     echo "PostgreSQL does not answer at $DATABASE_URL; start it or set TEST_DATABASE_URL." >&2
     exit 1
 }
