@@ -4,15 +4,21 @@ At accept only the strict parser runs: it reads the cross-reference table and
 the page tree's root, nothing else. A file it refuses (a damaged
 cross-reference table, say) is not repaired in the request: its pages are
 estimated from the page objects in its bytes, and the extract stage repairs
-and counts it. The page tree's /Count is what the file states; extraction
-counts the pages there really are, and that is what is charged.
+and counts it. pypdf's strict mode still repairs some damage itself (it
+rebuilds a broken cross-reference table by inflating every object stream in
+the file, and searches every object for a catalog the trailer does not point
+to): at accept both are turned off, and every stream it inflates is capped,
+so the request's work stays bounded whatever the file. The page tree's /Count
+is what the file states; extraction counts the pages there really are, and
+that is what is charged.
 """
 
 import io
 import logging
 from typing import BinaryIO
 
-from pypdf import PdfReader
+from pypdf import PdfReader, apply_configuration
+from pypdf.errors import PdfReadError
 from rq.timeouts import BaseTimeoutException
 
 from core.errors import UnreadableDocument
@@ -37,6 +43,23 @@ HEADER_WINDOW = 1024
 _TRAILER_WINDOW = 2048
 _SCAN_BLOCK = 1024 * 1024
 _PADDING = b"\x00\t\n\f\r "
+# pypdf reads about 700,000 entries of a cross-reference table a second.
+_MAX_XREF_ENTRIES = 500_000
+# At accept pypdf inflates the cross-reference stream and the object streams holding
+# the catalog and the page tree's root, nothing else: far below these caps.
+_ACCEPT_STREAM_BYTES = 16 * 1024 * 1024
+_ACCEPT_LIMITS = {
+    name: _ACCEPT_STREAM_BYTES
+    for name in (
+        "maximum_declared_stream_length",
+        "zlib_maximum_output_length",
+        "lzw_maximum_output_length",
+        "run_length_maximum_output_length",
+        "brotli_maximum_output_length",
+        "array_based_stream_maximum_output_length",
+        "stream_decoding_work_maximum_length",
+    )
+}
 
 
 def _encrypted() -> UnreadableDocument:
@@ -56,24 +79,40 @@ def matches(head: bytes) -> bool:
     return b"%PDF-" in head[:HEADER_WINDOW]
 
 
-def _open(stream: BinaryIO, *, strict: bool) -> PdfReader:
-    reader = PdfReader(stream, strict=strict)
+class _UnrepairedReader(PdfReader):
+    """pypdf's strict reader without the repair strict mode still makes: a file whose
+    cross-reference table needs rebuilding is refused, to be estimated instead."""
+
+    def _rebuild_xref_table(self, stream) -> None:
+        raise PdfReadError("the cross-reference table needs repair")
+
+
+def _decrypted(reader: PdfReader) -> PdfReader:
     if reader.is_encrypted and not reader.decrypt(""):
         raise _encrypted()
     return reader
 
 
+def _stated_pages(stream: BinaryIO, tail: bytes) -> object:
+    """The page tree's /Count, read the strict way with every stream capped; raises
+    whatever pypdf raises for a file that needs repair."""
+    _check_xref_size(stream, tail)
+    with apply_configuration(**_ACCEPT_LIMITS):
+        reader = _decrypted(_UnrepairedReader(stream, strict=True, root_object_recovery_limit=0))
+        return reader.root_object["/Pages"]["/Count"]
+
+
 def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> Inspection:
     """The page count the file states, without walking its pages or repairing it."""
-    if b"%%EOF" not in _tail(stream, deadline):
+    tail = _tail(stream, deadline)
+    if b"%%EOF" not in tail:
         raise UnreadableDocument(
             "The PDF is incomplete (it has no end-of-file marker); it may have been cut off "
             "during transfer. Please upload the whole file again.",
             code="truncated_pdf",
         )
     try:
-        pages = _open(stream, strict=True).root_object["/Pages"]["/Count"]
-        estimated = False
+        pages, estimated = _stated_pages(stream, tail), False
     except UnreadableDocument:
         raise
     except Exception as exc:  # pypdf raises many types for what strict mode refuses
@@ -104,6 +143,22 @@ def _tail(stream: BinaryIO, deadline: Deadline) -> bytes:
     tail = stream.read(min(end, _TRAILER_WINDOW))
     stream.seek(0)
     return tail
+
+
+def _check_xref_size(stream: BinaryIO, tail: bytes) -> None:
+    """Refuse to read, in the request, a cross-reference table longer than
+    _MAX_XREF_ENTRIES (pypdf reads its entries one by one in Python): the file is
+    estimated instead. Reads the first subsection's header where startxref points."""
+    at = tail.rfind(b"startxref")
+    offset = tail[at + len(b"startxref") :].split()[:1] if at >= 0 else []
+    if not offset or not offset[0].isdigit():
+        return  # pypdf says what is wrong with it
+    stream.seek(int(offset[0]))
+    header = stream.read(64).split()
+    stream.seek(0)
+    if header[:1] == [b"xref"] and len(header) > 2 and header[2].isdigit():
+        if int(header[2]) > _MAX_XREF_ENTRIES:
+            raise PdfReadError("too many cross-reference entries to read at accept")
 
 
 # "/Type /Page" (not "/Pages") marks a page object. Compressed object streams
@@ -143,7 +198,7 @@ def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None
     """Text of every page and the number of pages there really are (pypdf walks the page
     tree, whatever its /Count says). The tolerant parser repairs what it can."""
     try:
-        reader = _open(io.BytesIO(data), strict=False)
+        reader = _decrypted(PdfReader(io.BytesIO(data), strict=False))
         pages = reader.pages
         total = len(pages)
     except (UnreadableDocument, BaseTimeoutException):

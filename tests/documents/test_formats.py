@@ -155,6 +155,25 @@ def test_a_pdf_the_strict_parser_refuses_is_estimated_not_repaired_at_accept():
     assert (inspection.kind, inspection.pages, inspection.estimated) == ("pdf", 100, True)
 
 
+@pytest.mark.parametrize(
+    "build",
+    [hostile.pdf_needing_xref_rebuild, hostile.pdf_with_root_not_a_catalog],
+    ids=["xref-rebuild", "root-search"],
+)
+def test_a_pdf_strict_mode_would_repair_is_estimated_without_inflating_its_streams(build):
+    # pypdf's strict reader repairs these itself, inflating every object stream (each
+    # 10 MB here): seconds of CPU in the request, then the deadline refused them.
+    inspection = inspect_upload(io.BytesIO(build()))
+
+    assert (inspection.pages, inspection.estimated) == (1, True)
+
+
+def test_a_cross_reference_table_too_long_to_read_in_the_request_is_estimated():
+    inspection = inspect_upload(io.BytesIO(hostile.pdf_with_long_xref_table(600_000)))
+
+    assert (inspection.pages, inspection.estimated) == (1, True)
+
+
 def test_a_docx_without_stated_pages_is_estimated_from_its_words_in_any_prefix(settings):
     settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
     data = _without_app_xml(hostile.docx_with_prefix(words=3000, prefix="ns0"))

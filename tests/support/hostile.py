@@ -51,6 +51,84 @@ def pdf_with_broken_startxref(size_mb: int = 49) -> bytes:
     return head + b"startxref\n%d\n%%%%EOF\n" % (len(data) // 2)
 
 
+def _pdf_head(version: bytes = b"1.5") -> tuple[io.BytesIO, dict[int, int]]:
+    """A one-page PDF's catalog, page tree and page; the offsets of its objects."""
+    out, offsets = io.BytesIO(), {}
+    out.write(b"%PDF-" + version + b"\n")
+    for number, body in (
+        (1, b"<< /Type /Catalog /Pages 2 0 R >>"),
+        (2, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"),
+        (3, b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"),
+    ):
+        offsets[number] = out.tell()
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    return out, offsets
+
+
+def _object_stream(number: int, inflated: int, first_object: int = 0) -> bytes:
+    """An object stream that inflates to `inflated` bytes (one object, then padding)."""
+    head = b"%d 0 " % first_object
+    data = zlib.compress((head + b"<< /A 1 >>").ljust(inflated), 9)
+    return (
+        b"%d 0 obj\n<< /Type /ObjStm /N 1 /First %d /Filter /FlateDecode /Length %d >>\n"
+        b"stream\n%s\nendstream\nendobj\n" % (number, len(head), len(data), data)
+    )
+
+
+def pdf_needing_xref_rebuild(streams: int = 10, inflated: int = 10_000_000) -> bytes:
+    """A small PDF whose cross-reference subsection has no integer size: even pypdf's
+    strict reader then rebuilds the table, inflating every object stream in the file
+    (`streams` of `inflated` bytes each: seconds of CPU from a few KB)."""
+    out, _ = _pdf_head()
+    for n in range(streams):
+        out.write(_object_stream(10 + n, inflated))
+    xref = out.tell()
+    out.write(b"xref\n0 /Bogus\ntrailer\n<< /Size 4 /Root 1 0 R >>\n")
+    out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
+    return out.getvalue()
+
+
+def pdf_with_root_not_a_catalog(streams: int = 10, inflated: int = 10_000_000) -> bytes:
+    """A PDF whose trailer's /Root is not a catalog, with `streams` objects each alone in
+    an object stream inflating to `inflated` bytes: pypdf searches every object for a
+    catalog, inflating (and keeping) each stream."""
+    out, offsets = io.BytesIO(), {}
+    out.write(b"%PDF-1.5\n")
+    for k in range(1, streams + 1):
+        offsets[1000 + k] = out.tell()
+        out.write(_object_stream(1000 + k, inflated, first_object=k))
+    xref_number = 1000 + streams + 1
+    rows = [bytes([0]) + bytes(4) + (65535).to_bytes(2, "big")]
+    for i in range(1, xref_number):
+        if i <= streams:
+            rows.append(bytes([2]) + (1000 + i).to_bytes(4, "big") + bytes(2))
+        elif i in offsets:
+            rows.append(bytes([1]) + offsets[i].to_bytes(4, "big") + bytes(2))
+        else:
+            rows.append(bytes(7))
+    at = out.tell()
+    rows.append(bytes([1]) + at.to_bytes(4, "big") + bytes(2))
+    table = b"".join(rows)
+    out.write(
+        b"%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root 1 0 R /Length %d >>\nstream\n"
+        % (xref_number, xref_number + 1, len(table))
+    )
+    out.write(table + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % at)
+    return out.getvalue()
+
+
+def pdf_with_long_xref_table(entries: int = 1_000_000) -> bytes:
+    """A one-page PDF whose cross-reference table lists `entries` objects (20 bytes each,
+    most pointing nowhere): pypdf reads the entries one by one in Python."""
+    out, offsets = _pdf_head()
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % entries)
+    out.write(b"".join(b"%010d 00000 n \n" % offsets.get(i, 9) for i in range(1, entries)))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\n" % entries)
+    out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
+    return out.getvalue()
+
+
 def zip_with_huge_directory(entries: int = 575_000) -> bytes:
     """A DOCX-looking ZIP (word/document.xml and [Content_Types].xml among its members) whose
     central directory lists `entries` members in total, the rest empty: listing its members
