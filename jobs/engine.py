@@ -28,6 +28,7 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from core.errors import ServiceError
+from core.text import storable
 from jobs.dispatch import next_delivery, stage_enqueue
 from jobs.errors import LeaseLost, PermanentError, TransientError
 from jobs.hosts import process_name
@@ -262,7 +263,9 @@ def _describe(exc: BaseException) -> str:
 def _fail(
     claim: Claim, exc: BaseException, outcome: str, code: str, message: str, *, permanent: bool
 ) -> tuple[str, ImportRun | None]:
-    detail = _describe(exc)
+    # Exception text can hold what the failing input held (a NUL in a PDF name, say):
+    # unstorable, it would fail the recording and leave the run to look like a crash.
+    detail, message = storable(_describe(exc)), storable(message)
     logger.log(
         logging.INFO if permanent else logging.WARNING,
         "run %s: %s attempt %s %s: %s",
@@ -281,7 +284,7 @@ def _fail(
         failure=Failure(
             detail=detail,
             error_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-            traceback=traceback.format_exc(),
+            traceback=storable(traceback.format_exc()),
         ),
         permanent=permanent,
     )

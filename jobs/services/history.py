@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from core.text import storable
 from documents.models import ApiToken
 from jobs.dispatch import delivery_of, stage_enqueue
 from jobs.models import ImportRun, RunTransition, StageAttempt
@@ -58,7 +59,7 @@ def run_transition(
         to_stage=run.stage,
         actor=actor.user,
         actor_label=actor.label,
-        reason=reason[:2000],
+        reason=storable(reason[:2000]),
     )
 
 
@@ -90,8 +91,8 @@ def attempt_finish(
     """Close a stage attempt with its outcome (and error, for operators)."""
     attempt.outcome = outcome
     attempt.finished_at = timezone.now()
-    attempt.error_message = message[:10000]
-    attempt.traceback = tb[:50000]
+    attempt.error_message = storable(message[:10000])
+    attempt.traceback = storable(tb[:50000])
     attempt.error_code = code
     fields = [
         "outcome",

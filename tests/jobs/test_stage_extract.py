@@ -99,6 +99,17 @@ def test_text_with_nul_characters_is_cleaned_and_stored(api):
     assert StageAttempt.objects.filter(run=run, stage="extract").count() == 1
 
 
+def test_an_error_whose_text_holds_a_nul_is_recorded_and_fails_the_run_at_once(org, api):
+    run = drive(unchecked_run(org, hostile.pdf_with_nul_in_filter_name(), kind="pdf", pages=1).id)
+
+    assert (run.status, run.error_code) == ("failed", "damaged_pdf")
+    [attempt] = StageAttempt.objects.filter(run=run, stage="extract")
+    assert attempt.outcome == "permanent_error"
+    assert "Foo\\x00Bar" in attempt.traceback and "\x00" not in attempt.traceback
+    reasons = RunTransition.objects.filter(run=run).values_list("reason", flat=True)
+    assert any("damaged" in reason for reason in reasons)
+
+
 def test_a_pdf_is_charged_its_real_pages_not_the_count_it_states(api, org):
     run = accepted_run(api, hostile.pdf_with_lying_count(real_pages=40, stated=1))
     assert run.reservation.pages == 1

@@ -27,6 +27,30 @@ def pdf_with_nul_text(pages: int = 2) -> bytes:
     return make_pdf(pages, words_per_page=40, label="Page\x00\x01\x07\x1b\x1f")
 
 
+def pdf_with_nul_in_filter_name() -> bytes:
+    """A one-page PDF whose content stream names the filter `/Foo#00Bar`: pypdf refuses it
+    with an error whose message holds a NUL, which a PostgreSQL text column refuses."""
+    stream = b"BT /F1 11 Tf 72 740 Td (Hello) Tj ET"
+    out, offsets = io.BytesIO(), []
+    out.write(b"%PDF-1.4\n")
+    for body in (
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /Foo#00Bar >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (len(offsets), body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(offsets) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\n" % (len(offsets) + 1))
+    out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
+    return out.getvalue()
+
+
 def docx_quadratic_text_runs(repeats: int = 24_000) -> bytes:
     """A tiny DOCX whose document.xml is `<w:t ` over and over, never closed: a regex such as
     rb"<w:t(?:\\s[^>]*)?>([^<]*)</w:t>" retries from every `<w:t` and runs to the end each time,
