@@ -14,7 +14,7 @@ _EXTENSIONS = {"pdf": "pdf", "docx": "docx"}
 KEYS_ROOT = "orgs"
 _KEY = re.compile(
     rf"{KEYS_ROOT}/(?P<organisation_id>[0-9]+)/documents/(?P<document_id>[0-9a-f-]{{36}})"
-    r"/v(?P<version>[0-9]+)/original\.(?P<kind>[a-z]+)"
+    r"/v(?P<version>[0-9]+)(?:/(?P<write>[0-9a-f]{32}))?/original\.(?P<kind>[a-z]+)"
 )
 
 
@@ -24,14 +24,34 @@ class DocumentKey:
     organisation_id: int
     document_id: uuid.UUID
     version: int
+    # The write's own id in a key that one write alone uses (see document_write_key).
+    write: str = ""
 
 
 def document_storage_key(
-    *, organisation_id: int, document_id: uuid.UUID, version: int, kind: str
+    *, organisation_id: int, document_id: uuid.UUID, version: int, kind: str, write: str = ""
 ) -> str:
+    folder = f"v{version}/{write}" if write else f"v{version}"
     return (
         f"{KEYS_ROOT}/{organisation_id}/documents/{document_id}"
-        f"/v{version}/original.{_EXTENSIONS[kind]}"
+        f"/{folder}/original.{_EXTENSIONS[kind]}"
+    )
+
+
+def document_write_key(
+    *, organisation_id: int, document_id: uuid.UUID, version: int, kind: str
+) -> str:
+    """A key no other write uses: for bytes that become the document's version only if
+    the transaction that points the document at them commits (a connector's store).
+    Two writers never share one, so neither deletes nor overwrites the other's bytes;
+    a key left unpointed (the loser of a race, a worker killed before its commit) is
+    removed by the orphan sweep."""
+    return document_storage_key(
+        organisation_id=organisation_id,
+        document_id=document_id,
+        version=version,
+        kind=kind,
+        write=uuid.uuid4().hex,
     )
 
 
@@ -46,6 +66,7 @@ def document_key_parse(key: str) -> DocumentKey | None:
             organisation_id=int(match["organisation_id"]),
             document_id=uuid.UUID(match["document_id"]),
             version=int(match["version"]),
+            write=match["write"] or "",
         )
     except ValueError:
         return None
@@ -55,6 +76,7 @@ def document_key_parse(key: str) -> DocumentKey | None:
         document_id=parsed.document_id,
         version=parsed.version,
         kind=match["kind"],
+        write=parsed.write,
     )
     return parsed if rebuilt == key else None
 

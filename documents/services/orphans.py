@@ -2,8 +2,11 @@
 
 The accept path writes a document's bytes to their key before the transaction
 that creates the Document commits, so a web worker killed in between leaves a
-file behind; so does deleting documents (or an organisation). These files are
-only found by walking the storage.
+file behind; so does deleting documents (or an organisation). A connector's
+store writes each version under a key of its own (`document_write_key`) and
+points the document at it when it commits: the loser of two runs of one file, a
+worker killed before its commit, and a version replaced by a newer one leave such
+keys behind too. These files are only found by walking the storage.
 
 This assumes the storage (MEDIA_ROOT or the bucket) belongs to this database
 alone: a file written by another deployment has no Document here either.
@@ -47,9 +50,11 @@ def stored_orphans_remove(
     after `limit` orphans or `examine` keys, whichever comes first. An orphan the storage
     refuses to delete is logged and passed over (the next walk tries it again).
 
-    Kept: every file whose document id has a Document row (whatever its version or
-    current key), every file written at or after `older_than` (an accept may be
-    about to commit it) and every key that is not exactly a document key.
+    Kept: every file at a document's stable key whose document id has a Document row
+    (whatever its version or current key), every file at a key of one write that is
+    its document's current key, every file written at or after `older_than` (an accept
+    or a store may be about to commit it) and every key that is not exactly a document
+    key.
     """
     walk = _Walk(stored_keys(under=KEYS_ROOT, after=after), examine=examine)
     removed, handled = 0, []
@@ -93,17 +98,23 @@ class _Walk:
 
 def _orphans_written_before(keys: Iterable[DocumentKey], moment: datetime) -> Iterator[DocumentKey]:
     for batch in _batches(keys, size=LOOKUP_BATCH):
-        for key in _without_document(batch):
+        for key in _unreferenced(batch):
             # Asked only now, for the few keys without a document: a HEAD each on S3.
             modified_at = storage_modified_at(key=key.key)
             if modified_at is not None and modified_at < moment:
                 yield key
 
 
-def _without_document(keys: list[DocumentKey]) -> list[DocumentKey]:
+def _unreferenced(keys: list[DocumentKey]) -> list[DocumentKey]:
+    """The keys whose document is gone and the keys of one write (a connector's store)
+    that their document does not point to: only the committed row points at those."""
     ids = {key.document_id for key in keys}
-    existing = set(Document.objects.filter(id__in=ids).values_list("id", flat=True))
-    return [key for key in keys if key.document_id not in existing]
+    current = dict(Document.objects.filter(id__in=ids).values_list("id", "storage_key"))
+    return [
+        key
+        for key in keys
+        if key.document_id not in current or (key.write and current[key.document_id] != key.key)
+    ]
 
 
 def _batches(items: Iterable, *, size: int) -> Iterator[list]:

@@ -2,12 +2,13 @@
 the file, `store` fetches its bytes, counts its pages and holds them.
 
 Every version of one file is the same document: an edit is a new document version,
-stored under its own key and charged for its own pages. The pages are held as soon
-as the bytes are counted, before any extraction: a file that does not fit fails
-"over quota" at once and can be retried once the limit is raised.
+stored under a key that its store alone writes and charged for its own pages. The
+pages are held as soon as the bytes are counted, before any extraction: a file that
+does not fit fails "over quota" at once and can be retried once the limit is raised.
 """
 
 import hashlib
+import logging
 import os
 import tempfile
 import time
@@ -20,12 +21,19 @@ from documents.formats import inspect_upload
 from documents.formats.base import DOCX, PDF
 from documents.models import Connection, ConnectorImport, Document
 from documents.services.quota import quota_resize
-from documents.storage import document_storage_key, storage_delete, storage_put
+from documents.storage import (
+    document_storage_key,
+    document_write_key,
+    storage_delete,
+    storage_put,
+)
 from jobs.connectors.base import NeedsReconnect, ProviderBusy, ProviderError
 from jobs.connectors.registry import provider_for
 from jobs.errors import PermanentError, TransientError
 from jobs.models import ACTIVE_STATUSES, ImportRun
 from jobs.stages.context import StageContext
+
+logger = logging.getLogger(__name__)
 
 State = ConnectorImport.State
 READ_BLOCK = 1024 * 1024
@@ -184,15 +192,17 @@ def connector_store(ctx: StageContext) -> None:
         document = ctx.document
         # The version this run's bytes become: the next one, unless none is stored yet.
         version = document.version + 1 if document.sha256 else document.version
-        key = document_storage_key(
+        # A key of this write alone: another run of the same file (an older version still
+        # downloading, a retry of this one whose worker stalled) never writes or deletes
+        # it, and only the commit below points the document at it.
+        key = document_write_key(
             organisation_id=document.organisation_id,
             document_id=document.id,
             version=version,
             kind=inspection.kind,
         )
-        # A retry writes the same key again (a storage that keeps both would rename).
-        storage_delete(key=key)
         storage_put(key=key, content=spooled)
+    committing = False
     try:
         with ctx.complete():
             _become_version(
@@ -210,16 +220,27 @@ def connector_store(ctx: StageContext) -> None:
                 pages=inspection.pages,
                 estimated=inspection.estimated,
             )
-    except QuotaExceeded as exc:
-        # Nothing points at these bytes (the transaction did not commit); a retry stores
-        # them again.
+            committing = True
+    except BaseException as exc:
+        if not committing:
+            # Rolled back before the commit, so nothing points at this key, nor ever
+            # will: no other write uses it. (A failed commit leaves it to the orphan sweep.)
+            _forget(key)
+        if isinstance(exc, QuotaExceeded):
+            raise PermanentError(
+                f"{record.path} has {inspection.pages} pages but only "
+                f"{exc.extra['pages_available']} pages of your quota are left. Raise the "
+                "page limit and retry it.",
+                code="quota_exceeded",
+            ) from exc
+        raise
+
+
+def _forget(key: str) -> None:
+    try:
         storage_delete(key=key)
-        raise PermanentError(
-            f"{record.path} has {inspection.pages} pages but only "
-            f"{exc.extra['pages_available']} pages of your quota are left. Raise the page "
-            "limit and retry it.",
-            code="quota_exceeded",
-        ) from exc
+    except Exception:  # the orphan sweep removes it later
+        logger.warning("could not delete %s, written by a store that did not commit", key)
 
 
 def _become_version(

@@ -1,6 +1,8 @@
 """The sync against a provider whose listings the test writes: repeated pages and items,
 restarted listings, deletions, a busy provider, revoked consent, and two syncs at once."""
 
+import hashlib
+import io
 import threading
 from datetime import timedelta
 
@@ -8,6 +10,8 @@ import pytest
 from django.utils import timezone
 
 from documents.models import Connection, ConnectorImport, Document
+from documents.services.orphans import stored_orphans_remove
+from documents.storage import document_write_key, storage_exists, storage_open, storage_put
 from jobs.connectors.base import NeedsReconnect, ProviderBusy, RemoteFile
 from jobs.connectors.loop import connectors_maintain, connectors_sync_due
 from jobs.connectors.sync import (
@@ -236,6 +240,74 @@ def test_a_new_version_stored_cancels_the_older_one_still_in_the_pipeline(remote
     connection_refresh_imports(connection=connection)
     states = dict(ConnectorImport.objects.values_list("content_version", "state"))
     assert states == {"v1": "skipped", "v2": "imported"}
+
+
+def test_an_older_version_stored_late_leaves_the_newer_versions_bytes_alone(
+    remote, connection, media_files
+):
+    old_data, new_data = make_pdf(2, label="Old"), make_pdf(3, label="New")
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))]]
+    [old] = sync(connection).counts.run_ids
+    execute_stage(str(old), "create")
+    newer = {}
+
+    def store_the_edit():
+        from django.db import connection as db
+
+        try:
+            [newer["run"]] = sync(connection).counts.run_ids
+            execute_stage(str(newer["run"]), "create")
+            execute_stage(str(newer["run"]), "store")
+        finally:
+            db.close()
+
+    def edited_while_downloading():
+        # The file is edited while its old version downloads; the new version's run
+        # stores its bytes and commits before the old one's store ends.
+        remote.files["a"] = new_data
+        thread = threading.Thread(target=store_the_edit)
+        thread.start()
+        thread.join(30)
+        return old_data
+
+    remote.files = {"a": edited_while_downloading}
+    execute_stage(str(old), "store")
+
+    assert drive(newer["run"]).status == "succeeded"
+    document = Document.objects.get(runs=newer["run"])
+    assert document.sha256 == hashlib.sha256(new_data).hexdigest()
+    assert document.page_count == 3
+    with storage_open(key=document.storage_key) as fh:
+        assert fh.read() == new_data
+    assert drive(old).status == "cancelled"
+    # The loser's bytes went with its rolled-back store: only the newest are kept.
+    assert media_files() == [document.storage_key]
+
+
+def test_the_orphan_sweep_removes_stored_versions_no_document_points_to(
+    remote, connection, media_files
+):
+    remote.files = {"a": make_pdf(1)}
+    remote.script = [[page(f("a"))]]
+    [run_id] = sync(connection).counts.run_ids
+    assert drive(run_id).status == "succeeded"
+    document = Document.objects.get(runs=run_id)
+    # What a store killed between writing its bytes and its commit leaves behind.
+    lost = document_write_key(
+        organisation_id=document.organisation_id,
+        document_id=document.id,
+        version=document.version,
+        kind="pdf",
+    )
+    storage_put(key=lost, content=io.BytesIO(make_pdf(1, label="Lost")))
+    assert storage_exists(key=lost)
+
+    swept = stored_orphans_remove(
+        older_than=timezone.now() + timedelta(seconds=5), limit=100, examine=1000
+    )
+
+    assert swept.removed == 1
+    assert media_files() == [document.storage_key]
 
 
 def test_a_file_deleted_and_restored_as_it_was_is_present_again(remote, connection):

@@ -17,8 +17,9 @@ class ScriptedProvider:
     name = "scripted"
     # One entry per sync: a list of ChangePage, or an exception raised when listing.
     script: list = []
-    # file id -> bytes, what open() returns.
-    files: dict[str, bytes] = {}
+    # file id -> bytes, what open() returns; or a function called as the download starts
+    # that returns them (a test makes something happen meanwhile).
+    files: dict = {}
     cursors_given: list = []
     # Raised by maintain() when set (e.g. NeedsReconnect: a refresh token refused).
     maintain_error: Exception | None = None
@@ -35,9 +36,10 @@ class ScriptedProvider:
 
     def open(self, connection, file_id: str) -> BinaryIO:
         try:
-            return io.BytesIO(type(self).files[file_id])
+            data = type(self).files[file_id]
         except KeyError:
             raise FileNotFoundError(file_id) from None
+        return io.BytesIO(data() if callable(data) else data)
 
     def maintain(self, connection) -> None:
         if type(self).maintain_error is not None:
