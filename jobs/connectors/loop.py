@@ -16,6 +16,7 @@ from jobs.connectors.base import NeedsReconnect
 from jobs.connectors.registry import provider_for
 from jobs.connectors.sync import (
     SYNCING,
+    connection_due_q,
     connection_refresh_imports,
     connection_sync,
     sync_owner_name,
@@ -31,11 +32,7 @@ def connections_due() -> list[int]:
     now = timezone.now()
     due = (
         Connection.objects.filter(status__in=SYNCING)
-        .filter(
-            Q(next_sync_at__isnull=True)
-            | Q(next_sync_at__lte=now)
-            | Q(sync_requested_at__isnull=False)
-        )
+        .filter(connection_due_q(now))
         .filter(Q(sync_lease_until__isnull=True) | Q(sync_lease_until__lt=now))
         .order_by(F("next_sync_at").asc(nulls_first=True), "id")
     )

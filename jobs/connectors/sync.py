@@ -78,22 +78,30 @@ def is_supported(name: str) -> bool:
 # --- Taking and giving back the sync --------------------------------------------------
 
 
+def connection_due_q(now) -> Q:
+    """Connections due to sync at `now`: their time came, or a sync was asked for ("sync
+    now", a change notification) while no wait runs that the provider asked for (busy,
+    Retry-After) or that failures earned (the error backoff)."""
+    waiting = Q(next_sync_at__gt=now, last_sync_result__in=[Result.BUSY, Result.FAILED])
+    return (
+        Q(next_sync_at__isnull=True)
+        | Q(next_sync_at__lte=now)
+        | (Q(sync_requested_at__isnull=False) & ~waiting)
+    )
+
+
 def connection_claim_sync(
     *, connection_id: int, owner: str, only_due: bool = True
 ) -> Connection | None:
     """Take the sync of a connection for `owner`, or None: not syncing (paused, needs
-    reconnect), not due (unless asked for), or synced elsewhere right now. One
+    reconnect), not due (`connection_due_q`), or synced elsewhere right now. One
     conditional UPDATE decides, so two hosts never both sync one connection."""
     now = timezone.now()
     candidates = Connection.objects.filter(id=connection_id, status__in=SYNCING).filter(
         Q(sync_lease_until__isnull=True) | Q(sync_lease_until__lt=now)
     )
     if only_due:
-        candidates = candidates.filter(
-            Q(next_sync_at__isnull=True)
-            | Q(next_sync_at__lte=now)
-            | Q(sync_requested_at__isnull=False)
-        )
+        candidates = candidates.filter(connection_due_q(now))
     lease = now + timedelta(seconds=settings.PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS)
     if candidates.update(sync_owner=owner, sync_lease_until=lease) != 1:
         return None

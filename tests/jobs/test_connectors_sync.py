@@ -10,10 +10,11 @@ import pytest
 from django.utils import timezone
 
 from documents.models import Connection, ConnectorImport, Document
+from documents.services.connections import connection_request_sync
 from documents.services.orphans import stored_orphans_remove
 from documents.storage import document_write_key, storage_exists, storage_open, storage_put
 from jobs.connectors.base import NeedsReconnect, ProviderBusy, RemoteFile
-from jobs.connectors.loop import connectors_maintain, connectors_sync_due
+from jobs.connectors.loop import connections_due, connectors_maintain, connectors_sync_due
 from jobs.connectors.sync import (
     connection_claim_sync,
     connection_record_page,
@@ -141,6 +142,34 @@ def test_a_busy_provider_waits_and_is_not_a_failure(remote, connection):
     assert 119 <= wait <= 121
     # Not due before then.
     assert connection_sync(connection=connection, only_due=True) is None
+
+
+def test_a_change_notification_waits_for_the_retry_after_the_provider_asked_for(remote, connection):
+    remote.script = [ProviderBusy("Too many requests", retry_after=600), [page(cursor="d1")]]
+    sync(connection)
+
+    assert connection_request_sync(connection_id=connection.id)
+
+    assert connections_due() == []
+    assert connection_sync(connection=connection, only_due=True) is None
+    # Once the wait is over, the sync runs and answers the request.
+    Connection.objects.filter(id=connection.id).update(next_sync_at=timezone.now())
+    assert connections_due() == [connection.id]
+    assert connection_sync(connection=connection, only_due=True) is not None
+    connection.refresh_from_db()
+    assert connection.sync_requested_at is None and connection.cursor == "d1"
+
+
+def test_a_change_notification_waits_for_the_error_backoff(remote, connection):
+    remote.script = [RuntimeError("network"), [page(cursor="d1")]]
+    sync(connection)
+    assert connection.next_sync_at > timezone.now()
+
+    assert connection_request_sync(connection_id=connection.id)
+
+    assert connections_due() == []
+    assert connection_sync(connection=connection, only_due=True) is None
+    assert remote.script == [[page(cursor="d1")]]
 
 
 def test_revoked_consent_needs_a_reconnect_and_stops_syncing(remote, connection):
