@@ -54,7 +54,9 @@ def connectors_sync_due(*, owner: str | None = None) -> int:
 def connectors_maintain() -> None:
     """Each provider's upkeep (tokens, subscriptions) for connections that may sync, and
     imports' states brought in line with their runs."""
-    for connection in Connection.objects.exclude(status=Connection.Status.NEEDS_RECONNECT):
+    # Upkeep never needs the cursor (a local folder's is JSON of every file).
+    keeping = Connection.objects.exclude(status=Connection.Status.NEEDS_RECONNECT).defer("cursor")
+    for connection in keeping:
         try:
             provider_for(connection).maintain(connection)
         except NeedsReconnect as exc:
@@ -64,5 +66,6 @@ def connectors_maintain() -> None:
         except Exception:  # one connection's trouble must not stop the others' upkeep
             logger.exception("connection %s: upkeep failed", connection.id)
     following = ConnectorImport.objects.filter(state=ConnectorImport.State.QUEUED)
-    for connection in Connection.objects.filter(id__in=following.values("connection_id")):
+    followed = Connection.objects.filter(id__in=following.values("connection_id")).only("id")
+    for connection in followed:
         connection_refresh_imports(connection=connection)

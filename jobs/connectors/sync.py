@@ -329,7 +329,9 @@ def _finish(
     if result != Result.OK or counts.seen or counts.deleted:
         sync.save()
     with transaction.atomic():
-        row = Connection.objects.select_for_update().get(id=connection.id)
+        # The cursor (a local folder's is JSON of every file) is neither read nor written
+        # here: the sync saved it already if it changed (connection_save_cursor).
+        row = Connection.objects.select_for_update().defer("cursor").get(id=connection.id)
         row.last_sync_at, row.last_sync_result = now, result
         interval = sync_interval(row)
         if result == Result.OK:
@@ -359,8 +361,33 @@ def _finish(
         # A request made before this sync started is answered by it.
         if row.sync_requested_at is not None and row.sync_requested_at <= sync.started_at:
             row.sync_requested_at = None
-        row.save()
-    connection.refresh_from_db()
+        row.save(update_fields=FINISH_FIELDS)
+    _refresh_but_cursor(connection)
+
+
+# What finishing a sync changes on the connection's row.
+FINISH_FIELDS = [
+    "last_sync_at",
+    "last_sync_result",
+    "last_error",
+    "consecutive_failures",
+    "status",
+    "status_reason",
+    "next_sync_at",
+    "sync_requested_at",
+    "updated_at",
+]
+
+
+def _refresh_but_cursor(connection: Connection) -> None:
+    """Reload the row but its cursor: the sync keeps the one it saved (or read) itself."""
+    connection.refresh_from_db(
+        fields=[
+            f.attname
+            for f in Connection._meta.concrete_fields
+            if f.name != "cursor" and not f.primary_key
+        ]
+    )
 
 
 def connection_sync(
@@ -417,5 +444,5 @@ def connection_sync(
     finally:
         _release(claimed, owner)
         connection_refresh_imports(connection=claimed)
-    claimed.refresh_from_db()
+    _refresh_but_cursor(claimed)
     return SyncOutcome(sync=sync, counts=counts)

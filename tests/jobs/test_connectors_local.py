@@ -3,6 +3,8 @@
 import os
 
 import pytest
+from django.db import connection as db
+from django.test.utils import CaptureQueriesContext
 
 from documents.models import Chunk, Connection, ConnectorImport, Document, UsageEntry
 from documents.services.organisations import organisation_set_limit
@@ -52,6 +54,31 @@ def test_it_imports_each_supported_file_once_and_skips_the_rest(org, folder, con
     assert (connection.files_imported, connection.files_skipped) == (2, 1)
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (3 + paths["deep/er/b.docx"].page_count, 0)
+
+
+def test_a_quiet_poll_reads_the_cursor_once_and_never_writes_it(folder, connection):
+    for n in range(20):
+        write(folder, f"doc{n}.pdf", make_pdf(1, label=f"D{n}"))
+    assert len(sync_until_listed(connection)) == 20
+    cursor = Connection.objects.get(id=connection.id).cursor
+    assert len(cursor) > 20 * 50
+
+    with CaptureQueriesContext(db) as queries:
+        outcome = sync_module.connection_sync(connection=connection)
+
+    assert outcome is not None and outcome.counts.seen == 0
+    statements = [q["sql"] for q in queries.captured_queries]
+    writes = [
+        sql
+        for sql in statements
+        if sql.startswith('UPDATE "documents_connection"') and '"cursor"' in sql
+    ]
+    reads = [sql for sql in statements if '"documents_connection"."cursor"' in sql]
+    assert writes == []
+    # The claim reads it for the listing; nothing else does.
+    assert len(reads) == 1
+    connection.refresh_from_db()
+    assert connection.cursor == cursor and connection.last_sync_result == "ok"
 
 
 def test_it_leaves_every_file_byte_for_byte_and_time_for_time(folder, connection):
