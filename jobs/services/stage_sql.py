@@ -57,10 +57,17 @@ class StageDone:
         return f"{self.from_stage} succeeded"
 
 
+# A stage is due when its time has passed by the claiming host's clock, or when the
+# host that last wrote the run had it due then (`due_at` no later than `updated_at`,
+# both from that host's clock): a stage handed on now is never "not due" to a worker
+# whose clock is behind the writer's. Only a retry's later time is read from the
+# claiming host's clock. workers.py's step-by-step claim says the same.
+DUE_SQL = "(run.due_at IS NULL OR run.due_at <= run.updated_at OR run.due_at <= %(now)s)"
+
 # The conditional UPDATE takes the stage; in the same statement the attempt is
 # inserted, the queued -> processing change written to the history, and the run
 # returned with the document and reservation the stage works on. `old` locks the
-# row first, so its status is the one the UPDATE changed.
+# row first, so its status is the one the UPDATE changed. Due: see DUE_SQL.
 CLAIM_SQL = """
 WITH old AS (
     SELECT id, status FROM jobs_importrun WHERE id = %(run_id)s FOR UPDATE
@@ -78,7 +85,7 @@ WITH old AS (
     FROM old
     WHERE run.id = old.id AND run.stage = %(stage)s AND run.lease_owner = ''
         AND run.status IN (%(queued)s, %(processing)s)
-        AND (run.due_at IS NULL OR run.due_at <= %(now)s)
+        AND {due}
     RETURNING run.*, old.status AS from_status
 ), attempt AS (
     INSERT INTO jobs_stageattempt (run_id, stage, generation, number, job_id, worker,
@@ -130,7 +137,7 @@ def _claim_sql() -> str:
     columns = ", ".join(
         f'{alias}."{field.column}"' for model, alias in parts for field in _fields(model)
     )
-    return CLAIM_SQL.format(columns=columns)
+    return CLAIM_SQL.format(columns=columns, due=DUE_SQL)
 
 
 def _instance(model, values: list):

@@ -78,8 +78,9 @@ def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Cla
 
 @transaction.atomic
 def _claim_steps(take: ClaimTake) -> tuple[ImportRun, int] | None:
+    # As stage_sql.DUE_SQL: due by the claiming host's clock or by the last writer's.
     due = ImportRun.objects.filter(
-        Q(due_at__isnull=True) | Q(due_at__lte=take.now),
+        Q(due_at__isnull=True) | Q(due_at__lte=F("updated_at")) | Q(due_at__lte=take.now),
         id=take.run_id,
         stage=take.stage,
         lease_owner="",
