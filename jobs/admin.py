@@ -3,8 +3,8 @@
 Runs and attempts are records: nobody edits them by hand. Operators act on runs
 through the services (requeue, retry, cancel, dead-letter; see admin_actions.py),
 each behind a confirmation that asks for a reason. Lists stay fast on big tables
-(admin_lists.py): joined columns are selected with the rows, filters read indexes,
-ids are searched by key and counts are bounded.
+(FastListAdmin in documents/admin.py, admin_lists.py): joined columns are selected
+with the rows, filters read indexes, ids are searched by key and counts are bounded.
 """
 
 import uuid
@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from documents.admin import RecordAdmin
+from documents.admin import FastListAdmin, RecordAdmin
 from jobs.admin_actions import (
     ACTIONS,
     MAX_RUNS_PER_ACTION,
@@ -28,8 +28,6 @@ from jobs.admin_actions import (
     runs_for_action,
 )
 from jobs.admin_lists import (
-    BoundedChangeList,
-    BoundedCountPaginator,
     ErrorCodeFilter,
     ErrorTypeFilter,
     StuckFilter,
@@ -69,21 +67,8 @@ def _flatten(fields) -> list[str]:
     return out
 
 
-class FastListAdmin(RecordAdmin):
-    """Lists that stay fast on big tables: no exact counts, no facet counts."""
-
-    paginator = BoundedCountPaginator
-    # Rendering a row costs more than finding it: 50 rows keep a page quick.
-    list_per_page = 50
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-
-    def get_changelist(self, request, **kwargs):
-        return BoundedChangeList
-
-
 @admin.register(ImportRun)
-class ImportRunAdmin(FastListAdmin):
+class ImportRunAdmin(FastListAdmin, RecordAdmin):
     list_display = [
         "short_id",
         "status",
@@ -438,7 +423,7 @@ class ImportRunAdmin(FastListAdmin):
 
 
 @admin.register(StageAttempt)
-class StageAttemptAdmin(FastListAdmin):
+class StageAttemptAdmin(FastListAdmin, RecordAdmin):
     list_display = [
         "run_link",
         "organisation_slug",

@@ -1,88 +1,16 @@
-"""What keeps the pipeline's admin lists fast on big tables: filters that read indexes,
-a search that hits keys for ids, and a paginator that never counts a whole table."""
+"""What keeps the pipeline's admin lists fast on big tables: filters that read indexes
+and a search that hits keys for ids. The paginator that never counts a whole table is
+FastListAdmin's, in documents/admin.py (the domain's lists use it too)."""
 
 import uuid
-from functools import cached_property
 
 from django.contrib import admin
-from django.contrib.admin.views.main import ChangeList
-from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
-from django.db import connections
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from documents.models import Document, Organisation
 from jobs.models import ImportRun, StageAttempt
 from jobs.operators import STUCK_KINDS, distinct_values, stuck_filter
-
-# --- Counting ------------------------------------------------------------------------
-
-
-def table_estimate(queryset: QuerySet) -> int | None:
-    """PostgreSQL's own estimate of a table's rows (kept by ANALYZE and autovacuum),
-    or None elsewhere or before the table was first analysed."""
-    connection = connections[queryset.db]
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
-            [queryset.model._meta.db_table],
-        )
-        row = cursor.fetchone()
-    return int(row[0]) if row and row[0] >= 0 else None
-
-
-class BoundedCountPaginator(Paginator):
-    """Counts at most COUNT_CAP rows of a filtered list, and takes PostgreSQL's estimate
-    for an unfiltered table larger than that: an exact count of 100,000 rows, on every
-    page view, is the slowest part of a Django admin list. The pages shown stop at the
-    cap; later ones are still reachable by their number (?p=)."""
-
-    COUNT_CAP = 10_000
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.count_is_estimate = False
-        self.count_is_capped = False
-
-    @cached_property
-    def count(self) -> int:
-        queryset = self.object_list
-        if not queryset.query.where:
-            estimate = table_estimate(queryset)
-            if estimate is not None and estimate > self.COUNT_CAP:
-                self.count_is_estimate = True
-                return estimate
-        # Only the keys: the list's computed columns need not be computed to be counted.
-        counted = queryset.order_by().values("pk")[: self.COUNT_CAP + 1].count()
-        if counted > self.COUNT_CAP:
-            self.count_is_capped = True
-            return self.COUNT_CAP
-        return counted
-
-    def validate_number(self, number):
-        if not (self.count_is_estimate or self.count_is_capped):
-            return super().validate_number(number)
-        try:
-            number = int(number)
-        except (TypeError, ValueError):
-            raise PageNotAnInteger("That page number is not an integer") from None
-        if number < 1:
-            raise EmptyPage("That page number is less than 1")
-        return number
-
-
-class BoundedChangeList(ChangeList):
-    """Django shows a list that fits on one page without a LIMIT; PostgreSQL then plans
-    for every row the filter might match (and may spend seconds compiling that plan
-    with JIT). The page is sliced in every case."""
-
-    def get_results(self, request):
-        super().get_results(request)
-        if not self.result_list.query.is_sliced:
-            self.result_list = self.result_list[: max(self.list_per_page, self.list_max_show_all)]
-
 
 # --- Filters ---------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from documents.admin import BoundedCountPaginator
 from documents.services.organisations import member_add
-from jobs.admin_lists import BoundedCountPaginator
 from jobs.dispatch import stage_enqueue
 from jobs.models import ImportRun, RunSource, RunStatus, StageAttempt
 from jobs.pipeline import all_queue_names, first_stage
