@@ -85,6 +85,11 @@ def document_mark_source_deleted(*, document_ids: Sequence, remove_chunks: bool)
     return marked
 
 
+def document_has_chunks(*, document: Document) -> bool:
+    """Whether the document's current version has chunks (is searchable)."""
+    return Chunk.objects.filter(document=document, version=document.version).exists()
+
+
 def document_mark_source_restored(*, document_ids: Sequence) -> None:
     """The connected file is back (restored at its source): no longer marked deleted."""
     Document.objects.filter(id__in=document_ids).update(source_deleted_at=None)

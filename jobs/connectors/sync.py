@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from documents.models import Connection, ConnectionSync, ConnectorImport
 from documents.services.content import (
+    document_has_chunks,
     document_mark_source_deleted,
     document_mark_source_restored,
 )
@@ -43,6 +44,9 @@ SUPPORTED_SUFFIXES = (".pdf", ".docx")
 SYNCING = (Status.ACTIVE, Status.ERROR)
 # The longest pause between failed syncs of one connection.
 MAX_BACKOFF_SECONDS = 3600
+# Between a provider's version and the count of its appearances in the content version
+# of a file that came back to a content it had before ("<hash>#2").
+AGAIN = "#"
 
 
 class SyncLeaseLost(Exception):
@@ -200,21 +204,28 @@ def connection_record_page(
             )
         ids = [f.file_id for f in present]
         known = ConnectorImport.objects.filter(connection=connection, file_id__in=ids)
-        recorded = {(r.file_id, r.content_version): r for r in known}
+        imports_of: dict[str, list[ConnectorImport]] = {}
+        for r in known.order_by("id"):
+            imports_of.setdefault(r.file_id, []).append(r)
         known.update(seen_at=now)
         restored = []
         for remote in present:
-            existing = recorded.get((remote.file_id, remote.version))
-            if existing is not None:
-                if existing.state == State.DELETED:
-                    restored.append(existing)
+            imports = imports_of.get(remote.file_id, [])
+            if imports and _is_version(imports[-1], remote.version):
+                # The file's latest recorded version: nothing new (back, if it was deleted).
+                if imports[-1].state == State.DELETED:
+                    restored.append(imports[-1])
                 continue
+            # An earlier version back (content reverted, as a hash-versioned OneDrive for
+            # Business reports it) is a new document version: recorded under its own key.
+            before = sum(_is_version(r, remote.version) for r in imports)
+            content_version = f"{remote.version}{AGAIN}{before + 1}" if before else remote.version
             supported = is_supported(remote.name) and not remote.problem
             record = ConnectorImport.objects.create(
                 organisation_id=connection.organisation_id,
                 connection=connection,
                 file_id=remote.file_id,
-                content_version=remote.version,
+                content_version=content_version,
                 name=remote.name[:255],
                 path=remote.path[:2048],
                 size_bytes=remote.size,
@@ -235,8 +246,67 @@ def connection_record_page(
             document_mark_source_restored(
                 document_ids=[r.document_id for r in restored if r.document_id]
             )
+            for record in restored:
+                _search_again(connection, record)
         counts.deleted = _mark_deleted(connection, deleted)
     return counts
+
+
+def _is_version(record: ConnectorImport, version: str) -> bool:
+    """Whether `record` is the file at the provider's `version` (or one of its returns)."""
+    recorded = record.content_version
+    if recorded == version:
+        return True
+    head, sep, count = recorded.rpartition(AGAIN)
+    return bool(sep) and head == version and count.isdigit()
+
+
+def _search_again(connection: Connection, record: ConnectorImport) -> None:
+    """A file back at its source as it was: if its deletion took its chunks out of search,
+    its run goes back to `embed` to make them again from the text kept. Its settle then
+    finds its reservation settled and charges nothing; a run not succeeded goes on (or
+    waits for a retry) as it was."""
+    run = (
+        ImportRun.objects.select_for_update(of=("self",))
+        .select_related("document")
+        .filter(connector_import_id=record.id)
+        .first()
+    )
+    if run is None or run.status != RunStatus.SUCCEEDED or run.document is None:
+        return
+    document = run.document
+    if record.document_version != document.version or document_has_chunks(document=document):
+        return
+    from_status, from_stage = run.status, run.stage
+    run.status, run.stage = RunStatus.QUEUED, Stage.EMBED
+    run.due_at, run.finished_at, run.stage_entered_at = timezone.now(), None, timezone.now()
+    run.stage_attempts = run.crashes = 0
+    run.progress_done = run.progress_total = 0
+    # Its deliveries get new job ids (those of its first pass may still be in Redis).
+    run.generation += 1
+    run.save(
+        update_fields=[
+            "status",
+            "stage",
+            "due_at",
+            "finished_at",
+            "stage_entered_at",
+            "stage_attempts",
+            "crashes",
+            "progress_done",
+            "progress_total",
+            "generation",
+            "updated_at",
+        ]
+    )
+    run_record(
+        run,
+        from_status=from_status,
+        from_stage=from_stage,
+        actor=connector_actor(connection),
+        reason=f"{record.path} is back at its source: its chunks are made again",
+    )
+    dispatch_on_commit(run)
 
 
 def connection_save_cursor(*, connection: Connection, owner: str, cursor: str) -> None:

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from documents.models import Connection, ConnectorImport, Document
+from documents.models import Chunk, Connection, ConnectorImport, Document
 from documents.services.connections import connection_request_sync
 from documents.services.orphans import stored_orphans_remove
 from documents.storage import document_write_key, storage_exists, storage_open, storage_put
@@ -339,23 +339,76 @@ def test_the_orphan_sweep_removes_stored_versions_no_document_points_to(
     assert media_files() == [document.storage_key]
 
 
-def test_a_file_deleted_and_restored_as_it_was_is_present_again(remote, connection):
-    remote.files = {"a": make_pdf(1)}
+def test_a_file_deleted_and_restored_as_it_was_is_searchable_again_charged_once(
+    remote, connection, org
+):
+    remote.files = {"a": make_pdf(2)}
     remote.script = [
         [page(f("a"), cursor="d1")],
         [page(f("a", deleted=True), cursor="d2")],
         [page(f("a"), cursor="d3")],
+        [page(f("a"), cursor="d4")],
     ]
     [run_id] = sync(connection).counts.run_ids
     drive(run_id)
+    document = Document.objects.get(runs=run_id)
+    chunks = sorted(Chunk.objects.filter(document=document).values_list("id", flat=True))
+    assert chunks
     assert sync(connection).counts.deleted == 1
+    assert not Chunk.objects.filter(document=document).exists()
 
     again = sync(connection)
 
+    # The same run makes its chunks again from the text kept; no new run, no new charge.
     assert again.counts.run_ids == []
+    run = ImportRun.objects.get(id=run_id)
+    assert (run.status, run.stage) == ("queued", "embed")
+    transition = run.transitions.order_by("-id").first()
+    assert (transition.from_status, transition.from_stage) == ("succeeded", "settle")
+    assert "back at its source" in transition.reason
+    assert drive(run_id).status == "succeeded"
+    assert sync(connection).counts.run_ids == []  # listed again: nothing more
+    assert ImportRun.objects.get(id=run_id).status == "succeeded"
+    document.refresh_from_db()
+    assert document.source_deleted_at is None and document.chunk_count == len(chunks)
+    assert sorted(Chunk.objects.filter(document=document).values_list("id", flat=True)) == chunks
+    assert [(u.document_version, u.pages) for u in document.usage.all()] == [(1, 2)]
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (2, 0)
     connection_refresh_imports(connection=connection)
     assert ConnectorImport.objects.get(file_id="a").state == "imported"
-    assert Document.objects.get(runs=run_id).source_deleted_at is None
+
+
+def test_a_file_back_to_an_earlier_content_is_a_new_version(remote, connection):
+    first, second = make_pdf(1, label="First"), make_pdf(2, label="Second")
+    # Versions as OneDrive for Business gives them: the content's hash.
+    remote.script = [
+        [page(f("a", "hash-1"))],
+        [page(f("a", "hash-2"))],
+        [page(f("a", "hash-1"))],
+        [page(f("a", "hash-1"))],  # the same event again
+        [page(f("a", "hash-2"))],
+    ]
+    document = None
+    for data in (first, second, first):
+        remote.files = {"a": data}
+        [run_id] = sync(connection).counts.run_ids
+        assert drive(run_id).status == "succeeded"
+        document = Document.objects.get(runs=run_id)
+    assert sync(connection).counts.run_ids == []
+    remote.files = {"a": second}
+    [run_id] = sync(connection).counts.run_ids
+    assert drive(run_id).status == "succeeded"
+
+    document.refresh_from_db()
+    assert (document.version, document.page_count) == (4, 2)
+    assert document.sha256 == hashlib.sha256(second).hexdigest()
+    charged = [(u.document_version, u.pages) for u in document.usage.order_by("document_version")]
+    assert charged == [(1, 1), (2, 2), (3, 1), (4, 2)]
+    versions = list(
+        ConnectorImport.objects.order_by("id").values_list("content_version", flat=True)
+    )
+    assert versions == ["hash-1", "hash-2", "hash-1#2", "hash-2#2"]
 
 
 def test_the_loop_syncs_due_connections_and_keeps_providers_upkeep(remote, connection, org):

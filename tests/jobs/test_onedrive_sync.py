@@ -2,6 +2,7 @@
 the real stages and the real database: what is imported, once, and what Graph's
 failures (410, 429/503, expired tokens, revoked consent) do."""
 
+import hashlib
 import signal
 import subprocess
 import sys
@@ -163,6 +164,53 @@ def test_on_onedrive_for_business_the_content_hash_stands_in_for_the_missing_cta
     assert sync(connection).counts.started == 0
     graph.put("Contracts/a.pdf", make_pdf(3, label="alpha edited"))
     assert sync(connection).counts.started == 1
+
+
+def test_on_onedrive_for_business_a_file_back_to_an_earlier_content_is_imported_again(
+    graph, org, drive_files
+):
+    graph.state.drive_type = "business"
+    connection = connected(graph, org)
+    sync(connection)
+    for run in runs(connection):
+        drive(run.id)
+    one, two = make_pdf(4, label="alpha one"), make_pdf(5, label="alpha two")
+
+    for data in (one, two, one):
+        graph.put("Contracts/a.pdf", data)
+        [run_id] = sync(connection).counts.run_ids
+        assert drive(run_id).status == "succeeded"
+    assert sync(connection).counts.started == 0
+
+    document = Document.objects.get(organisation=org, filename="a.pdf")
+    assert (document.version, document.page_count) == (4, 4)
+    assert document.sha256 == hashlib.sha256(one).hexdigest()
+    charged = UsageEntry.objects.filter(document=document).order_by("document_version")
+    assert [(u.document_version, u.pages) for u in charged] == [(1, 2), (2, 4), (3, 5), (4, 4)]
+
+
+def test_a_file_moved_out_and_back_is_searchable_again_and_charged_once(graph, org, drive_files):
+    connection = connected(graph, org)
+    sync(connection)
+    for run in runs(connection):
+        drive(run.id)
+    document = Document.objects.get(organisation=org, filename="c.pdf")
+    chunks = document.chunk_count
+    assert chunks > 0
+
+    graph.move(drive_files["c"], "Other")
+    assert sync(connection).counts.deleted == 1
+    graph.move(drive_files["c"], "Contracts/2024/deep")
+    back = sync(connection)
+
+    assert back.counts.started == 0
+    [run] = [r for r in runs(connection) if r.document_id == document.id]
+    assert (run.status, run.stage) == ("queued", "embed")
+    assert drive(run.id).status == "succeeded"
+    document.refresh_from_db()
+    assert document.source_deleted_at is None and document.chunk_count == chunks
+    assert document.chunks.count() == chunks
+    assert UsageEntry.objects.filter(document=document).count() == 1
 
 
 def test_a_deleted_or_moved_out_file_marks_its_document(graph, org, drive_files):
