@@ -1,9 +1,12 @@
 """The operator's admin for the domain: organisations with their quota, ledger, members
 and tokens; API tokens made and revoked only through the token services; the records
 the pipeline keeps, read-only. Lists on big tables stay fast (FastListAdmin): no
-exact counts of whole tables."""
+exact counts of whole tables, filters that never list a whole table, searches that
+read keys and indexes."""
 
+import re
 import secrets
+import uuid
 from functools import cached_property
 
 from django import forms
@@ -150,6 +153,59 @@ class FastListAdmin(admin.ModelAdmin):
         return BoundedChangeList
 
 
+class RelatedChoiceFilter(admin.SimpleListFilter):
+    """A filter on a foreign key that lists the other table's rows only while there are
+    at most CHOICES_SHOWN of them: Django's own lists every row, on every page view.
+    Past that it lists the one chosen; the others are chosen from links (an
+    organisation's page links to its ledger and tokens) or by their id in the URL."""
+
+    CHOICES_SHOWN = 50
+    field = ""  # the foreign key, e.g. "organisation"
+
+    def labelled(self, queryset: QuerySet) -> list[tuple[str, str]]:
+        """(id, label) for each row of `queryset`, in one query."""
+        raise NotImplementedError
+
+    def rows(self) -> QuerySet:
+        raise NotImplementedError
+
+    def lookups(self, request, model_admin):
+        shown = self.labelled(self.rows()[: self.CHOICES_SHOWN + 1])
+        if len(shown) <= self.CHOICES_SHOWN:
+            return shown
+        chosen = self.chosen_id()
+        return self.labelled(self.rows().filter(id=chosen)) if chosen is not None else []
+
+    def has_output(self):
+        # A chosen row is applied even when it no longer exists (and matches nothing).
+        return self.value() is not None or super().has_output()
+
+    def chosen_id(self) -> int | None:
+        value = self.value()
+        return int(value) if value is not None and value.isdigit() else None
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        chosen = self.chosen_id()
+        if chosen is None:
+            return queryset.none()
+        return queryset.filter(**{f"{self.field}_id": chosen})
+
+
+class OrganisationFilter(RelatedChoiceFilter):
+    title = "organisation"
+    # Django's own name for it: links to filtered lists keep working.
+    parameter_name = "organisation__id__exact"
+    field = "organisation"
+
+    def rows(self) -> QuerySet:
+        return Organisation.objects.order_by("slug")
+
+    def labelled(self, queryset):
+        return [(str(id_), slug) for id_, slug in queryset.values_list("id", "slug")]
+
+
 def _filtered_changelist(model, organisation: Organisation) -> str:
     opts = model._meta
     url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
@@ -287,7 +343,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "last_used_at",
         "revoked_at",
     ]
-    list_filter = [TokenStateFilter, "organisation"]
+    list_filter = [TokenStateFilter, OrganisationFilter]
     list_select_related = ["organisation"]
     search_fields = ["prefix", "name", "organisation__slug"]
     ordering = ["-created_at", "-id"]
@@ -445,33 +501,54 @@ class ApiTokenAdmin(admin.ModelAdmin):
         )
 
 
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+
+
 @admin.register(Document)
-class DocumentAdmin(RecordAdmin):
+class DocumentAdmin(FastListAdmin, RecordAdmin):
     list_display = ["filename", "organisation", "kind", "page_count", "chunk_count", "created_at"]
-    list_filter = ["kind", "organisation"]
-    search_fields = ["filename", "id", "sha256"]
+    list_filter = ["kind", OrganisationFilter]
+    list_select_related = ["organisation"]
+    # The search itself is get_search_results: ids and hashes by key, names by words.
+    search_fields = ["filename"]
+    search_help_text = "A document id or SHA-256 (whole), or part of its name."
     readonly_fields = [f.name for f in Document._meta.fields]
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        try:
+            return queryset.filter(id=uuid.UUID(term)), False
+        except ValueError:
+            pass
+        if SHA256.fullmatch(term):
+            return queryset.filter(sha256=term.lower()), False
+        # Words of a name: the trigram index on filenames answers them.
+        return super().get_search_results(request, queryset, search_term)
 
 
 @admin.register(QuotaReservation)
-class QuotaReservationAdmin(RecordAdmin):
+class QuotaReservationAdmin(FastListAdmin, RecordAdmin):
     list_display = ["run", "organisation", "pages", "estimated", "status", "created_at"]
-    list_filter = ["status", "organisation"]
+    list_filter = ["status", OrganisationFilter]
+    list_select_related = ["run", "organisation"]
     readonly_fields = [f.name for f in QuotaReservation._meta.fields]
 
 
 @admin.register(UsageEntry)
-class UsageEntryAdmin(RecordAdmin):
+class UsageEntryAdmin(FastListAdmin, RecordAdmin):
     list_display = ["organisation", "document", "document_version", "pages", "created_at"]
-    list_filter = ["organisation"]
+    list_filter = [OrganisationFilter]
     list_select_related = ["organisation", "document"]
     ordering = ["-created_at", "-id"]
     readonly_fields = [f.name for f in UsageEntry._meta.fields]
 
 
 @admin.register(Chunk)
-class ChunkAdmin(RecordAdmin):
+class ChunkAdmin(FastListAdmin, RecordAdmin):
     list_display = ["document", "version", "index", "embedding_model"]
+    list_select_related = ["document"]
+    # A chunk's text and vector are most of its row, and the list shows neither.
+    list_defer = ("text", "embedding")
     readonly_fields = [f.name for f in Chunk._meta.fields]
 
 

@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from core.errors import ServiceError
+from documents.admin import FastListAdmin, OrganisationFilter, RelatedChoiceFilter
 from documents.models import Connection, ConnectionSync, ConnectorImport
 from documents.services.connections import (
     SYNCS_ALWAYS_KEPT,
@@ -20,8 +21,25 @@ FAILED_ROWS = 20
 CURSOR_CHARS = 400
 
 
+class ConnectionFilter(RelatedChoiceFilter):
+    title = "connection"
+    parameter_name = "connection__id__exact"
+    field = "connection"
+
+    def rows(self):
+        return Connection.objects.order_by("organisation__slug", "folder_path", "id")
+
+    def labelled(self, queryset):
+        # As Connection's name reads, from one query that leaves the cursor behind.
+        rows = queryset.values_list("id", "provider", "folder_path", "organisation__slug")
+        return [
+            (str(id_), f"{Connection.Provider(provider).label} {path} ({slug})")
+            for id_, provider, path, slug in rows
+        ]
+
+
 @admin.register(Connection)
-class ConnectionAdmin(admin.ModelAdmin):
+class ConnectionAdmin(FastListAdmin):
     list_display = [
         "id",
         "organisation",
@@ -36,8 +54,10 @@ class ConnectionAdmin(admin.ModelAdmin):
         "files_skipped",
         "files_seen",
     ]
-    list_filter = ["status", "provider", "organisation"]
+    list_filter = ["status", "provider", OrganisationFilter]
     list_select_related = ["organisation"]
+    # A OneDrive delta link can run to megabytes; the list does not show it.
+    list_defer = ("cursor",)
     search_fields = ["folder_path", "organisation__slug"]
     ordering = ["-created_at", "-id"]
     actions = ["sync_now", "pause", "resume"]
@@ -155,7 +175,7 @@ class ConnectionAdmin(admin.ModelAdmin):
 
 
 @admin.register(ConnectorImport)
-class ConnectorImportAdmin(admin.ModelAdmin):
+class ConnectorImportAdmin(FastListAdmin):
     """Each file version a connection recorded: read-only, as the sync wrote it."""
 
     list_display = [
@@ -168,8 +188,10 @@ class ConnectorImportAdmin(admin.ModelAdmin):
         "document_version",
         "created_at",
     ]
-    list_filter = ["state", "connection"]
-    list_select_related = ["connection", "document"]
+    list_filter = ["state", ConnectionFilter]
+    # A connection's name shows its organisation; its cursor stays in the database.
+    list_select_related = ["connection__organisation", "document"]
+    list_defer = ("connection__cursor",)
     search_fields = ["path", "file_id"]
     ordering = ["-created_at", "-id"]
 

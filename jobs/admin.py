@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from documents.admin import FastListAdmin, RecordAdmin
+from documents.admin import FastListAdmin, OrganisationFilter, RecordAdmin
 from jobs.admin_actions import (
     ACTIONS,
     MAX_RUNS_PER_ACTION,
@@ -84,7 +84,7 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
     list_filter = [
         "status",
         "stage",
-        "organisation",
+        OrganisationFilter,
         "source",
         "priority",
         ErrorCodeFilter,

@@ -1,5 +1,6 @@
 """The organisations admin: the quota bar, the ledger, the tokens, the page limit (never
-below what is used and held), times with seconds, and staff only."""
+below what is used and held), times with seconds, and staff only. The record and
+connection lists: their work does not grow with the table or the page."""
 
 import re
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from documents.models import ApiToken, Document, Organisation, UsageEntry
 from documents.services.quota import quota_settle
 from documents.services.tokens import api_token_create, api_token_revoke
 from tests.documents.conftest import page_text
+from tests.support.admin import make_connections, make_records, page_queries
 from tests.support.files import make_pdf
 from tests.support.uploads import accepted_run
 
@@ -191,3 +193,137 @@ def test_a_member_who_is_not_staff_sees_no_organisation_page(member_client, org,
     assert refused.status_code == 302 and refused["Location"].startswith("/admin/login/")
     org.refresh_from_db()
     assert (org.name, org.page_limit) == ("Acme", 1000)
+
+
+# --- The record and connection lists on big tables --------------------------------------
+
+DOCUMENTS = "/admin/documents/document/"
+RESERVATIONS = "/admin/documents/quotareservation/"
+LEDGER = "/admin/documents/usageentry/"
+CHUNKS = "/admin/documents/chunk/"
+TOKENS = "/admin/documents/apitoken/"
+CONNECTIONS = "/admin/documents/connection/"
+IMPORTS = "/admin/documents/connectorimport/"
+RECORD_LISTS = [DOCUMENTS, RESERVATIONS, LEDGER, CHUNKS]
+DOCUMENT_LINK = re.compile(r'href="/admin/documents/document/([0-9a-f-]{36})/change/')
+IMPORT_LINK = re.compile(r'href="/admin/documents/connectorimport/(\d+)/change/')
+
+
+def test_the_record_lists_make_the_same_queries_for_5_or_40_rows(operator, org):
+    make_records(org, 5)
+    few = {url: len(page_queries(operator, url)) for url in RECORD_LISTS}
+
+    make_records(org, 35, name="more")
+    many = {url: len(page_queries(operator, url)) for url in RECORD_LISTS}
+
+    assert few == many
+
+
+def test_the_connection_lists_make_the_same_queries_for_3_or_30_connections(
+    operator, org, other_org
+):
+    make_connections(org, 2)
+    make_connections(other_org, 1)
+    urls = [CONNECTIONS, IMPORTS, f"{IMPORTS}?state__exact=queued"]
+    few = {url: len(page_queries(operator, url)) for url in urls}
+
+    make_connections(org, 14)
+    make_connections(other_org, 13)
+    many = {url: len(page_queries(operator, url)) for url in urls}
+
+    assert few == many
+
+
+def test_the_lists_never_count_a_whole_table(operator, org):
+    make_records(org, 3)
+    make_connections(org, 2)
+    urls = [
+        *RECORD_LISTS,
+        CONNECTIONS,
+        IMPORTS,
+        f"{DOCUMENTS}?kind__exact=pdf",
+        f"{RESERVATIONS}?status__exact=released",
+        f"{LEDGER}?organisation__id__exact={org.id}",
+        f"{CHUNKS}?q=x",
+        f"{CONNECTIONS}?status__exact=active",
+        f"{IMPORTS}?state__exact=queued",
+    ]
+
+    for url in urls:
+        counts = [sql for sql in page_queries(operator, url) if "COUNT(" in sql]
+        # Counted only up to a cap: the count reads at most that many keys.
+        assert counts and all("LIMIT" in sql for sql in counts), (url, counts)
+
+
+def test_the_filters_list_organisations_and_connections_only_while_they_are_few(
+    operator, org, other_org
+):
+    make_records(org, 1)
+    make_connections(org, 1)
+    theirs = make_connections(other_org, 1)[0]
+    few = {url: operator.get(url).content.decode() for url in [*RECORD_LISTS[:3], CONNECTIONS]}
+    few_imports = operator.get(IMPORTS).content.decode()
+
+    Organisation.objects.bulk_create(
+        Organisation(slug=f"org-{n:02}", name=f"Org {n}", page_limit=10) for n in range(60)
+    )
+    make_connections(org, 60)
+
+    for url, page in few.items():
+        assert f"?organisation__id__exact={other_org.id}" in page, url
+        many = operator.get(url).content.decode()
+        assert "organisation__id__exact" not in many, url
+        chosen = operator.get(f"{url}?organisation__id__exact={other_org.id}")
+        assert chosen.status_code == 200, url
+        assert f"?organisation__id__exact={other_org.id}" in chosen.content.decode(), url
+        assert "org-00" not in chosen.content.decode(), url
+    assert f"?connection__id__exact={theirs.id}" in few_imports
+    assert "connection__id__exact" not in operator.get(IMPORTS).content.decode()
+    chosen = operator.get(f"{IMPORTS}?connection__id__exact={theirs.id}").content.decode()
+    assert len(IMPORT_LINK.findall(chosen)) == 1
+    assert f"?connection__id__exact={theirs.id}" in chosen
+    # One that does not exist lists nothing rather than everything.
+    nothing = operator.get(f"{IMPORTS}?connection__id__exact=999999").content.decode()
+    assert IMPORT_LINK.findall(nothing) == []
+
+
+def test_documents_are_found_by_whole_id_or_hash_exactly_and_by_their_name(operator, org):
+    make_records(org, 3, name="invoice")
+    document = Document.objects.get(filename="invoice-1.pdf")
+
+    def found(term: str) -> set[str]:
+        response = operator.get(DOCUMENTS, {"q": term})
+        assert response.status_code == 200
+        return set(DOCUMENT_LINK.findall(response.content.decode()))
+
+    assert found(str(document.id)) == {str(document.id)}
+    assert found(document.sha256) == {str(document.id)}
+    assert found(document.sha256.upper()) == {str(document.id)}
+    assert found("voice-1") == {str(document.id)}
+    assert len(found("invoice")) == 3
+    assert found(str(document.id)[:8]) == set()
+    assert found(document.sha256[:20]) == set()
+
+
+def test_a_document_search_reads_keys_and_names_never_ids_or_hashes_as_text(operator, org):
+    make_records(org, 1, name="invoice")
+    document = Document.objects.get()
+
+    def searches(term: str) -> list[str]:
+        sqls = page_queries(operator, f"{DOCUMENTS}?q={term}")
+        return [sql for sql in sqls if 'FROM "documents_document"' in sql and "WHERE" in sql]
+
+    by_id, by_name = searches(str(document.id)), searches("invoice")
+
+    assert by_id and not any("LIKE" in sql for sql in by_id)
+    assert any(f'"documents_document"."id" = \'{document.id.hex}\'::uuid' in sql for sql in by_id)
+    assert by_name and all("LIKE" in sql for sql in by_name)
+    assert not any('"id"::text' in sql or '"sha256"' in sql.split("WHERE")[1] for sql in by_name)
+
+
+def test_the_connection_lists_leave_each_cursor_in_the_database(operator, org):
+    make_connections(org, 2, cursor="x" * 1_000_000)
+
+    for url in [CONNECTIONS, IMPORTS]:
+        sqls = page_queries(operator, url)
+        assert not any('"documents_connection"."cursor"' in sql for sql in sqls), url

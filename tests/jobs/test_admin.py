@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from documents.admin import BoundedCountPaginator
+from documents.models import Organisation
 from documents.services.organisations import member_add
 from jobs.dispatch import stage_enqueue
 from jobs.models import ImportRun, RunSource, RunStatus, StageAttempt
@@ -77,6 +78,24 @@ def test_each_filter_lists_exactly_the_runs_it_names(operator, org, other_org):
     # The error code filter offers the codes there are, read from the index.
     page = operator.get(RUNS).content.decode()
     assert "?error_code=poison" in page and "?error_code=unreadable_document" in page
+
+
+def test_the_organisation_filter_lists_organisations_only_while_they_are_few(
+    operator, org, other_org
+):
+    theirs = make_runs(other_org, 2)
+    few = operator.get(RUNS).content.decode()
+    Organisation.objects.bulk_create(
+        Organisation(slug=f"org-{n:02}", name=f"Org {n}", page_limit=10) for n in range(60)
+    )
+
+    many = operator.get(RUNS).content.decode()
+    chosen = operator.get(f"{RUNS}?organisation__id__exact={other_org.id}").content.decode()
+
+    assert f"?organisation__id__exact={org.id}" in few
+    assert "organisation__id__exact" not in many
+    assert f"?organisation__id__exact={other_org.id}" in chosen and "org-00" not in chosen
+    assert listed(operator, f"organisation__id__exact={other_org.id}") == ids(theirs)
 
 
 def test_the_stuck_filter_finds_stalled_runs_expired_leases_and_lost_jobs(

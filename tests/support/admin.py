@@ -4,10 +4,20 @@ import hashlib
 import re
 import uuid
 
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from documents.models import Document, Organisation, QuotaReservation
+from documents.models import (
+    Chunk,
+    Connection,
+    ConnectorImport,
+    Document,
+    Organisation,
+    QuotaReservation,
+    UsageEntry,
+)
 from documents.services.organisations import member_add
 from jobs.models import ImportRun, RunSource, RunStatus, StageAttempt
 
@@ -28,6 +38,16 @@ def listed(client: Client, query: str = "") -> set[str]:
     response = client.get(f"{RUNS}?{query}")
     assert response.status_code == 200, response.content[:500]
     return set(RUN_LINK.findall(response.content.decode()))
+
+
+def page_queries(client: Client, url: str) -> list[str]:
+    """The SQL of the queries one view of `url` makes, caches (content types,
+    permissions) warmed by a first view."""
+    client.get(url)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, response.content[:500]
+    return [query["sql"] for query in captured]
 
 
 def act(client: Client, action: str, runs, reason: str = "operator test"):
@@ -96,3 +116,59 @@ def make_runs(
         for number in range(1, attempts + 1)
     )
     return runs
+
+
+def make_records(organisation: Organisation, count: int, *, name: str = "record") -> None:
+    """`count` runs (see make_runs), each with a charge in the ledger and a chunk."""
+    runs = make_runs(organisation, count, name=name)
+    UsageEntry.objects.bulk_create(
+        UsageEntry(
+            organisation=organisation,
+            document_id=run.document_id,
+            document_version=1,
+            pages=1,
+            reservation_id=run.reservation_id,
+        )
+        for run in runs
+    )
+    Chunk.objects.bulk_create(
+        Chunk(
+            id=uuid.uuid4(),
+            document_id=run.document_id,
+            version=1,
+            index=0,
+            text="some text",
+            embedding=b"\0" * 16,
+            embedding_model="test",
+        )
+        for run in runs
+    )
+
+
+def make_connections(
+    organisation: Organisation, count: int, *, cursor: str = ""
+) -> list[Connection]:
+    """`count` local-folder connections of `organisation`, each with one file recorded."""
+    first = Connection.objects.count()
+    connections = Connection.objects.bulk_create(
+        Connection(
+            organisation=organisation,
+            provider=Connection.Provider.LOCAL,
+            folder_id=f"/srv/folder-{first + n}",
+            folder_path=f"/srv/folder-{first + n}",
+            cursor=cursor,
+        )
+        for n in range(count)
+    )
+    ConnectorImport.objects.bulk_create(
+        ConnectorImport(
+            organisation=organisation,
+            connection=each,
+            file_id="file-1",
+            content_version="1",
+            name="scan.pdf",
+            path=f"{each.folder_path}/scan.pdf",
+        )
+        for each in connections
+    )
+    return connections
