@@ -4,21 +4,27 @@ A .docx carries no layout, so its pages are counted from its words
 (`docx_words_per_page`). What the file states in `docProps/app.xml` is written
 by whoever made the file (python-docx writes `<Pages>1</Pages>` for every
 document): at accept it is a hint, and extraction charges the larger of the
-word count's pages and the stated pages.
+word count's pages and the stated pages. Words are counted so that text
+written without spaces is not free: two CJK ideographs or kana make a word,
+and a run of letters longer than LONG_WORD counts once per LONG_WORD letters.
 
-Everything read at accept is bounded before it is read: the ZIP's central
-directory by its end record, the XML by a byte budget, with a streaming parser
-(expat) that refuses DTDs and entities.
+Everything is read with a streaming parser (expat) that refuses DTDs and
+entities. At accept it is bounded before it is read: the ZIP's central
+directory by its end record, the XML by a byte budget. Extraction reads the
+body in document order (paragraphs, tables row by row, nested tables, content
+controls, tracked insertions, text boxes once), then the footnotes and
+endnotes; deleted text and field codes are not text.
 """
 
 import io
+import re
 import struct
 import zipfile
+import zlib
+from collections.abc import Callable
 from typing import BinaryIO
 from xml.parsers import expat
 
-from docx import Document as DocxDocument
-from lxml import etree
 from rq.timeouts import BaseTimeoutException
 
 from core.errors import UnreadableDocument, UnsupportedFileType
@@ -43,8 +49,30 @@ _APP_XML_MAX = 256 * 1024
 _XML_BLOCK = 256 * 1024
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-_TEXT, _PARAGRAPH = f"{W} t", f"{W} p"
-_BREAKS = {f"{W} tab", f"{W} br", f"{W} cr"}
+# The same vocabulary in ISO 29500 Strict.
+W_STRICT = "http://purl.oclc.org/ooxml/wordprocessingml/main"
+# mc:Fallback repeats what mc:Choice holds (a text box, drawn twice) for older readers.
+_FALLBACK = "http://schemas.openxmlformats.org/markup-compatibility/2006 Fallback"
+_PARTS = ("word/document.xml", "word/footnotes.xml", "word/endnotes.xml")
+# Errors reading a member of a damaged or unusual ZIP (bad deflate data, a compression
+# method or encryption zipfile does not support, a cut-off member).
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+    EOFError,
+    OSError,
+)
+
+LONG_WORD = 24
+# Ideographs, kana and their punctuation: Chinese and Japanese are written without spaces
+# between words.
+_CJK = re.compile(
+    "[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
+)
+CJK_PER_WORD = 2
 
 
 def _damaged() -> UnreadableDocument:
@@ -67,6 +95,54 @@ def matches(head: bytes) -> bool:
 def pages_for_words(words: int, *, words_per_page: int) -> int:
     """The page count of `words` words of running text."""
     return max(1, -(-words // words_per_page))
+
+
+def _ceil(count: int, per: int) -> int:
+    return -(-count // per)
+
+
+class WordCount:
+    """Words of running text fed in pieces, as a parser hands them over: a piece that
+    does not start with a space continues the word the last one ended in, and
+    `end_word` marks a boundary the text does not show (a paragraph's end, a tab)."""
+
+    def __init__(self) -> None:
+        self._words = self._run = self._cjk = 0
+
+    def feed(self, data: str) -> None:
+        cjk = _CJK.subn(" ", data)
+        if cjk[1]:
+            self._cjk += cjk[1]
+            data = cjk[0]
+        tokens = data.split()
+        if not tokens:
+            if data:
+                self.end_word()
+            return
+        if data[0].isspace():
+            self.end_word()
+        self._run += len(tokens[0])
+        for token in tokens[1:]:
+            self.end_word()
+            self._run = len(token)
+        if data[-1].isspace():
+            self.end_word()
+
+    def end_word(self) -> None:
+        if self._run:
+            self._words += _ceil(self._run, LONG_WORD)
+            self._run = 0
+
+    @property
+    def words(self) -> int:
+        pending = _ceil(self._run, LONG_WORD) if self._run else 0
+        return self._words + pending + _ceil(self._cjk, CJK_PER_WORD)
+
+
+def count_words(text: str) -> int:
+    counter = WordCount()
+    counter.feed(text)
+    return counter.words
 
 
 def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> Inspection:
@@ -92,7 +168,7 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
                 words = _estimate_words(archive, document, limits, deadline)
     except (UnsupportedFileType, UnreadableDocument):
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+    except (*_ZIP_ERRORS, ValueError) as exc:
         raise _damaged() from exc
     finally:
         stream.seek(0)
@@ -149,8 +225,8 @@ def app_properties(archive: zipfile.ZipFile) -> tuple[int, int]:
     try:
         with archive.open("docProps/app.xml") as fh:
             xml = fh.read(_APP_XML_MAX)
-    except KeyError:
-        return 0, 0
+    except (KeyError, *_ZIP_ERRORS):
+        return 0, 0  # a hint we cannot read is no hint
     found: dict[str, str] = {}
     current: list[str] = []
     parser = _parser()
@@ -174,36 +250,107 @@ def app_properties(archive: zipfile.ZipFile) -> tuple[int, int]:
     return number("Pages"), number("Words")
 
 
-class _WordCounter:
-    """Counts words in a WordprocessingML body as it streams past: text inside `t`
-    elements of the WordprocessingML namespace, whatever the prefix; a paragraph's
-    end, a tab or a break separates words; runs within a paragraph join up."""
+def _local(name: str) -> str:
+    """An element's name in the WordprocessingML namespace, whatever its prefix; "" for
+    every other namespace."""
+    namespace, _, local = name.rpartition(" ")
+    return local if namespace in (W, W_STRICT) else ""
 
-    def __init__(self) -> None:
-        self.words = 0
+
+class _Body:
+    """The text of a WordprocessingML part as it streams past, in document order, handed
+    to `emit` a block at a time: a paragraph, or a table row (its cells joined by tabs,
+    a cell's paragraphs and nested rows by newlines). Text is what `t` elements hold;
+    a tab or a break inside a run is kept; what mc:Fallback repeats is skipped."""
+
+    def __init__(self, emit: Callable[[str], None], *, budget: int) -> None:
+        self._emit = emit
+        # The text taken in may not pass `budget` characters however it is split into
+        # paragraphs: one endless paragraph is refused as it grows.
+        self._budget, self._left = budget, budget
+        self._paragraphs: list[list[str]] = []  # open paragraphs: text boxes nest them
+        self._cells: list[list[str]] = []
+        self._rows: list[list[str]] = []
         self._in_text = False
-        self._in_word = False
+        self._runs = 0
+        self._fallback = 0
 
     def start(self, name: str, attrs) -> None:
-        if name == _TEXT:
+        if self._fallback or name == _FALLBACK:
+            self._fallback += name == _FALLBACK
+            return
+        local = _local(name)
+        if local == "p":
+            self._paragraphs.append([])
+        elif local == "t":
             self._in_text = True
-        elif name in _BREAKS:
-            self._in_word = False
+        elif local == "r":
+            self._runs += 1
+        elif local in ("tab", "br", "cr") and self._runs and self._paragraphs:
+            self._paragraphs[-1].append("\t" if local == "tab" else "\n")
+        elif local == "tc":
+            self._cells.append([])
+        elif local == "tr":
+            self._rows.append([])
 
     def end(self, name: str) -> None:
-        if name == _TEXT:
+        if self._fallback:
+            self._fallback -= name == _FALLBACK
+            return
+        local = _local(name)
+        if local == "t":
             self._in_text = False
-        elif name == _PARAGRAPH:
-            self._in_word = False
+        elif local == "r":
+            self._runs -= 1
+        elif local == "p" and self._paragraphs:
+            self._add("".join(self._paragraphs.pop()))
+        elif local == "tc" and self._cells:
+            cell = "\n".join(text for text in self._cells.pop() if text.strip())
+            if self._rows:
+                self._rows[-1].append(cell)
+        elif local == "tr" and self._rows:
+            self._add("\t".join(self._rows.pop()))
 
     def text(self, data: str) -> None:
-        if not self._in_text or not data:
-            return
-        parts = data.split()
-        if parts:
-            joins_previous = self._in_word and not data[0].isspace()
-            self.words += len(parts) - (1 if joins_previous else 0)
-        self._in_word = not data[-1].isspace()
+        if self._in_text and not self._fallback and self._paragraphs:
+            self._left -= len(data)
+            if self._left < 0:
+                raise too_much_text("The document", self._budget)
+            self._paragraphs[-1].append(data)
+
+    def _add(self, block: str) -> None:
+        if self._cells:
+            self._cells[-1].append(block)  # a paragraph or a nested table's row in a cell
+        else:
+            self._emit(block)
+
+
+class _WordCounter:
+    """Counts the words of a WordprocessingML body as it streams past: the text of its
+    `t` elements; a paragraph's end, a tab or a break separates words; runs within a
+    paragraph join up."""
+
+    def __init__(self) -> None:
+        self.count = WordCount()
+        self._in_text = False
+
+    def start(self, name: str, attrs) -> None:
+        local = _local(name)
+        if local == "t":
+            self._in_text = True
+        elif local in ("tab", "br", "cr"):
+            self.count.end_word()
+
+    def end(self, name: str) -> None:
+        local = _local(name)
+        if local == "t":
+            self._in_text = False
+        elif local == "p":
+            self.count.end_word()
+
+    def text(self, data: str) -> None:
+        if self._in_text:
+            self.count.feed(data)
 
 
 def _estimate_words(
@@ -223,58 +370,56 @@ def _estimate_words(
                 block = fh.read(min(_XML_BLOCK, limits.docx_xml_budget_bytes - read))
                 parser.Parse(block, not block)
                 if not block:
-                    return counter.words
+                    return counter.count.words
                 read += len(block)
                 deadline.check()
-    except (expat.ExpatError, ValueError) as exc:
+    except (expat.ExpatError, ValueError, *_ZIP_ERRORS) as exc:
         raise _damaged() from exc
-    return counter.words * document.file_size // max(read, 1)
+    return counter.count.words * document.file_size // max(read, 1)
 
 
 def extract(data: bytes, *, limits: ExtractLimits) -> Extracted:
-    """Paragraph and table text; pages from the words, or more if the file states more."""
+    """The text of the body, footnotes and endnotes; pages from its words, or more if the
+    file states more."""
+    parts: list[str] = []
+    words = WordCount()
+    chars = 0
+
+    def emit(block: str) -> None:
+        nonlocal chars
+        text = clean_extracted(block)
+        chars += len(text)
+        if chars > limits.max_chars:
+            raise too_much_text("The document", limits.max_chars)
+        if text.strip():
+            parts.append(text)
+            words.feed(text)
+            words.end_word()
+
     try:
-        document = DocxDocument(io.BytesIO(data))
-        parts, chars = [], 0
-        for block in _blocks(document):
-            text = clean_extracted(block)
-            chars += len(text)
-            if chars > limits.max_chars:
-                raise too_much_text("The document", limits.max_chars)
-            if text.strip():
-                parts.append(text)
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = set(archive.namelist())
+            if _PARTS[0] not in names:
+                raise _damaged()
+            for name in _PARTS:
+                if name in names:
+                    _read_part(archive, name, _Body(emit, budget=limits.max_chars))
             stated_pages, _ = app_properties(archive)
     except (UnreadableDocument, BaseTimeoutException):
         raise
-    except etree.XMLSyntaxError as exc:
-        if _well_formed(data):
-            # libxml2 reports an allocation that failed as a syntax error.
-            raise MemoryError("the XML parser ran out of memory") from exc
+    except (expat.ExpatError, ValueError, KeyError, *_ZIP_ERRORS) as exc:
         raise _damaged() from exc
-    except Exception as exc:
-        raise _damaged() from exc
-    text = "\n\n".join(parts)
-    counted = pages_for_words(len(text.split()), words_per_page=limits.docx_words_per_page)
+    counted = pages_for_words(words.words, words_per_page=limits.docx_words_per_page)
     pages = check_page_count(max(counted, stated_pages), limit=limits.max_pages)
-    return Extracted(text=text, page_count=pages)
+    return Extracted(text="\n\n".join(parts), page_count=pages)
 
 
-def _well_formed(data: bytes) -> bool:
-    """Whether the body's XML parses with the streaming parser, in little memory."""
+def _read_part(archive: zipfile.ZipFile, name: str, body: _Body) -> None:
     parser = _parser()
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open("word/document.xml") as fh:
-            while block := fh.read(_XML_BLOCK):
-                parser.Parse(block, False)
-            parser.Parse(b"", True)
-    except (expat.ExpatError, ValueError, KeyError, zipfile.BadZipFile):
-        return False
-    return True
-
-
-def _blocks(document):
-    yield from (paragraph.text for paragraph in document.paragraphs)
-    for table in document.tables:
-        for row in table.rows:
-            yield "\t".join(cell.text for cell in row.cells)
+    parser.StartElementHandler = body.start
+    parser.EndElementHandler = body.end
+    parser.CharacterDataHandler = body.text
+    with archive.open(name) as fh:
+        while block := fh.read(_XML_BLOCK):
+            parser.Parse(block, False)
+        parser.Parse(b"", True)

@@ -311,6 +311,7 @@ def test_documents_over_the_extraction_limits_fail_and_the_workers_carry_on(api,
         "PAPERLANE_EXTRACT_CPU_SECONDS": "2",
         "PAPERLANE_EXTRACT_MEMORY_MB": "256",
         "PAPERLANE_MAX_PAGES_PER_DOCUMENT": "100000",
+        "PAPERLANE_MAX_CHARS_PER_DOCUMENT": str(10**9),
     }
     with running_workers(**env):
         heavy = accepted_run(api, hostile.pdf_with_shared_heavy_content(3, stream_mb=2))

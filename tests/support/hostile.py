@@ -229,6 +229,58 @@ def docx_inflating(xml_mb: int = 60) -> bytes:
     return _replace_document_xml(make_docx(0), [head, *[batch] * batches, b"</w:body>" + tail])
 
 
+MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+
+
+def docx_of_body(body: str, *, footnotes: str = "", stated_pages: int | None = 1) -> bytes:
+    """A DOCX whose body is `body` (WordprocessingML with the `w:` and `mc:` prefixes bound)
+    and, if given, whose footnotes part holds `footnotes`."""
+    xml = (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        f'<w:document xmlns:w="{W_NS}" xmlns:mc="{MC_NS}"><w:body>{body}</w:body></w:document>'
+    ).encode()
+    data = _replace_document_xml(make_docx(0, pages_property=stated_pages), [xml])
+    if not footnotes:
+        return data
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            target.writestr(info, source.read(info))
+        target.writestr(
+            "word/footnotes.xml", f'<w:footnotes xmlns:w="{W_NS}">{footnotes}</w:footnotes>'
+        )
+    return out.getvalue()
+
+
+def docx_with_member_damaged(member: str, *, method: int | None = None) -> bytes:
+    """A DOCX whose `member` has deflate data that does not inflate, or, with `method`,
+    names a compression method zipfile lacks. Unless that member is docProps/app.xml, the
+    file has none, so accept reads its body."""
+    data = docx_of_body("<w:p><w:r><w:t>Hello there</w:t></w:r></w:p>")
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            if info.filename != "docProps/app.xml" or member == info.filename:
+                target.writestr(info, source.read(info), zipfile.ZIP_DEFLATED)
+    raw = bytearray(out.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as archive:
+        info = archive.getinfo(member)
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    if method is None:
+        raw[start : start + 8] = b"\xff" * 8  # not a deflate stream
+        return bytes(raw)
+    # The method is named in the local header and in the central directory entry.
+    struct.pack_into("<H", raw, info.header_offset + 8, method)
+    at = bytes(raw).find(b"PK\x01\x02")
+    while at >= 0:
+        name_length = struct.unpack_from("<H", raw, at + 28)[0]
+        if bytes(raw[at + 46 : at + 46 + name_length]) == info.filename.encode():
+            struct.pack_into("<H", raw, at + 10, method)
+            break
+        at = bytes(raw).find(b"PK\x01\x02", at + 4)
+    return bytes(raw)
+
+
 def docx_with_prefix(words: int = 3000, prefix: str = "ns0") -> bytes:
     """A valid DOCX whose WordprocessingML is written with `prefix:` instead of `w:`, as some
     generators (lxml or ElementTree defaults) do; XML readers see the same document, but
