@@ -174,14 +174,15 @@ def runs_get(request, run_id: uuid.UUID):
 
 @router.post(
     "/runs/{run_id}/retry",
-    response={200: RunOut, 402: QuotaErrorOut, 404: ErrorOut, 409: ErrorOut},
+    response={200: RunOut, 402: QuotaErrorOut, 404: ErrorOut, 409: ErrorOut, 429: BusyErrorOut},
     url_name="run_retry",
     tags=["runs"],
 )
 def runs_retry(request, run_id: uuid.UUID):
-    """Start a failed, dead-lettered or cancelled run again from the stage it stopped in."""
+    """Start a failed, dead-lettered or cancelled run again from the stage it stopped in
+    (`429` with `Retry-After` when the pipeline is busy, as for an upload)."""
     run = run_get(organisation=request.organisation, run_id=run_id)
-    run_retry(run=run, actor=Actor.of(api_token=request.api_token))
+    run_retry(run=run, actor=Actor.of(api_token=request.api_token), admit=True)
     return _run_out(run_get(organisation=request.organisation, run_id=run_id))
 
 

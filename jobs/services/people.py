@@ -13,7 +13,12 @@ from django.utils import timezone
 from core.errors import Conflict
 from documents.services.quota import quota_rehold, quota_release
 from jobs.dispatch import delivery_of, job_state, stage_redeliver
-from jobs.models import ACTIVE_STATUSES, ImportRun, RunStatus, StageAttempt
+from jobs.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunStatus, StageAttempt
+from jobs.services.admission import (
+    admission_check,
+    admission_organisation_over,
+    admission_organisation_refusal,
+)
 from jobs.services.history import Actor, attempt_finish, dispatch_on_commit, run_save
 from jobs.services.sweeper import run_take_back_locked
 
@@ -90,18 +95,29 @@ def run_dead_letter(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
 
 
 @transaction.atomic
-def run_retry(*, run: ImportRun, actor: Actor, reason: str = "retry requested") -> RunChange:
+def run_retry(
+    *, run: ImportRun, actor: Actor, reason: str = "retry requested", admit: bool = False
+) -> RunChange:
     """Start an ended run again from the stage it stopped in, holding its pages again
     (QuotaExceeded, and nothing changes, if they no longer fit).
+
+    With `admit` (a member or an integration asking), admission control decides for an
+    interactive run as for an upload: SystemBusy, and nothing changes, if the pipeline
+    or the organisation's bound of runs in flight is full. Operators are not held back.
 
     Stages are idempotent, so work already done is not repeated in effect and a
     document version is never charged twice.
     """
+    admit = admit and run.priority == RunPriority.INTERACTIVE
+    if admit:
+        admission_check(organisation_id=run.organisation_id)
     run = _lock(run)
     if run.status in ACTIVE_STATUSES:
         return RunChange(run, False, f"it is already in the pipeline ({run.status})")
     if run.status not in RETRYABLE:
         raise Conflict("Only failed, dead-lettered or cancelled runs can be retried.")
+    # Locks the organisation's row (when the pages were given back): the bound's count
+    # below sees every run committed before this one, as at accept.
     quota_rehold(reservation=run.reservation)
     from_status = run.status
     run.status, run.due_at, run.finished_at = RunStatus.QUEUED, timezone.now(), None
@@ -116,6 +132,8 @@ def run_retry(*, run: ImportRun, actor: Actor, reason: str = "retry requested") 
         actor=actor,
         reason=reason,
     )
+    if admit and admission_organisation_over(organisation_id=run.organisation_id):
+        raise admission_organisation_refusal(organisation_id=run.organisation_id)
     dispatch_on_commit(run)
     return RunChange(
         run, True, f"queued again at {run.stage}; {run.reservation.pages} pages held again"

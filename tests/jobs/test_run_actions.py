@@ -5,6 +5,7 @@ import pytest
 from jobs.dispatch import stage_job_id
 from jobs.engine import execute_stage
 from jobs.models import ImportRun, StageAttempt
+from jobs.services import people
 from tests.support.files import make_pdf
 from tests.support.lanes import waiting_job_ids
 from tests.support.runs import drive
@@ -95,3 +96,52 @@ def test_an_operator_retry_of_a_dead_letter_run_finishes_it(api, org, settings):
     ]
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (2, 0)
+
+
+def test_a_retry_through_the_api_is_held_to_the_organisations_bound_of_runs(api, org, settings):
+    settings.PAPERLANE_ADMISSION_ORGANISATION_BOUND = 2
+    cancelled = [accepted_run(api, make_pdf(1)) for _ in range(2)]
+    for run in cancelled:
+        api.post(f"/api/v1/runs/{run.id}/cancel")
+    in_flight = [accepted_run(api, make_pdf(1)) for _ in range(2)]
+
+    refused = api.post(f"/api/v1/runs/{cancelled[0].id}/retry")
+
+    assert refused.status_code == 429, refused.content
+    assert int(refused["Retry-After"]) >= 1 and refused.json()["code"] == "busy"
+    assert ImportRun.objects.get(id=cancelled[0].id).status == "cancelled"
+    org.refresh_from_db()
+    assert org.pages_reserved == 2
+    api.post(f"/api/v1/runs/{in_flight[0].id}/cancel")
+    assert api.post(f"/api/v1/runs/{cancelled[0].id}/retry").status_code == 200
+
+
+def test_a_retry_racing_uploads_past_the_bound_is_refused_inside_its_transaction(
+    api, org, settings, monkeypatch
+):
+    # Admission's first look finds room; the runs accepted meanwhile fill the bound.
+    settings.PAPERLANE_ADMISSION_ORGANISATION_BOUND = 1
+    cancelled = accepted_run(api, make_pdf(1))
+    api.post(f"/api/v1/runs/{cancelled.id}/cancel")
+    accepted_run(api, make_pdf(1))
+    monkeypatch.setattr(people, "admission_check", lambda **kwargs: None)
+
+    refused = api.post(f"/api/v1/runs/{cancelled.id}/retry")
+
+    assert refused.status_code == 429
+    assert ImportRun.objects.get(id=cancelled.id).status == "cancelled"
+    org.refresh_from_db()
+    assert org.pages_reserved == 1
+
+
+def test_a_retry_through_the_api_waits_while_the_pipeline_is_full(api, settings):
+    settings.PAPERLANE_ADMISSION_BACKLOG_BOUND = 2
+    cancelled = accepted_run(api, make_pdf(1))
+    api.post(f"/api/v1/runs/{cancelled.id}/cancel")
+    for _ in range(2):
+        accepted_run(api, make_pdf(1))
+
+    refused = api.post(f"/api/v1/runs/{cancelled.id}/retry")
+
+    assert refused.status_code == 429 and "busy" in refused.json()["detail"]
+    assert ImportRun.objects.get(id=cancelled.id).status == "cancelled"
