@@ -4,6 +4,7 @@ import socket
 from pathlib import Path
 
 import environ
+from botocore.config import Config as BotocoreConfig
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -127,6 +128,14 @@ if AWS_STORAGE_BUCKET_NAME:
     DEFAULT_FILE_STORAGE_BACKEND = "storages.backends.s3.S3Storage"
 else:
     DEFAULT_FILE_STORAGE_BACKEND = "django.core.files.storage.FileSystemStorage"
+# Every call to S3 has a budget, uploads waiting on it: to connect, for each read or
+# write on the socket, and the tries botocore makes (standard retry mode).
+AWS_S3_CLIENT_CONFIG = BotocoreConfig(
+    connect_timeout=env.float("PAPERLANE_S3_CONNECT_TIMEOUT_SECONDS", default=2),
+    read_timeout=env.float("PAPERLANE_S3_READ_TIMEOUT_SECONDS", default=5),
+    retries={"max_attempts": env.int("PAPERLANE_S3_ATTEMPTS", default=2), "mode": "standard"},
+    s3={"addressing_style": env("AWS_S3_ADDRESSING_STYLE", default=None)},
+)
 STORAGES = {
     "default": {"BACKEND": DEFAULT_FILE_STORAGE_BACKEND},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

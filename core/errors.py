@@ -62,7 +62,18 @@ class Conflict(ServiceError):
     code = "conflict"
 
 
-class SystemBusy(ServiceError):
+class RetryLater(ServiceError):
+    """Refused for now: the same request may succeed after `retry_after` seconds."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+class SystemBusy(RetryLater):
     """Refused at admission: too much work is waiting. Come back after `retry_after` seconds."""
 
     status_code = 429
@@ -70,9 +81,12 @@ class SystemBusy(ServiceError):
 
     def __init__(self, message: str, *, retry_after: int, reason: str) -> None:
         super().__init__(message, retry_after=retry_after)
-        self.retry_after = retry_after
         # What was full ("backlog", "late", "organisation"): for the metrics, not the client.
         self.reason = reason
 
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after)}
+
+class StorageUnavailable(RetryLater):
+    """The document store (S3, a disk) did not take an upload's file; nothing was kept."""
+
+    status_code = 503
+    code = "storage_unavailable"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO
 
+from botocore.exceptions import BotoCoreError, ClientError
 from django.core.files.storage import default_storage
 
 _EXTENSIONS = {"pdf": "pdf", "docx": "docx"}
@@ -79,6 +80,11 @@ def document_key_parse(key: str) -> DocumentKey | None:
         write=parsed.write,
     )
     return parsed if rebuilt == key else None
+
+
+# What a store that is down, slow past its timeouts or refusing raises: S3 (through
+# botocore) or a local disk (full, read-only, gone).
+STORAGE_ERRORS = (BotoCoreError, ClientError, OSError)
 
 
 def storage_put(*, key: str, content: BinaryIO) -> None:

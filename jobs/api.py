@@ -27,7 +27,10 @@ _ACCEPT_ERRORS = {
     415: ErrorOut,
     422: ErrorOut,
     429: BusyErrorOut,
+    503: BusyErrorOut,
 }
+# Far past any real list, within PostgreSQL's bigint.
+MAX_OFFSET = 10**12
 
 
 def _accept_out(acceptance: Acceptance) -> dict:
@@ -120,7 +123,7 @@ def _document_out(document, run) -> dict:
 @router.get("/documents", response=DocumentPage, url_name="document_list", tags=["documents"])
 def documents_list(request, paging: Query[Paging]):
     limit = min(max(paging.limit, 1), 200)
-    offset = max(paging.offset, 0)
+    offset = min(max(paging.offset, 0), MAX_OFFSET)
     queryset = document_list(organisation=request.organisation)
     rows = documents_with_latest_runs(documents=list(queryset[offset : offset + limit]))
     return {

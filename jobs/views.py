@@ -87,8 +87,11 @@ def run_action_view(request: HttpRequest, run_id, action: str) -> HttpResponse:
     organisation = current_organisation(request)
     try:
         run = run_get(organisation=organisation, run_id=run_id)
-        act = {"retry": run_retry, "cancel": run_cancel}[action]
-        act(run=run, actor=Actor.of(user=request.user))
+        actor = Actor.of(user=request.user)
+        if action == "retry":
+            run_retry(run=run, actor=actor, admit=True)
+        else:
+            run_cancel(run=run, actor=actor)
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:

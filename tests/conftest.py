@@ -1,7 +1,5 @@
 import os
 import shutil
-import socket
-import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create
 from jobs.queues import redis_connection
 from tests.support.admin import operator_client
+from tests.support.silent import silent_server
 
 
 @pytest.fixture(autouse=True)
@@ -99,29 +98,9 @@ def silent_redis(settings):
     """REDIS_URL pointed at a server that accepts connections and never answers, as a
     hung Redis does; yields the test run's own Redis URL, to switch back to."""
     reachable = settings.REDIS_URL
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held = []
-    stop = threading.Event()
-
-    def accept():
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    settings.REDIS_URL = f"redis://127.0.0.1:{server.getsockname()[1]}/15"
-    yield reachable
-    stop.set()
-    thread.join()
-    for connection in held:
-        connection.close()
-    server.close()
+    with silent_server() as port:
+        settings.REDIS_URL = f"redis://127.0.0.1:{port}/15"
+        yield reachable
 
 
 CHROMIUM = "/usr/bin/chromium"

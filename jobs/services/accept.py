@@ -8,6 +8,7 @@ commit. Nothing here parses the whole file or calls anything but storage.
 """
 
 import hashlib
+import logging
 import unicodedata
 import uuid
 from dataclasses import dataclass
@@ -18,12 +19,17 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core.errors import FileTooLarge, InvalidUpload, ServiceError
+from core.errors import FileTooLarge, InvalidUpload, ServiceError, StorageUnavailable
 from core.inserts import rows_insert
 from documents.formats import inspect_upload
 from documents.models import ApiToken, Document, Organisation, QuotaReservation
 from documents.services.quota import quota_check, quota_take
-from documents.storage import document_storage_key, storage_delete, storage_put
+from documents.storage import (
+    STORAGE_ERRORS,
+    document_storage_key,
+    storage_delete,
+    storage_put,
+)
 from jobs.models import ImportRun, RunStatus
 from jobs.pipeline import first_stage
 from jobs.services.admission import (
@@ -34,7 +40,11 @@ from jobs.services.admission import (
 )
 from jobs.services.history import Actor, dispatch_on_commit, run_transition
 
+logger = logging.getLogger(__name__)
+
 IDEMPOTENCY_KEY_MAX = 255
+# A store that failed an upload (S3 down or past its timeouts) is asked again after this.
+STORAGE_RETRY_AFTER_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,14 @@ def document_accept(
     key = document_storage_key(
         organisation_id=organisation.id, document_id=document_id, version=1, kind=inspection.kind
     )
-    storage_put(key=key, content=upload.file)
+    try:
+        storage_put(key=key, content=upload.file)
+    except STORAGE_ERRORS as exc:
+        logger.warning("could not store an upload of organisation %s: %s", organisation.id, exc)
+        raise StorageUnavailable(
+            "We could not store the file just now; nothing was kept. Please try again in a minute.",
+            retry_after=STORAGE_RETRY_AFTER_SECONDS,
+        ) from exc
     try:
         with transaction.atomic():
             document = Document(

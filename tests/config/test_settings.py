@@ -50,3 +50,10 @@ def test_production_settings_pass_the_deployment_checks():
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_every_call_to_s3_has_a_short_budget(settings):
+    config = settings.AWS_S3_CLIENT_CONFIG
+
+    assert (config.connect_timeout, config.read_timeout) == (2, 5)
+    assert config.retries == {"max_attempts": 2, "mode": "standard"}

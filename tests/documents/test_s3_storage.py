@@ -5,13 +5,16 @@ from types import SimpleNamespace
 
 import boto3
 import pytest
+from botocore.config import Config
 from django.core.files.storage import default_storage, storages
 from moto.server import ThreadedMotoServer
 
+from documents.models import Document
 from documents.storage import storage_exists, storage_open, stored_keys
 from jobs.models import ImportRun
 from tests.support.files import HTML_AS_PDF, make_pdf
 from tests.support.processes import free_port
+from tests.support.silent import silent_server
 from tests.support.storage import KEYS, store_keys
 from tests.support.uploads import upload
 
@@ -64,6 +67,26 @@ def test_an_accepted_upload_is_stored_in_s3_at_its_stable_key(s3, api):
     assert storage_exists(key=document.storage_key)
     with storage_open(key=document.storage_key) as fh:
         assert fh.read() == pdf
+
+
+@pytest.mark.django_db
+def test_an_upload_s3_does_not_answer_is_a_503_to_send_again_and_keeps_nothing(
+    s3, api, org, settings
+):
+    with silent_server() as port:
+        settings.AWS_S3_ENDPOINT_URL = f"http://127.0.0.1:{port}"
+        settings.AWS_S3_CLIENT_CONFIG = Config(
+            connect_timeout=0.5, read_timeout=0.5, retries={"max_attempts": 1}
+        )
+        storages._storages.pop("default", None)
+
+        response = upload(api, make_pdf(1))
+
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "60" and response.json()["code"] == "storage_unavailable"
+    assert not Document.objects.exists() and not ImportRun.objects.exists()
+    org.refresh_from_db()
+    assert org.pages_reserved == 0
 
 
 @pytest.mark.django_db

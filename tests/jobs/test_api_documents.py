@@ -3,7 +3,7 @@
 import pytest
 
 from tests.support.files import make_pdf
-from tests.support.uploads import upload
+from tests.support.uploads import accepted_run, upload
 
 pytestmark = pytest.mark.django_db
 
@@ -52,3 +52,12 @@ def test_the_openapi_schema_and_docs_are_served(client):
     paths = schema.json()["paths"]
     assert {"/api/v1/documents", "/api/v1/runs/{run_id}", "/api/v1/quota"} <= set(paths)
     assert client.get("/api/v1/docs").status_code == 200
+
+
+def test_an_offset_past_any_list_is_an_empty_page_not_an_error(api):
+    accepted_run(api, make_pdf(1))
+
+    response = api.get("/api/v1/documents?offset=100000000000000000000")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["items"] == [] and response.json()["count"] == 1
