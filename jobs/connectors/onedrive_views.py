@@ -48,6 +48,8 @@ STATE_SECONDS = 900
 MAX_VALIDATION_TOKEN = 1024
 # One POST carries a batch of notifications; more than this is not Graph's.
 MAX_NOTIFICATIONS = 1000
+# A full batch of Graph's notifications is far smaller.
+MAX_NOTIFICATION_BYTES = 1024 * 1024
 
 
 class ConnectForm(forms.Form):
@@ -205,10 +207,13 @@ def onedrive_notifications_view(request: HttpRequest) -> HttpResponse:
             return HttpResponse(status=400)
         return HttpResponse(token, content_type="text/plain", status=200)
     try:
+        if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_NOTIFICATION_BYTES:
+            return HttpResponse(status=413)
         notifications = json.loads(request.body)["value"]
         if not isinstance(notifications, list) or len(notifications) > MAX_NOTIFICATIONS:
             raise ValueError
-    except (ValueError, KeyError, TypeError):
+    # RecursionError: JSON nested deeper than the parser goes.
+    except (ValueError, KeyError, TypeError, RecursionError):
         return HttpResponse(status=400)
     valid: set[int] = set()
     refused = 0

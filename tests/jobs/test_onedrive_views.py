@@ -85,6 +85,10 @@ def test_a_malformed_notification_is_a_bad_request(client):
     assert client.post(NOTIFY, "{", content_type="application/json").status_code == 400
     assert client.post(NOTIFY, {"value": "x"}, content_type="application/json").status_code == 400
     assert client.get(NOTIFY).status_code == 405
+    nested = "[" * 100_000 + "]" * 100_000  # deeper than the JSON parser goes
+    assert client.post(NOTIFY, nested, content_type="application/json").status_code == 400
+    huge = '{"value": []}' + " " * 2**20
+    assert client.post(NOTIFY, huge, content_type="application/json").status_code == 413
 
 
 def test_every_notification_twice_starts_no_extra_run(client, graph, org):
