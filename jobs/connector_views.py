@@ -57,7 +57,7 @@ def connection_list_view(request: HttpRequest) -> HttpResponse:
         "connections": list(connection_list(organisation=organisation)),
         "onedrive_connect_url": onedrive_connect_url(),
         # A server path is the operator's choice, not a member's.
-        "local_form": LocalFolderForm() if request.user.is_staff else None,
+        "local_form": LocalFolderForm() if _may_connect_server_folders(request.user) else None,
     }
     return render(request, "jobs/connection_list.html", context)
 
@@ -137,11 +137,17 @@ def import_retry_view(request: HttpRequest, connection_id: int, import_id: int) 
     return redirect("connections:detail", connection_id=connection.id)
 
 
+def _may_connect_server_folders(user) -> bool:
+    """Staff allowed to add connections (the Operators group is): reading the server's
+    folders is an operator's decision, not every staff account's."""
+    return user.is_staff and user.has_perm("documents.add_connection")
+
+
 @login_required
 @require_POST
 def connection_create_local_view(request: HttpRequest) -> HttpResponse:
-    """Staff connect a folder of this server to the organisation they work in."""
-    if not request.user.is_staff:
+    """Operators connect a folder of this server to the organisation they work in."""
+    if not _may_connect_server_folders(request.user):
         raise PermissionDenied("Only operators connect folders of the server.")
     organisation = current_organisation(request)
     form = LocalFolderForm(request.POST)

@@ -2,6 +2,7 @@
 connector's run came from in the API and on the documents page."""
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from documents.models import Connection, ConnectorImport
@@ -97,6 +98,20 @@ def test_only_staff_connect_a_folder_of_the_server(org, folder, member_client, o
     assert Connection.objects.get(organisation=org).folder_id == str(folder.resolve())
     missing = operator.post("/connections/local/", {"path": str(folder / "nope")}, follow=True)
     assert "is not a folder" in page_text(missing)
+
+
+def test_staff_without_the_permission_to_add_connections_cannot_connect_a_folder(
+    org, folder, member_client
+):
+    alice = User.objects.get(username="alice")
+    alice.is_staff = True
+    alice.save(update_fields=["is_staff"])
+
+    refused = member_client.post("/connections/local/", {"path": str(folder)})
+
+    assert refused.status_code == 403
+    assert not Connection.objects.exists()
+    assert "Folder on this server" not in page_text(member_client.get("/connections/"))
 
 
 def test_connect_folder_command_makes_a_local_connection(org, folder):
