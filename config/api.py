@@ -1,6 +1,10 @@
-"""The one NinjaAPI. Each app adds its router; domain errors are rendered here."""
+"""The one NinjaAPI. Each app adds its router; every error is rendered here, as
+`{"detail": …, "code": …}` with the status that says why."""
 
+from django.http import Http404
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from core.errors import ServiceError
 from documents.api import router as documents_router
@@ -17,6 +21,12 @@ api = NinjaAPI(
 api.add_router("", jobs_router)
 api.add_router("", documents_router)
 
+_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 429: "throttled"}
+
+
+def _error(request, status: int, detail: str, code: str, **extra):
+    return api.create_response(request, {"detail": detail, "code": code, **extra}, status=status)
+
 
 @api.exception_handler(ServiceError)
 def service_error(request, exc: ServiceError):
@@ -24,3 +34,40 @@ def service_error(request, exc: ServiceError):
     for header, value in exc.headers().items():
         response[header] = value
     return response
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    if isinstance(exc, AuthenticationError):
+        response = _error(
+            request, 401, "Send a valid API token: Authorization: Bearer <token>.", "unauthorized"
+        )
+        response["WWW-Authenticate"] = "Bearer"
+        return response
+    return _error(request, exc.status_code, str(exc), _HTTP_CODES.get(exc.status_code, "error"))
+
+
+@api.exception_handler(Http404)
+def not_found(request, exc: Http404):
+    return _error(request, 404, "Not found.", "not_found")
+
+
+@api.exception_handler(ValidationError)
+def invalid_request(request, exc: ValidationError):
+    """The fields that are wrong, in a sentence and, for programs, as pydantic lists them."""
+    wrong = [
+        f"{'.'.join(str(part) for part in error.get('loc', ()))}: {error.get('msg', 'invalid')}"
+        for error in exc.errors
+    ]
+    detail = "The request is not valid (" + "; ".join(wrong) + ")."
+    return _error(request, 422, detail, "invalid_request", errors=exc.errors)
+
+
+@api.exception_handler(MultiPartParserError)
+def invalid_multipart(request, exc: MultiPartParserError):
+    return _error(
+        request,
+        400,
+        "The request body is not valid multipart/form-data; send the file in a field named 'file'.",
+        "invalid_multipart",
+    )
