@@ -16,6 +16,7 @@ from documents.services.content import document_text_save
 from documents.services.quota import quota_resize
 from jobs.errors import PermanentError
 from jobs.isolation import LimitExceeded, Limits, run_isolated
+from jobs.models import Stage
 from jobs.stages.context import StageContext
 from jobs.stages.stored_file import read_stored
 
@@ -23,11 +24,18 @@ PROGRESS_EVERY_PAGES = 10
 
 
 def isolation_limits() -> Limits:
+    """The child's limits. Its wall clock ends before the stage's own timeout (less a
+    tenth, at least 10 s, for reading the bytes and saving the text): a document that
+    takes too long then fails at once as over the limit, instead of timing the stage
+    out and being tried again."""
+    from jobs.pipeline import stage_spec  # the stage list imports this module
+
     cpu = settings.PAPERLANE_EXTRACT_CPU_SECONDS
+    timeout = stage_spec(Stage.EXTRACT).timeout
     return Limits(
         memory_bytes=settings.PAPERLANE_EXTRACT_MEMORY_MB * 1024 * 1024,
         cpu_seconds=cpu,
-        wall_seconds=cpu * 1.5 + 10,
+        wall_seconds=max(min(cpu * 1.5 + 10, timeout - max(10, timeout / 10)), 1),
     )
 
 

@@ -246,3 +246,11 @@ def test_the_attempts_cpu_counts_its_isolated_child(api, monkeypatch):
     attempt = StageAttempt.objects.get(run=run.id, stage="extract")
     # The worker's own thread only waits meanwhile: the CPU is the child's.
     assert attempt.cpu_ms >= 280
+
+
+@pytest.mark.parametrize(("timeout", "wall"), [(None, 270), (60, 50), (1000, 370)])
+def test_the_extraction_childs_clock_ends_before_the_stage_times_out(settings, timeout, wall):
+    settings.PAPERLANE_EXTRACT_CPU_SECONDS = 240
+    settings.PAPERLANE_STAGE_TIMEOUTS = {"extract": timeout} if timeout else {}
+
+    assert extract_stage.isolation_limits().wall_seconds == wall
