@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from documents.admin import BoundedCountPaginator
 from documents.models import ApiToken, Document, Organisation, UsageEntry
 from documents.services.quota import quota_settle
 from documents.services.tokens import api_token_create, api_token_revoke
@@ -327,3 +328,12 @@ def test_the_connection_lists_leave_each_cursor_in_the_database(operator, org):
     for url in [CONNECTIONS, IMPORTS]:
         sqls = page_queries(operator, url)
         assert not any('"documents_connection"."cursor"' in sql for sql in sqls), url
+
+
+def test_the_domains_lists_say_when_their_count_is_capped(operator, org, monkeypatch):
+    monkeypatch.setattr(BoundedCountPaginator, "COUNT_CAP", 5)
+    make_records(org, 8)
+
+    page = operator.get(f"/admin/documents/document/?organisation__id__exact={org.id}")
+
+    assert re.search(r"5\+\s+documents", page.content.decode())
