@@ -63,6 +63,16 @@ def sync(connection):
     return outcome
 
 
+def imported(graph, org):
+    """The organisation's connection to the test drive's /Contracts, synced once and
+    every file it found processed."""
+    connection = connected(graph, org)
+    sync(connection)
+    for run in runs(connection):
+        drive(run.id)
+    return connection
+
+
 def test_every_supported_file_under_the_folder_is_imported_once(graph, org, drive_files):
     connection = connected(graph, org)
 
@@ -131,10 +141,7 @@ def test_only_the_changes_since_the_cursor_are_listed(graph, org, drive_files):
 
 
 def test_an_edited_file_becomes_a_new_version_and_a_rename_does_not(graph, org, drive_files):
-    connection = connected(graph, org)
-    sync(connection)
-    for run in runs(connection):
-        drive(run.id)
+    connection = imported(graph, org)
     document = Document.objects.get(organisation=org, filename="a.pdf")
 
     graph.rename(drive_files["a"], "a.pdf")  # metadata only: eTag changes, cTag does not
@@ -170,10 +177,7 @@ def test_on_onedrive_for_business_a_file_back_to_an_earlier_content_is_imported_
     graph, org, drive_files
 ):
     graph.state.drive_type = "business"
-    connection = connected(graph, org)
-    sync(connection)
-    for run in runs(connection):
-        drive(run.id)
+    connection = imported(graph, org)
     one, two = make_pdf(4, label="alpha one"), make_pdf(5, label="alpha two")
 
     for data in (one, two, one):
@@ -190,10 +194,7 @@ def test_on_onedrive_for_business_a_file_back_to_an_earlier_content_is_imported_
 
 
 def test_a_file_moved_out_and_back_is_searchable_again_and_charged_once(graph, org, drive_files):
-    connection = connected(graph, org)
-    sync(connection)
-    for run in runs(connection):
-        drive(run.id)
+    connection = imported(graph, org)
     document = Document.objects.get(organisation=org, filename="c.pdf")
     chunks = document.chunk_count
     assert chunks > 0
@@ -214,10 +215,7 @@ def test_a_file_moved_out_and_back_is_searchable_again_and_charged_once(graph, o
 
 
 def test_a_deleted_or_moved_out_file_marks_its_document(graph, org, drive_files):
-    connection = connected(graph, org)
-    sync(connection)
-    for run in runs(connection):
-        drive(run.id)
+    connection = imported(graph, org)
 
     graph.delete(drive_files["a"])
     graph.move(drive_files["c"], "Other")
@@ -231,10 +229,7 @@ def test_a_deleted_or_moved_out_file_marks_its_document(graph, org, drive_files)
 
 
 def test_gone_restarts_the_listing_and_reconciles_without_duplicates(graph, org, drive_files):
-    connection = connected(graph, org)
-    sync(connection)
-    for run in runs(connection):
-        drive(run.id)
+    connection = imported(graph, org)
     graph.delete(drive_files["b"])
     graph.put("Contracts/late.pdf", make_pdf(1, label="late"))
     graph.forget_delta_tokens()
