@@ -315,7 +315,7 @@ def test_documents_over_the_extraction_limits_fail_and_the_workers_carry_on(api,
     }
     with running_workers(**env):
         heavy = accepted_run(api, hostile.pdf_with_shared_heavy_content(3, stream_mb=2))
-        inflating = accepted_run(api, hostile.docx_inflating(60), name="inflating.docx")
+        inflating = accepted_run(api, hostile.docx_outgrowing_memory(), name="inflating.docx")
         ended = wait_terminal([heavy.id, inflating.id], timeout=120)
         workers = redis_connection().smembers("rq:workers")
         normal = accepted_run(api, make_pdf(2))

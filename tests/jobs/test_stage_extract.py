@@ -204,10 +204,10 @@ def test_an_unforeseen_error_is_retried_and_its_class_recorded(api, monkeypatch,
             "more than 2 s of CPU",
         ),
         (
-            hostile.docx_inflating(60),
+            hostile.docx_outgrowing_memory(),
             "inflating.docx",
-            # Its 59 million characters are read as they stream past: only with no limit
-            # on them do they outgrow the memory.
+            # Read as it streams past, its text outgrows the memory only with no limit on
+            # the characters of a document.
             {"PAPERLANE_EXTRACT_MEMORY_MB": 256, "PAPERLANE_MAX_CHARS_PER_DOCUMENT": 10**9},
             "extract_memory_limit",
             "more than 256 MB of memory",

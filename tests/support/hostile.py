@@ -218,15 +218,20 @@ def pdf_with_shared_heavy_content(pages: int = 3, stream_mb: int = 2) -> bytes:
     return out.getvalue()
 
 
-def docx_inflating(xml_mb: int = 60) -> bytes:
+def docx_inflating(xml_mb: int = 60, *, text: str = LOREM * 3) -> bytes:
     """A zip-bomb-like DOCX: a few hundred KB on disk whose valid document.xml inflates to
-    about `xml_mb` MiB of identical paragraphs, which python-docx parses into one big tree.
-    """
-    paragraph = _paragraph("w", LOREM * 3)
+    about `xml_mb` MiB of identical paragraphs of `text`."""
+    paragraph = _paragraph("w", text)
     batch = paragraph * 1000
     batches = max(1, xml_mb * 2**20 // len(batch))
     head, tail = _document_xml([], "w").split(b"</w:body>")
     return _replace_document_xml(make_docx(0), [head, *[batch] * batches, b"</w:body>" + tail])
+
+
+def docx_outgrowing_memory(xml_mb: int = 120) -> bytes:
+    """A DOCX whose text, read as it streams past, outgrows a few hundred MB of memory in
+    about a second of CPU: CJK Extension B ideographs, four bytes each in memory."""
+    return docx_inflating(xml_mb, text="\U00020000" * 300)
 
 
 MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
