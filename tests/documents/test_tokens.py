@@ -20,7 +20,7 @@ def test_missing_or_bad_tokens_get_401(header, org):
     response = client.get("/api/v1/quota")
 
     assert response.status_code == 401
-    assert response.json() == {"detail": "Unauthorized"}
+    assert response.json()["code"] == "unauthorized"
 
 
 def test_a_revoked_token_gets_401(org):
