@@ -66,6 +66,7 @@ _ZIP_ERRORS = (
     OSError,
 )
 
+# A run of letters longer than this counts as one word per LONG_WORD letters.
 LONG_WORD = 24
 # Ideographs, kana and their punctuation: Chinese and Japanese are written without spaces
 # between words.
@@ -92,13 +93,13 @@ def matches(head: bytes) -> bool:
     return head.startswith(_ZIP_MAGIC)
 
 
-def pages_for_words(words: int, *, words_per_page: int) -> int:
-    """The page count of `words` words of running text."""
-    return max(1, -(-words // words_per_page))
-
-
 def _ceil(count: int, per: int) -> int:
     return -(-count // per)
+
+
+def pages_for_words(words: int, *, words_per_page: int) -> int:
+    """The page count of `words` words of running text."""
+    return max(1, _ceil(words, words_per_page))
 
 
 class WordCount:
@@ -110,10 +111,10 @@ class WordCount:
         self._words = self._run = self._cjk = 0
 
     def feed(self, data: str) -> None:
-        cjk = _CJK.subn(" ", data)
-        if cjk[1]:
-            self._cjk += cjk[1]
-            data = cjk[0]
+        spaced, ideographs = _CJK.subn(" ", data)
+        if ideographs:
+            self._cjk += ideographs
+            data = spaced
         tokens = data.split()
         if not tokens:
             if data:
