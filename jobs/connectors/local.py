@@ -30,6 +30,9 @@ logger = logging.getLogger(__name__)
 # Files listed per page (each page is recorded in one transaction).
 PAGE_SIZE = 500
 HASH_BLOCK = 1024 * 1024
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+# Non-blocking only for the open: a FIFO put where the file was then opens at once.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
 # A name the file system gives as bytes that are not UTF-8 (a Latin-1 name on an old
@@ -178,19 +181,31 @@ class LocalFolderProvider:
 
     @staticmethod
     def open_path(root: str, relative: str) -> BinaryIO:
-        """Open a file below `root` read-only, refusing links and paths that leave it."""
+        """Open a regular file below `root` read-only, refusing links and paths that leave
+        it. The path is walked one folder at a time from the root, each opened without
+        following a link (openat), so a folder on the way swapped for a link after the
+        listing is refused, not followed; and something swapped in for the file that is
+        not a regular file (a FIFO would block the reader) is refused without waiting."""
         parts = PurePosixPath(relative).parts
         if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
             raise FileNotFoundError(relative)
-        full = os.path.join(root, *parts)
-        if os.path.realpath(full) != os.path.join(os.path.realpath(root), *parts):
-            raise FileNotFoundError(relative)  # a link somewhere on the way
-        flags = os.O_RDONLY | os.O_NOFOLLOW
+        folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            # Reading leaves even the access time as it was, where we own the file.
-            fd = os.open(full, flags | getattr(os, "O_NOATIME", 0))
-        except PermissionError:
-            fd = os.open(full, flags)  # O_NOATIME needs the file's owner
+            for part in parts[:-1]:
+                inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            try:
+                # Reading leaves even the access time as it was, where we own the file.
+                fd = os.open(parts[-1], _FILE_FLAGS | getattr(os, "O_NOATIME", 0), dir_fd=folder)
+            except PermissionError:
+                fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=folder)  # O_NOATIME needs the owner
+        finally:
+            os.close(folder)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise FileNotFoundError(relative)
+        os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
 
     def open(self, connection: Connection, file_id: str) -> BinaryIO:

@@ -1,6 +1,7 @@
 """The local-folder connector in the test process: real folder, real sync, real stages."""
 
 import os
+import threading
 
 import pytest
 from django.db import connection as db
@@ -259,3 +260,40 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_imports(folder, co
 
     assert drive(renamed).status == "succeeded"
     assert ConnectorImport.objects.get(file_id="caf\\xe9.pdf").state == "deleted"
+
+
+def test_a_folder_swapped_for_a_link_after_any_check_is_not_followed(
+    tmp_path, folder, connection, monkeypatch
+):
+    write(folder, "deep/report.pdf", make_pdf(1))
+    outside = write(tmp_path, "outside/report.pdf", make_pdf(1))
+    provider = LocalFolderProvider()
+    provider.open(connection, "deep/report.pdf").close()
+    (folder / "deep" / "report.pdf").unlink()
+    (folder / "deep").rmdir()
+    (folder / "deep").symlink_to(outside.parent, target_is_directory=True)
+    # Whatever was checked before the file is opened saw no link: the swap came after.
+    monkeypatch.setattr(os.path, "realpath", os.path.abspath)
+
+    with pytest.raises(OSError):
+        provider.open(connection, "deep/report.pdf")
+
+
+def test_a_fifo_swapped_in_for_a_file_is_refused_without_waiting_for_a_writer(folder, connection):
+    os.mkfifo(folder / "report.pdf")
+    outcome = []
+
+    def read():
+        try:
+            LocalFolderProvider().open(connection, "report.pdf").close()
+            outcome.append("opened")
+        except OSError as error:
+            outcome.append(error)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():  # blocked in open(): let it go before failing
+        with open(folder / "report.pdf", "wb"):
+            pass
+    assert len(outcome) == 1 and isinstance(outcome[0], FileNotFoundError)
