@@ -7,6 +7,7 @@ source given to `GraphClient` does that).
 """
 
 import base64
+import dataclasses
 import hashlib
 import json
 import secrets
@@ -21,6 +22,9 @@ from typing import Any
 from django.conf import settings
 
 from jobs.connectors.base import NeedsReconnect, ProviderBusy, ProviderError
+
+# Each call a person waits on (connecting a folder) gets at most this long.
+REQUEST_TIMEOUT_SECONDS = 5
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,13 @@ class OneDriveConfig:
             timeout=settings.PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS,
             refresh_margin=settings.PAPERLANE_ONEDRIVE_REFRESH_MARGIN_SECONDS,
             inline_wait_limit=settings.PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS,
+        )
+
+    def for_request(self) -> "OneDriveConfig":
+        """This configuration for calls a person waits on (the sign-in's callback): no
+        Retry-After is waited for, and each call has at most REQUEST_TIMEOUT_SECONDS."""
+        return dataclasses.replace(
+            self, inline_wait_limit=0, timeout=min(self.timeout, REQUEST_TIMEOUT_SECONDS)
         )
 
     @property

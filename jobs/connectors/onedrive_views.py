@@ -28,7 +28,7 @@ from documents.selectors import organisations_for_user
 from documents.services.connections import connection_request_sync
 from documents.services.onedrive import connection_connect_onedrive
 from documents.views import current_organisation
-from jobs.connectors.base import ProviderError
+from jobs.connectors.base import ProviderBusy, ProviderError
 from jobs.connectors.onedrive import client_state_connection
 from jobs.connectors.onedrive_graph import (
     GraphClient,
@@ -137,7 +137,8 @@ def onedrive_callback_view(request: HttpRequest) -> HttpResponse:
     if request.GET.get("error"):
         reason = request.GET.get("error_description") or request.GET["error"]
         return _refused(request, f"Microsoft did not connect OneDrive: {reason[:300]}")
-    config = OneDriveConfig.from_settings()
+    # The person waits on these calls: a busy Microsoft is said, not waited for.
+    config = OneDriveConfig.from_settings().for_request()
     try:
         tokens = tokens_from_code(
             config=config,
@@ -146,6 +147,8 @@ def onedrive_callback_view(request: HttpRequest) -> HttpResponse:
             redirect_uri=_redirect_uri(request),
         )
         drive_id, folder_id = folder_resolve(config=config, tokens=tokens, path=pending["folder"])
+    except ProviderBusy:
+        return _refused(request, "Microsoft is busy; connect the folder again in a minute.")
     except ProviderError as exc:
         return _refused(request, exc.message)
     connection = connection_connect_onedrive(

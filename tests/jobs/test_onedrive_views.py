@@ -18,6 +18,7 @@ from documents.services.connections import connection_credentials
 from jobs.connectors.onedrive import OneDriveProvider, client_state
 from jobs.connectors.sync import connection_sync
 from jobs.models import ImportRun
+from tests.documents.conftest import page_text
 from tests.support.files import make_pdf
 from tests.support.graph_server import GraphServer, connected, graph_fixture, graph_settings
 from tests.support.pipeline import running_workers, wait_for
@@ -148,6 +149,17 @@ def test_a_member_connects_a_folder_through_microsoft_sign_in(member_client, gra
     assert credentials["access_token"] in graph.state.access_tokens
     assert credentials["access_token"] not in connection.credentials_encrypted
     assert graph.state.token_grants == ["authorization_code"]
+
+
+def test_a_busy_microsoft_is_said_at_once_while_the_person_waits(member_client, graph, org):
+    graph.folder("Contracts")
+    graph.fail_next(1, status=429, retry_after=1)
+
+    _, answer = sign_in(member_client, graph, "/Contracts")
+
+    assert answer.status_code == 400
+    assert "Microsoft is busy" in page_text(answer)
+    assert not Connection.objects.exists()
 
 
 def test_a_callback_without_the_session_s_state_connects_nothing(member_client, graph, org):
