@@ -93,3 +93,8 @@ def document_has_chunks(*, document: Document) -> bool:
 def document_mark_source_restored(*, document_ids: Sequence) -> None:
     """The connected file is back (restored at its source): no longer marked deleted."""
     Document.objects.filter(id__in=document_ids).update(source_deleted_at=None)
+
+
+def document_rename(*, document_id, filename: str) -> None:
+    """The connected file goes by a new name (moved or renamed at its source)."""
+    Document.objects.filter(id=document_id).update(filename=filename, updated_at=timezone.now())

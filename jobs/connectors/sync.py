@@ -25,6 +25,7 @@ from documents.services.content import (
     document_has_chunks,
     document_mark_source_deleted,
     document_mark_source_restored,
+    document_rename,
 )
 from documents.services.quota import quota_hold_later
 from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
@@ -202,15 +203,22 @@ def connection_record_page(
             Connection.objects.filter(id=connection.id).update(
                 reconcile_since=connection.reconcile_since
             )
+        # Deletions first: a file moved within the folder, listed at its new place in
+        # the same page, is then found below as moved rather than new.
+        counts.deleted = _mark_deleted(connection, deleted)
         ids = [f.file_id for f in present]
         known = ConnectorImport.objects.filter(connection=connection, file_id__in=ids)
         imports_of: dict[str, list[ConnectorImport]] = {}
         for r in known.order_by("id"):
             imports_of.setdefault(r.file_id, []).append(r)
         known.update(seen_at=now)
+        moved_from = _moved_away(connection, [f for f in present if f.file_id not in imports_of])
         restored = []
         for remote in present:
             imports = imports_of.get(remote.file_id, [])
+            if not imports and remote.version in moved_from:
+                restored.append(_follow_move(moved_from.pop(remote.version), remote))
+                continue
             if imports and _is_version(imports[-1], remote.version):
                 # The file's latest recorded version: nothing new (back, if it was deleted).
                 if imports[-1].state == State.DELETED:
@@ -248,8 +256,45 @@ def connection_record_page(
             )
             for record in restored:
                 _search_again(connection, record)
-        counts.deleted = _mark_deleted(connection, deleted)
     return counts
+
+
+def _moved_away(connection: Connection, new: list[RemoteFile]) -> dict[str, ConnectorImport]:
+    """Of the files listed for the first time, those whose exact version was last seen
+    under another id that has since gone (a local file moved or renamed within the
+    folder keeps its size, modification time and bytes): {version: that file's latest
+    import}. Such a file is the same document, not a new one to charge again."""
+    versions = {f.version for f in new if f.version}
+    if not versions:
+        return {}
+    gone = ConnectorImport.objects.filter(
+        connection=connection, state=State.DELETED, content_version__in=versions
+    ).order_by("id")
+    candidates = {record.file_id: record for record in gone}
+    latest = dict(
+        ConnectorImport.objects.filter(connection=connection, file_id__in=list(candidates))
+        .values("file_id")
+        .annotate(last=Max("id"))
+        .values_list("file_id", "last")
+    )
+    return {
+        record.content_version: record
+        for record in candidates.values()
+        if latest.get(record.file_id) == record.id
+    }
+
+
+def _follow_move(record: ConnectorImport, remote: RemoteFile) -> ConnectorImport:
+    """Every import of the moved file now goes by its new id; its latest one by its new
+    name and place, and its document by the new name."""
+    ConnectorImport.objects.filter(
+        connection_id=record.connection_id, file_id=record.file_id
+    ).update(file_id=remote.file_id, updated_at=timezone.now())
+    record.file_id, record.name, record.path = remote.file_id, remote.name[:255], remote.path[:2048]
+    record.save(update_fields=["name", "path", "updated_at"])
+    if record.document_id:
+        document_rename(document_id=record.document_id, filename=record.name)
+    return record
 
 
 def _is_version(record: ConnectorImport, version: str) -> bool:

@@ -1,6 +1,7 @@
 """The local-folder connector in the test process: real folder, real sync, real stages."""
 
 import os
+import shutil
 import threading
 
 import pytest
@@ -297,3 +298,42 @@ def test_a_fifo_swapped_in_for_a_file_is_refused_without_waiting_for_a_writer(fo
         with open(folder / "report.pdf", "wb"):
             pass
     assert len(outcome) == 1 and isinstance(outcome[0], FileNotFoundError)
+
+
+def test_a_file_moved_within_the_folder_stays_one_document_charged_once(org, folder, connection):
+    path = write(folder, "inbox/report.pdf", make_pdf(3))
+    [run_id] = sync_until_listed(connection)
+    first = drive(run_id)
+    (folder / "filed").mkdir()
+    path.rename(folder / "filed" / "2024-report.pdf")  # keeps its bytes and times
+
+    started = sync_until_listed(connection)
+
+    assert started == []
+    run = drive(first.id)  # back to embed: its deletion took its chunks out of search
+    assert run.status == "succeeded" and ImportRun.objects.count() == 1
+    sync(connection)
+    record = ConnectorImport.objects.get()
+    assert (record.file_id, record.path, record.state) == (
+        "filed/2024-report.pdf",
+        "filed/2024-report.pdf",
+        "imported",
+    )
+    document = Document.objects.get(id=first.document_id)
+    assert document.filename == "2024-report.pdf" and document.source_deleted_at is None
+    assert document.chunk_count > 0
+    assert list(UsageEntry.objects.values_list("pages", flat=True)) == [3]
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (3, 0)
+
+
+def test_a_copy_of_a_file_is_a_document_of_its_own(org, folder, connection):
+    path = write(folder, "report.pdf", make_pdf(2))
+    [first] = sync_until_listed(connection)
+    drive(first)
+    shutil.copyfile(path, folder / "copy.pdf")  # the same bytes, written now
+
+    [second] = sync_until_listed(connection)
+
+    assert drive(second).document_id != drive(first).document_id
+    assert UsageEntry.objects.count() == 2
