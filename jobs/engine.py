@@ -263,9 +263,11 @@ def _describe(exc: BaseException) -> str:
 def _fail(
     claim: Claim, exc: BaseException, outcome: str, code: str, message: str, *, permanent: bool
 ) -> tuple[str, ImportRun | None]:
-    # Exception text can hold what the failing input held (a NUL in a PDF name, say):
-    # unstorable, it would fail the recording and leave the run to look like a crash.
-    detail, message = storable(_describe(exc)), storable(message)
+    detail = _describe(exc)
+    # The message for the uploader can hold what the failing input held (a NUL in a PDF
+    # name, say): unstorable, it would fail the recording and leave the run to look like
+    # a crash. The attempt and the history make the detail and traceback storable.
+    message = storable(message)
     logger.log(
         logging.INFO if permanent else logging.WARNING,
         "run %s: %s attempt %s %s: %s",
@@ -284,7 +286,7 @@ def _fail(
         failure=Failure(
             detail=detail,
             error_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-            traceback=storable(traceback.format_exc()),
+            traceback=traceback.format_exc(),
         ),
         permanent=permanent,
     )
