@@ -130,14 +130,15 @@ def _tail(stream: BinaryIO, deadline: Deadline) -> bytes:
     producers and transfers append), where the end-of-file marker belongs. Linear in
     the padding, read backwards in blocks."""
     end = stream.seek(0, 2)
+    block = _TRAILER_WINDOW  # enough for nearly every file, whose end is not padded
     while end > 0:
-        start = max(end - _SCAN_BLOCK, 0)
+        start = max(end - block, 0)
         stream.seek(start)
         kept = stream.read(end - start).rstrip(_PADDING)
         if kept:
             end = start + len(kept)
             break
-        end = start
+        end, block = start, _SCAN_BLOCK
         deadline.check()
     stream.seek(max(end - _TRAILER_WINDOW, 0))
     tail = stream.read(min(end, _TRAILER_WINDOW))
