@@ -158,7 +158,7 @@ class ConnectionAdmin(FastListAdmin):
         self._each(
             request,
             queryset,
-            lambda c: connection_request_sync(connection_id=c.id),
+            lambda c: connection_request_sync(connection_id=c.id, by_person=True),
             "will sync in a moment (paused ones once resumed)",
         )
 

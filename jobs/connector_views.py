@@ -102,7 +102,7 @@ def connection_action_view(request: HttpRequest, connection_id: int, action: str
             connection_resume(connection=connection)
             messages.success(request, "The connection is active again and syncs now.")
         else:
-            connection_request_sync(connection_id=connection.id)
+            connection_request_sync(connection_id=connection.id, by_person=True)
             if connection.status in ("active", "error"):
                 messages.success(request, "A sync will start in a moment.")
             else:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from core.errors import Conflict, InvalidUpload, NotFound
@@ -124,10 +125,21 @@ def connection_resume(*, connection: Connection) -> Connection:
     return connection
 
 
-def connection_request_sync(*, connection_id: int) -> bool:
+def connection_request_sync(*, connection_id: int, by_person: bool = False) -> bool:
     """Ask for a sync soon ("sync now", a change notification): one UPDATE, no lock, so
-    a burst of notifications costs a burst of cheap updates. False if no such connection."""
-    return Connection.objects.filter(id=connection_id).update(sync_requested_at=timezone.now()) == 1
+    a burst of notifications costs a burst of cheap updates. False if no such connection.
+
+    A person asking (`by_person`) also ends the backoff that failed syncs earned: they
+    may just have mended what failed. A wait the provider asked for (busy, Retry-After)
+    still holds, for people as for notifications."""
+    now = timezone.now()
+    fields: dict = {"sync_requested_at": now}
+    if by_person:
+        fields["next_sync_at"] = Case(
+            When(last_sync_result=Connection.Result.FAILED, then=Value(now)),
+            default=F("next_sync_at"),
+        )
+    return Connection.objects.filter(id=connection_id).update(**fields) == 1
 
 
 @transaction.atomic

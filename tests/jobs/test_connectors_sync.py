@@ -172,6 +172,25 @@ def test_a_change_notification_waits_for_the_error_backoff(remote, connection):
     assert remote.script == [[page(cursor="d1")]]
 
 
+def test_a_person_asking_for_a_sync_ends_the_error_backoff(remote, connection):
+    remote.script = [RuntimeError("network"), [page(cursor="d1")]]
+    sync(connection)
+
+    assert connection_request_sync(connection_id=connection.id, by_person=True)
+
+    assert connections_due() == [connection.id]
+    assert connection_sync(connection=connection, only_due=True).sync.result == "ok"
+
+
+def test_a_person_asking_for_a_sync_still_waits_for_the_providers_retry_after(remote, connection):
+    remote.script = [ProviderBusy("slow down", retry_after=600), [page(cursor="d1")]]
+    sync(connection)
+
+    assert connection_request_sync(connection_id=connection.id, by_person=True)
+
+    assert connections_due() == []
+
+
 def test_revoked_consent_needs_a_reconnect_and_stops_syncing(remote, connection):
     remote.script = [NeedsReconnect("The user revoked consent.")]
 
