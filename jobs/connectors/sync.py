@@ -31,7 +31,7 @@ from documents.services.quota import quota_hold_later
 from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
 from jobs.connectors.registry import provider_for
 from jobs.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus, Stage
-from jobs.services.history import Actor, dispatch_on_commit, run_record
+from jobs.services.history import Actor, dispatch_on_commit, run_record, run_save
 
 logger = logging.getLogger(__name__)
 
@@ -324,28 +324,24 @@ def _search_again(connection: Connection, record: ConnectorImport) -> None:
         return
     from_status, from_stage = run.status, run.stage
     run.status, run.stage = RunStatus.QUEUED, Stage.EMBED
-    run.due_at, run.finished_at, run.stage_entered_at = timezone.now(), None, timezone.now()
+    run.due_at, run.finished_at = timezone.now(), None
     run.stage_attempts = run.crashes = 0
     run.progress_done = run.progress_total = 0
     # Its deliveries get new job ids (those of its first pass may still be in Redis).
     run.generation += 1
-    run.save(
-        update_fields=[
+    run_save(
+        run,
+        [
             "status",
             "stage",
             "due_at",
             "finished_at",
-            "stage_entered_at",
             "stage_attempts",
             "crashes",
             "progress_done",
             "progress_total",
             "generation",
-            "updated_at",
-        ]
-    )
-    run_record(
-        run,
+        ],
         from_status=from_status,
         from_stage=from_stage,
         actor=connector_actor(connection),

@@ -73,16 +73,29 @@ def run_record(
 
 
 def run_save(
-    run: ImportRun, fields: list[str], *, from_status: str, actor: Actor, reason: str
+    run: ImportRun,
+    fields: list[str],
+    *,
+    from_status: str,
+    actor: Actor,
+    reason: str,
+    from_stage: str | None = None,
 ) -> None:
-    """Save the changed fields of a run and write the transition they make.
+    """Save the changed fields of a run and write the transition they make (from
+    `from_stage`, when the stage changed too).
 
     A change of status restarts the clock of "time in the current stage"."""
     if run.status != from_status:
         run.stage_entered_at = timezone.now()
         fields = [*fields, "stage_entered_at"]
     run.save(update_fields=[*fields, "updated_at"])
-    run_record(run, from_status=from_status, from_stage=run.stage, actor=actor, reason=reason)
+    run_record(
+        run,
+        from_status=from_status,
+        from_stage=run.stage if from_stage is None else from_stage,
+        actor=actor,
+        reason=reason,
+    )
 
 
 def attempt_finish(
