@@ -1,20 +1,20 @@
 """Cleaning extracted text and splitting it into chunks. Pure functions, no database."""
 
 import re
-import unicodedata
 
 from django.conf import settings
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+from documents.formats.base import clean_extracted
+
 _SPACES = re.compile(r"[ \t\u00a0]+")
 _BLANK_LINES = re.compile(r"\n\s*\n+")
 _HYPHEN_BREAK = re.compile(r"(\w)-\n(\w)")
 
 
 def clean_text(text: str) -> str:
-    """Normalise extracted text: unicode form, control characters, spacing, broken words."""
-    text = unicodedata.normalize("NFKC", text)
-    text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    """Normalise extracted text: unicode form and control characters (as extraction
+    stores it), spacing, broken words."""
+    text = clean_extracted(text)
     text = _HYPHEN_BREAK.sub(r"\1\2", text)
     text = _SPACES.sub(" ", text)
     lines = [line.strip() for line in text.split("\n")]
