@@ -140,12 +140,6 @@ class WordCount:
         return self._words + pending + _ceil(self._cjk, CJK_PER_WORD)
 
 
-def count_words(text: str) -> int:
-    counter = WordCount()
-    counter.feed(text)
-    return counter.words
-
-
 def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> Inspection:
     """Pages from what the file states, else from its words; never extracts all its text."""
     _check_directory(stream)

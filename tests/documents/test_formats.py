@@ -274,6 +274,12 @@ def test_docx_text_is_read_in_order_from_everything_word_shows(limits):
     ]
 
 
+def count_words(text: str) -> int:
+    counter = docx.WordCount()
+    counter.feed(text)
+    return counter.words
+
+
 @pytest.mark.parametrize(
     ("text", "words"),
     [
@@ -285,7 +291,7 @@ def test_docx_text_is_read_in_order_from_everything_word_shows(limits):
     ids=["spaces", "ideographs", "mixed", "zero-width-joined"],
 )
 def test_words_are_counted_whether_or_not_the_script_uses_spaces(text, words):
-    assert docx.count_words(text) == words
+    assert count_words(text) == words
 
 
 def test_words_fed_in_pieces_count_as_the_whole_text():
@@ -293,7 +299,7 @@ def test_words_fed_in_pieces_count_as_the_whole_text():
     for piece in ("Hel", "lo wor", "ld ", "", "字字", " again"):
         counter.feed(piece)
 
-    assert counter.words == docx.count_words("Hello world 字字 again") == 4
+    assert counter.words == count_words("Hello world 字字 again") == 4
 
 
 def test_a_docx_in_japanese_is_charged_for_its_text_not_its_spaces(settings):
