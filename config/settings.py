@@ -294,6 +294,10 @@ PAPERLANE_CHUNK_OVERLAP_CHARS = env.int("PAPERLANE_CHUNK_OVERLAP_CHARS", default
 PAPERLANE_EMBEDDER = env("PAPERLANE_EMBEDDER", default="jobs.embedding.HashingEmbedder")
 PAPERLANE_EMBEDDING_DIMENSIONS = env.int("PAPERLANE_EMBEDDING_DIMENSIONS", default=384)
 PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
+# GET /search: the chunks found by their words that are ranked by embedding, and the
+# longest PostgreSQL may spend finding them before the search is refused (503).
+PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200)
+PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)
 # Embedding requests per second across all workers (0: no limit, as for the local embedder).
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
 # A provider that fails this many calls in a row (every worker counted) pauses its stage's

@@ -10,7 +10,8 @@ from core.errors import InvalidUpload, ServiceError
 from core.schemas import BusyErrorOut, ErrorOut, QuotaErrorOut
 from documents.selectors import document_get, document_list
 from jobs.models import ImportRun, RunSource
-from jobs.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut
+from jobs.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
+from jobs.search import documents_search
 from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import Acceptance, document_accept
 from jobs.services.history import Actor
@@ -200,3 +201,31 @@ def runs_cancel(request, run_id: uuid.UUID):
     run = run_get(organisation=request.organisation, run_id=run_id)
     run_cancel(run=run, actor=Actor.of(api_token=request.api_token))
     return _run_out(run_get(organisation=request.organisation, run_id=run_id))
+
+
+@router.get(
+    "/search",
+    response={200: SearchOut, 400: ErrorOut, 503: ErrorOut},
+    url_name="search",
+    summary="Search your organisation's documents",
+    tags=["search"],
+)
+def search(request, q: str, limit: int = 10):
+    """The documents that best match `q` (every word; "a quoted phrase", `or` and `-word`
+    work as in a web search), best first, one result per document with its best chunk.
+    `limit` is 1 to 50."""
+    results = documents_search(organisation=request.organisation, query=q, limit=limit)
+    return {
+        "ranking": results.ranking,
+        "results": [
+            {
+                "document_id": hit.document_id,
+                "filename": hit.filename,
+                "pages": hit.pages,
+                "chunk_index": hit.chunk_index,
+                "snippet": hit.snippet,
+                "score": hit.score,
+            }
+            for hit in results.hits
+        ],
+    }

@@ -72,3 +72,20 @@ class RunOut(Schema):
     # web, api or connector; `connector` says which connected file.
     source: str
     connector: ConnectorSourceOut | None = None
+
+
+class SearchHitOut(Schema):
+    document_id: uuid.UUID
+    filename: str
+    pages: int | None
+    # The chunk that matched best, and its text around the first word of the query it holds.
+    chunk_index: int
+    snippet: str
+    # Relevance, 0 to 1: 1 is first both by its text and by its embedding's similarity.
+    score: float
+
+
+class SearchOut(Schema):
+    results: list[SearchHitOut]
+    # "embedding", or "text" when the embedding provider could not embed the query.
+    ranking: str

@@ -1,6 +1,6 @@
 """The demo runs on SQLite, where the tests' own database is PostgreSQL: in a process
 of its own, on a fresh SQLite file, uploads go through every stage they are due for,
-are charged once, and settling again charges nothing."""
+are charged once, settling again charges nothing, and search finds them."""
 
 import json
 import os
@@ -37,12 +37,15 @@ org = organisation_create(slug="demo", page_limit=100, name="Demo")
 _, raw = api_token_create(organisation=org, name="demo")
 client = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
 runs = [
-    drive(accepted_run(client, make_pdf(3)).id),
+    drive(accepted_run(client, make_pdf(3, label="Lighthouse")).id),
     drive(accepted_run(client, make_docx(3), "doc.docx").id),
 ]
 again = quota_settle(reservation=runs[0].reservation, document=runs[0].document, pages=3)
 quota = quota_get(organisation_id=org.id)
+found = client.get("/api/v1/search", {"q": "lighthouse searchable"}).json()
 print(json.dumps({
+    "search": [(hit["filename"], hit["pages"]) for hit in found["results"]],
+    "ranking": found["ranking"],
     "statuses": [run.status for run in runs],
     "errors": [run.error_message for run in runs],
     "stages": sorted(set(StageAttempt.objects.values_list("stage", flat=True))),
@@ -78,4 +81,7 @@ def test_uploads_go_through_the_pipeline_on_sqlite(tmp_path, settings):
     assert outcome["stages"] == ["embed", "extract", "settle"]
     assert outcome["entries"] == 2
     assert outcome["pages_used"] >= 4 and outcome["pages_reserved"] == 0
+    # Only the PDF holds both words ("Lighthouse 1", …); SQLite matches substrings.
+    assert outcome["search"] == [["doc.pdf", 3]]
+    assert outcome["ranking"] == "embedding"
     assert outcome["charged_again"] is False

@@ -1,0 +1,31 @@
+"""A full-text index on the chunks' text for GET /search (jobs/search.py), PostgreSQL
+only: `to_tsvector('simple', text)`, the expression the search's query repeats word for
+word. Built concurrently, so uploads and workers go on writing chunks meanwhile. SQLite
+(the demo) has no such index; its search matches substrings."""
+
+from django.db import migrations
+
+NAME = "documents_chunk_text_search"
+
+
+def create(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(
+            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{NAME}" ON "documents_chunk" '
+            "USING gin (to_tsvector('simple', text))"
+        )
+
+
+def drop(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{NAME}"')
+
+
+class Migration(migrations.Migration):
+    atomic = False
+
+    dependencies = [
+        ("documents", "0004_drop_redundant_fk_indexes"),
+    ]
+
+    operations = [migrations.RunPython(create, drop)]
