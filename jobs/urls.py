@@ -6,6 +6,7 @@ app_name = "jobs"
 
 urlpatterns = [
     path("", views.document_list_view, name="document_list"),
+    path("search/", views.search_view, name="search"),
     path("runs/<uuid:run_id>/retry/", views.run_action_view, {"action": "retry"}, name="run_retry"),
     path(
         "runs/<uuid:run_id>/cancel/", views.run_action_view, {"action": "cancel"}, name="run_cancel"

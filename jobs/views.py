@@ -13,6 +13,7 @@ from documents.selectors import document_list, organisations_for_user
 from documents.services.quota import quota_get
 from documents.views import current_organisation
 from jobs.models import ACTIVE_STATUSES, RunSource
+from jobs.search import MAX_QUERY_CHARS, documents_search
 from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import document_accept
 from jobs.services.history import Actor
@@ -99,3 +100,24 @@ def run_action_view(request: HttpRequest, run_id, action: str) -> HttpResponse:
         done = "will be processed again" if action == "retry" else "was cancelled"
         messages.success(request, f"“{name}” {done}.")
     return redirect("jobs:document_list")
+
+
+@login_required
+def search_view(request: HttpRequest) -> HttpResponse:
+    organisation = current_organisation(request)
+    q = request.GET.get("q", "").strip()
+    results, status = None, 200
+    if q:
+        try:
+            results = documents_search(organisation=organisation, query=q, limit=20)
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+            status = exc.status_code
+    context = {
+        "organisation": organisation,
+        "organisations": organisations_for_user(user=request.user),
+        "q": q,
+        "max_chars": MAX_QUERY_CHARS,
+        "results": results,
+    }
+    return render(request, "jobs/search.html", context, status=status)

@@ -1,44 +1,18 @@
 """GET /search: every word matched, ranked by embedding, one result per document, only the
 caller's organisation, bounded in time; on PostgreSQL through the chunks' text index."""
 
-import hashlib
-import uuid
-
 import pytest
 from django.db import connection, transaction
 
-from documents.models import Document
-from documents.services.content import document_chunks_upsert
 from jobs.breaker import breaker
-from jobs.embedding import get_embedder, pack_vector
+from jobs.embedding import get_embedder
 from jobs.search import CANDIDATES_SQL, snippet
 from jobs.stages.embed import PROVIDER
 from tests.support.files import make_pdf
-from tests.support.runs import drive
+from tests.support.runs import document_with_chunks, drive
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db
-
-
-def _document(organisation, filename: str, texts: list[str], *, vectors=None) -> Document:
-    document = Document.objects.create(
-        organisation=organisation,
-        filename=filename,
-        kind="pdf",
-        size_bytes=1,
-        sha256=hashlib.sha256(filename.encode()).hexdigest(),
-        storage_key=f"test/{uuid.uuid4()}.pdf",
-        page_count=len(texts),
-    )
-    embedder = get_embedder()
-    document_chunks_upsert(
-        document=document,
-        start=0,
-        texts=texts,
-        vectors=[pack_vector(v) for v in (vectors or embedder.embed(texts))],
-        model=embedder.name,
-    )
-    return document
 
 
 def _search(client, q: str, **params):
@@ -65,8 +39,8 @@ def test_it_finds_the_uploaded_documents_that_hold_every_word(api):
 
 
 def test_another_organisations_documents_are_never_found(api, org, other_org):
-    _document(org, "ours.pdf", ["the lighthouse keeper's log"])
-    _document(other_org, "theirs.pdf", ["the lighthouse keeper's secret"])
+    document_with_chunks(org, "ours.pdf", ["the lighthouse keeper's log"])
+    document_with_chunks(other_org, "theirs.pdf", ["the lighthouse keeper's secret"])
 
     results = _search(api, "lighthouse").json()["results"]
 
@@ -75,8 +49,10 @@ def test_another_organisations_documents_are_never_found(api, org, other_org):
 
 def test_closer_chunks_rank_first_and_each_document_appears_once(api, org):
     tail = " ".join(["lorem ipsum dolor sit amet"] * 30)
-    near = _document(org, "near.pdf", ["harbour harbour harbour pilot", f"harbour {tail}"])
-    far = _document(org, "far.pdf", [f"a harbour mentioned once among {tail}"])
+    near = document_with_chunks(
+        org, "near.pdf", ["harbour harbour harbour pilot", f"harbour {tail}"]
+    )
+    far = document_with_chunks(org, "far.pdf", [f"a harbour mentioned once among {tail}"])
 
     results = (
         _search(api, "harbour pilot").json()["results"] + _search(api, "harbour").json()["results"]
@@ -88,8 +64,8 @@ def test_closer_chunks_rank_first_and_each_document_appears_once(api, org):
 
 
 def test_quoted_phrases_and_minus_words_narrow_the_search(api, org):
-    _document(org, "tide.pdf", ["the high tide table for March"])
-    _document(org, "table.pdf", ["a table of high and low water"])
+    document_with_chunks(org, "tide.pdf", ["the high tide table for March"])
+    document_with_chunks(org, "table.pdf", ["a table of high and low water"])
 
     def found(q):
         return sorted(hit["filename"] for hit in _search(api, q).json()["results"])
@@ -102,7 +78,7 @@ def test_quoted_phrases_and_minus_words_narrow_the_search(api, org):
 
 def test_limit_caps_the_documents_returned(api, org):
     for number in range(5):
-        _document(org, f"{number}.pdf", [f"beacon number {number}"])
+        document_with_chunks(org, f"{number}.pdf", [f"beacon number {number}"])
 
     assert len(_search(api, "beacon", limit=3).json()["results"]) == 3
     assert len(_search(api, "beacon", limit=500).json()["results"]) == 5
@@ -125,7 +101,7 @@ def test_a_missing_query_or_token_gets_the_api_errors(api, client):
 
 def test_with_the_provider_paused_it_ranks_by_text_and_says_so(api, org, redis_conn, settings):
     settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 1
-    _document(org, "kept.pdf", ["the anchor chain"])
+    document_with_chunks(org, "kept.pdf", ["the anchor chain"])
     breaker(PROVIDER).failed()
 
     body = _search(api, "anchor").json()
@@ -140,7 +116,7 @@ def test_a_search_slower_than_its_budget_is_a_503_not_a_held_thread(api, org, se
     text = "compass " + " ".join(f"word{i}" for i in range(200))
     vector = [1.0] + [0.0] * (get_embedder().dimensions - 1)
     for batch in range(4):
-        _document(org, f"{batch}.pdf", [text] * 500, vectors=[vector] * 500)
+        document_with_chunks(org, f"{batch}.pdf", [text] * 500, vectors=[vector] * 500)
 
     response = _search(api, "compass")
 
@@ -152,7 +128,7 @@ def test_a_search_slower_than_its_budget_is_a_503_not_a_held_thread(api, org, se
 
 
 def test_postgresql_finds_the_candidates_through_the_text_index(org):
-    _document(org, "a.pdf", ["sextant"])
+    document_with_chunks(org, "a.pdf", ["sextant"])
     with transaction.atomic(), connection.cursor() as cursor:
         # As on a large table, where neither scanning it nor every document's chunks pays.
         cursor.execute("SET LOCAL enable_seqscan = off")

@@ -8,8 +8,10 @@ import uuid
 from django.utils import timezone
 
 from documents.models import Document, Organisation
+from documents.services.content import document_chunks_upsert
 from documents.services.quota import quota_reserve
 from documents.storage import document_storage_key, storage_delete, storage_put
+from jobs.embedding import get_embedder, pack_vector
 from jobs.engine import execute_stage
 from jobs.models import TERMINAL_STATUSES, ImportRun, RunSource
 
@@ -58,3 +60,28 @@ def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: 
         source=RunSource.API,
         due_at=timezone.now(),
     )
+
+
+def document_with_chunks(
+    organisation: Organisation, filename: str, texts: list[str], *, vectors=None
+) -> Document:
+    """A processed document whose chunks are `texts`, embedded by the configured embedder
+    (or given `vectors`), written by the embed stage's own service."""
+    document = Document.objects.create(
+        organisation=organisation,
+        filename=filename,
+        kind="pdf",
+        size_bytes=1,
+        sha256=hashlib.sha256(filename.encode()).hexdigest(),
+        storage_key=f"test/{uuid.uuid4()}.pdf",
+        page_count=len(texts),
+    )
+    embedder = get_embedder()
+    document_chunks_upsert(
+        document=document,
+        start=0,
+        texts=texts,
+        vectors=[pack_vector(v) for v in (vectors or embedder.embed(texts))],
+        model=embedder.name,
+    )
+    return document
