@@ -1,10 +1,11 @@
-"""For migrations that drop an index another index already serves (one starting with
-the same column): each such index is paid for on every insert and update of its table.
+"""For migrations that add or drop plain indexes on tables that may be large.
 
-`drop_indexes` is a RunPython operation: DROP INDEX IF EXISTS, concurrently on
-PostgreSQL so that nothing waits while they go (the migration must be `atomic =
-False`); reversed, it builds them again, concurrently too. The model's own state
-(the foreign key's `db_index=False`) goes beside it in a SeparateDatabaseAndState.
+`drop_indexes` (for an index another one already serves, one starting with the same
+column: each is paid for on every insert and update of its table) and `create_indexes`
+are RunPython operations, reverses of each other: DROP INDEX IF EXISTS and CREATE INDEX
+IF NOT EXISTS, concurrently on PostgreSQL so that nothing waits meanwhile (the migration
+must be `atomic = False`). The model's own state (the foreign key's `db_index=False`,
+the Meta index) goes beside it in a SeparateDatabaseAndState.
 """
 
 from django.db import migrations
@@ -15,6 +16,11 @@ Index = tuple[str, str, str]
 
 def _concurrently(schema_editor) -> str:
     return " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
+
+
+def create_indexes(indexes: list[Index]) -> migrations.RunPython:
+    drop = drop_indexes(indexes)
+    return migrations.RunPython(drop.reverse_code, drop.code)
 
 
 def drop_indexes(indexes: list[Index]) -> migrations.RunPython:

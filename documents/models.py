@@ -128,7 +128,11 @@ class Document(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        indexes = [models.Index(fields=["organisation", "-created_at"], name="document_org_recent")]
+        indexes = [
+            models.Index(fields=["organisation", "-created_at"], name="document_org_recent"),
+            # The admin finds a file by its whole SHA-256, across organisations.
+            models.Index(fields=["sha256"], name="document_sha256"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(size_bytes__gt=0), name="document_size_positive"),
             models.CheckConstraint(condition=Q(version__gte=1), name="document_version_positive"),

@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection, transaction
 
 from documents.admin import BoundedCountPaginator
 from documents.models import ApiToken, Document, Organisation, UsageEntry
@@ -304,6 +305,15 @@ def test_documents_are_found_by_whole_id_or_hash_exactly_and_by_their_name(opera
     assert len(found("invoice")) == 3
     assert found(str(document.id)[:8]) == set()
     assert found(document.sha256[:20]) == set()
+
+
+def test_a_whole_hash_is_found_through_its_index_not_by_reading_the_table(org):
+    make_records(org, 1, name="invoice")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # as on a table too large to read
+        plan = Document.objects.filter(sha256="0" * 64).explain()
+
+    assert "document_sha256" in plan
 
 
 def test_a_document_search_reads_keys_and_names_never_ids_or_hashes_as_text(operator, org):
