@@ -84,14 +84,17 @@ def documents_search(*, organisation: Organisation, query: str, limit: int = 10)
         raise ServiceError(
             f"A search is at most {MAX_QUERY_CHARS} characters.", code="query_too_long"
         )
-    words = [word.lower() for word in _WORD.findall(query)]
+    words, unwanted = _terms(query)
     if not words:
-        raise ServiceError("Send the words to search for in `q`.", code="query_empty")
+        raise ServiceError(
+            "Send the words to search for in `q` (a search of only -words finds nothing).",
+            code="query_empty",
+        )
     limit = min(max(limit, 1), MAX_LIMIT)
     if connection.vendor == "postgresql":
         candidates = _candidates_postgresql(organisation.id, query)
     else:
-        candidates = _candidates_by_substring(organisation.id, words)
+        candidates = _candidates_by_substring(organisation.id, words, unwanted)
     vector = _query_vector(query)
     ranked = _rank(candidates, vector)
     best: dict[object, tuple[float, _Candidate]] = {}
@@ -122,6 +125,8 @@ CANDIDATES_SQL = f"""
     JOIN {Document._meta.db_table} d ON d.id = c.document_id,
          websearch_to_tsquery('simple', %s) q
     WHERE d.organisation_id = %s AND to_tsvector('simple', c.text) @@ q
+      -- A query the index cannot answer (only -words: every chunk but some) finds nothing.
+      AND querytree(q) NOT IN ('T', '')
     ORDER BY ts_rank_cd(to_tsvector('simple', c.text), q) DESC
     LIMIT %s
 """
@@ -146,10 +151,14 @@ def _candidates_postgresql(organisation_id: int, query: str) -> list[_Candidate]
     return [_Candidate(row[0], row[1], row[2], bytes(row[3]), row[4]) for row in rows]
 
 
-def _candidates_by_substring(organisation_id: int, words: list[str]) -> list[_Candidate]:
+def _candidates_by_substring(
+    organisation_id: int, words: list[str], unwanted: list[str]
+) -> list[_Candidate]:
     chunks = Chunk.objects.filter(document__organisation_id=organisation_id)
     for word in dict.fromkeys(words):
         chunks = chunks.filter(text__icontains=word)
+    for word in dict.fromkeys(unwanted):
+        chunks = chunks.exclude(text__icontains=word)
     rows = chunks.order_by("-document__created_at", "index").values_list(
         "document_id", "index", "text", "embedding", "embedding_model"
     )
@@ -159,6 +168,20 @@ def _candidates_by_substring(organisation_id: int, words: list[str]) -> list[_Ca
     ]
     # PostgreSQL's text rank, roughly: how often the words occur (a plain count, no pattern).
     return sorted(candidates, key=lambda c: -sum(c.text.lower().count(w) for w in words))
+
+
+def _terms(query: str) -> tuple[list[str], list[str]]:
+    """The query's words to find and its -words, lower case: for the snippet and SQLite
+    (PostgreSQL reads the whole syntax itself). `or` is an operator, not a word; a phrase
+    in quotes counts as its words."""
+    words: list[str] = []
+    unwanted: list[str] = []
+    for token in query.split():
+        if token.lower() == "or":
+            continue
+        found = [word.lower() for word in _WORD.findall(token)]
+        (unwanted if token.startswith("-") else words).extend(found)
+    return words, unwanted
 
 
 def _query_vector(query: str) -> tuple[str, list[float]] | None:

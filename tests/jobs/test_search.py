@@ -6,7 +6,7 @@ from django.db import connection, transaction
 
 from jobs.breaker import breaker
 from jobs.embedding import get_embedder
-from jobs.search import CANDIDATES_SQL, snippet
+from jobs.search import CANDIDATES_SQL, _terms, snippet
 from jobs.stages.embed import PROVIDER
 from tests.support.files import make_pdf
 from tests.support.runs import document_with_chunks, drive
@@ -74,6 +74,7 @@ def test_quoted_phrases_and_minus_words_narrow_the_search(api, org):
     assert found('"tide table"') == ["tide.pdf"]
     assert found("high table -tide") == ["table.pdf"]
     assert found("march or water") == ["table.pdf", "tide.pdf"]
+    assert found("table or -tide") == []  # the index cannot answer it: nothing, not everything
 
 
 def test_limit_caps_the_documents_returned(api, org):
@@ -85,7 +86,13 @@ def test_limit_caps_the_documents_returned(api, org):
 
 
 @pytest.mark.parametrize(
-    ("q", "code"), [("", "query_empty"), ("!?", "query_empty"), ("x" * 501, "query_too_long")]
+    ("q", "code"),
+    [
+        ("", "query_empty"),
+        ("!?", "query_empty"),
+        ("-tide", "query_empty"),
+        ("x" * 501, "query_too_long"),
+    ],
 )
 def test_a_query_without_words_or_too_long_is_a_clear_400(api, q, code):
     response = _search(api, q)
@@ -153,3 +160,7 @@ def test_snippets_show_the_text_around_the_first_word_found(text, expected):
     assert len(piece) <= 242
     if len(text) > 240:
         assert piece.startswith("…") and piece.endswith("…")
+
+
+def test_the_words_of_a_query_leave_out_operators_and_minus_words():
+    assert _terms('"Tide table" or March -water') == (["tide", "table", "march"], ["water"])
