@@ -95,7 +95,7 @@ def documents_search(*, organisation: Organisation, query: str, limit: int = 10)
         candidates = _candidates_postgresql(organisation.id, query)
     else:
         candidates = _candidates_by_substring(organisation.id, words, unwanted)
-    vector = _query_vector(query)
+    vector = _query_vector(" ".join(words))  # without the syntax: quotes, or, -words
     ranked = _rank(candidates, vector)
     best: dict[object, tuple[float, _Candidate]] = {}
     for score, candidate in ranked:
