@@ -4,6 +4,19 @@ render it centrally. Plain Python: importable where Django is not set up."""
 from typing import Any
 
 
+def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `exc` or an exception it was raised from (or while handling) is a `kind`:
+    libraries wrap the errors they meet (a MemoryError inside a parser's error, say)."""
+    cause: BaseException | None = exc
+    for _ in range(100):  # a chain that loops ends here
+        if cause is None:
+            return False
+        if isinstance(cause, kind):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 class ServiceError(Exception):
     """A request the services refuse, with the HTTP status that describes why."""
 

@@ -119,6 +119,9 @@ class Document(models.Model):
     page_count = models.PositiveIntegerField(null=True, blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
     text_chars = models.PositiveIntegerField(default=0)
+    # Pages of the current version whose text could not be read (numbered from 1): the
+    # rest of the document is processed, and these are named to the people who sent it.
+    unreadable_pages = models.JSONField(default=list, blank=True)
     # A connected folder's file this document came from was deleted there.
     source_deleted_at = models.DateTimeField(null=True, blank=True)
     uploaded_by = models.ForeignKey(

@@ -34,6 +34,8 @@ from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from typing import Any
 
+from core.errors import caused_by
+
 # Imported by the fork server, in order. It skips a name it cannot import, but any other
 # error stops it: modules that need Django belong in AFTER_DJANGO, which is imported
 # (errors only printed) once this module has set Django up in the server.
@@ -392,13 +394,8 @@ def _address_space() -> int:
 
 
 def _error_answer(exc: BaseException) -> tuple[str, Any]:
-    cause: BaseException | None = exc
-    for _ in range(100):  # the format modules wrap every Exception, MemoryError too
-        if cause is None:
-            break
-        if isinstance(cause, MemoryError):
-            return ("memory", None)
-        cause = cause.__cause__ or cause.__context__
+    if caused_by(exc, MemoryError):  # the format modules wrap every Exception, this too
+        return ("memory", None)
     try:
         data = pickle.dumps(exc)
         pickle.loads(data)  # some exceptions pickle, then fail to unpickle

@@ -30,6 +30,8 @@ class DocumentOut(Schema):
     version: int
     page_count: int | None
     chunk_count: int
+    # Pages whose text could not be read (damaged); the rest was processed.
+    unreadable_pages: list[int] = []
     created_at: datetime
     updated_at: datetime
     latest_run_id: uuid.UUID | None = None
@@ -67,6 +69,8 @@ class RunOut(Schema):
     error: RunErrorOut | None
     document_id: uuid.UUID | None
     page_count: int | None
+    # The document's pages whose text could not be read; the rest was processed.
+    unreadable_pages: list[int] = []
     created_at: datetime
     updated_at: datetime
     # web, api or connector; `connector` says which connected file.

@@ -38,6 +38,8 @@ class Extracted:
 
     text: str
     page_count: int
+    # Pages whose text could not be read (a damaged content stream), numbered from 1.
+    unreadable_pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pypdf import PdfReader, apply_configuration
 from pypdf.errors import PdfReadError
 from rq.timeouts import BaseTimeoutException
 
-from core.errors import UnreadableDocument
+from core.errors import UnreadableDocument, caused_by
 from documents.formats.base import (
     PDF,
     AcceptLimits,
@@ -197,7 +197,9 @@ def _count_page_objects(stream: BinaryIO, deadline: Deadline) -> int:
 
 def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None) -> Extracted:
     """Text of every page and the number of pages there really are (pypdf walks the page
-    tree, whatever its /Count says). The tolerant parser repairs what it can."""
+    tree, whatever its /Count says). The tolerant parser repairs what it can. A page whose
+    content cannot be read is left out and named, as a viewer shows the others; a file of
+    which no page can be read is damaged."""
     try:
         reader = _decrypted(PdfReader(io.BytesIO(data), strict=False))
         pages = reader.pages
@@ -209,17 +211,17 @@ def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None
     if total < 1:
         raise _damaged("'s pages could not be found")
     check_page_count(total, limit=limits.max_pages)
-    texts, chars = [], 0
+    texts, chars, unreadable, error = [], 0, [], None
     for number, page in enumerate(pages, start=1):
         try:
             text = clean_extracted(page.extract_text() or "")
         except BaseTimeoutException:
             raise
         except Exception as exc:
-            raise UnreadableDocument(
-                f"Page {number} of the PDF could not be read; the file appears to be damaged.",
-                code="damaged_pdf",
-            ) from exc
+            if caused_by(exc, MemoryError):
+                raise  # the document's memory limit, which the stage judges
+            unreadable.append(number)
+            text, error = "", exc
         if len(text) > limits.max_chars_per_page:
             raise too_much_text(f"Page {number}", limits.max_chars_per_page)
         chars += len(text)
@@ -228,4 +230,6 @@ def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None
         texts.append(text)
         if on_page is not None:
             on_page(number, total)
-    return Extracted(text="\n\n".join(texts), page_count=total)
+    if len(unreadable) == total:
+        raise _damaged("'s pages could not be read") from error
+    return Extracted(text="\n\n".join(texts), page_count=total, unreadable_pages=tuple(unreadable))

@@ -9,9 +9,12 @@ from django.utils import timezone
 from documents.models import Chunk, Document, DocumentText
 
 
-def document_text_save(*, document: Document, text: str, page_count: int) -> None:
-    """Keep the extracted text of the document's current version and its real page count
-    (one upsert: a retry overwrites what an earlier try saved)."""
+def document_text_save(
+    *, document: Document, text: str, page_count: int, unreadable_pages: Sequence[int] = ()
+) -> None:
+    """Keep the extracted text of the document's current version, its real page count and
+    the pages that could not be read (one upsert: a retry overwrites what an earlier try
+    saved)."""
     DocumentText.objects.bulk_create(
         [
             DocumentText(
@@ -22,7 +25,9 @@ def document_text_save(*, document: Document, text: str, page_count: int) -> Non
         unique_fields=["document", "version"],
         update_fields=["text", "page_count"],
     )
-    Document.objects.filter(id=document.id).update(page_count=page_count, text_chars=len(text))
+    Document.objects.filter(id=document.id).update(
+        page_count=page_count, text_chars=len(text), unreadable_pages=list(unreadable_pages)
+    )
 
 
 def document_text_get(*, document: Document) -> DocumentText | None:

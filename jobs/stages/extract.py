@@ -66,7 +66,10 @@ def run(ctx: StageContext) -> None:
     try:
         with ctx.complete():
             document_text_save(
-                document=document, text=extracted.text, page_count=extracted.page_count
+                document=document,
+                text=extracted.text,
+                page_count=extracted.page_count,
+                unreadable_pages=extracted.unreadable_pages,
             )
             quota_resize(reservation=ctx.run.reservation, pages=extracted.page_count)
     except QuotaExceeded as exc:

@@ -11,7 +11,7 @@ import pytest
 from pypdf import PageObject
 from rq.timeouts import JobTimeoutException
 
-from core.errors import UnreadableDocument, UnsupportedFileType
+from core.errors import UnreadableDocument, UnsupportedFileType, caused_by
 from documents.formats import (
     accept_limits,
     docx,
@@ -46,6 +46,36 @@ def test_pdf_extraction_reads_every_page_and_counts_them(limits):
 def test_an_encrypted_pdf_is_unreadable_with_a_plain_reason(limits):
     with pytest.raises(UnreadableDocument, match="password"):
         pdf.extract(make_encrypted_pdf(), limits=limits)
+
+
+def test_a_page_that_cannot_be_read_is_left_out_and_named_and_the_rest_is_read(limits):
+    extracted = pdf.extract(make_pdf(4, broken_pages={2, 4}), limits=limits)
+
+    assert (extracted.page_count, extracted.unreadable_pages) == (4, (2, 4))
+    assert "Page 1" in extracted.text and "Page 3" in extracted.text
+    assert "Page 2" not in extracted.text
+
+
+def test_a_pdf_none_of_whose_pages_can_be_read_is_damaged(limits):
+    with pytest.raises(UnreadableDocument, match="pages could not be read") as refused:
+        pdf.extract(make_pdf(2, broken_pages={1, 2}), limits=limits)
+
+    assert refused.value.code == "damaged_pdf"
+
+
+def test_running_out_of_memory_on_a_page_is_not_taken_for_a_damaged_page(limits, monkeypatch):
+    def out_of_memory(page, *args, **kwargs):
+        try:
+            raise MemoryError
+        except MemoryError as exc:
+            raise ValueError("the parser wraps what it meets") from exc
+
+    monkeypatch.setattr(PageObject, "extract_text", out_of_memory)
+
+    with pytest.raises(ValueError) as raised:
+        pdf.extract(make_pdf(2), limits=limits)
+
+    assert caused_by(raised.value, MemoryError)
 
 
 def test_a_pdf_with_a_broken_page_tree_is_unreadable(limits):
@@ -358,6 +388,7 @@ def test_a_real_document_is_read_for_its_real_pages_and_text(document, limits):
 
     assert inspection.pages == (document.held or document.pages)
     assert extracted.page_count == document.pages
+    assert extracted.unreadable_pages == document.unreadable
     for phrase in document.phrases:
         assert phrase in extracted.text
     assert clean_extracted(extracted.text) == extracted.text  # nothing PostgreSQL refuses

@@ -42,6 +42,7 @@ def test_real_documents_end_as_they_should_and_are_charged_their_real_pages(api,
         assert run.status == "succeeded", (document.name, run.error_code, run.error_message)
         run.document.refresh_from_db()
         assert run.document.page_count == document.pages, document.name
+        assert run.document.unreadable_pages == list(document.unreadable), document.name
         assert (reservation.status, charged) == ("settled", [(document.pages,)])
         text = DocumentText.objects.get(document=run.document_id).text
         chunks = Chunk.objects.filter(document=run.document_id).order_by("index")

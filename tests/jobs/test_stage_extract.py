@@ -122,6 +122,21 @@ def test_a_pdf_is_charged_its_real_pages_not_the_count_it_states(api, org):
     assert (org.pages_used, org.pages_reserved) == (40, 0)
 
 
+def test_a_pdf_with_an_unreadable_page_succeeds_charged_its_pages_and_names_the_page(
+    api, org, member_client
+):
+    run = drive(accepted_run(api, make_pdf(3, label="Leaf", broken_pages={2})).id)
+
+    assert run.status == "succeeded", run.error_message
+    assert UsageEntry.objects.get(document=run.document_id).pages == 3  # the document's own
+    shown = api.get(f"/api/v1/runs/{run.id}").json()
+    assert (shown["page_count"], shown["unreadable_pages"]) == (3, [2])
+    assert api.get(f"/api/v1/documents/{run.document_id}").json()["unreadable_pages"] == [2]
+    text = DocumentText.objects.get(document=run.document_id).text
+    assert "Leaf 1" in text and "Leaf 3" in text and "Leaf 2" not in text
+    assert "Page 2 could not be read" in member_client.get("/").content.decode()
+
+
 def test_a_docx_stating_one_page_is_charged_by_its_words(api, org, settings):
     settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 500
     run = accepted_run(api, hostile.docx_many_words(200_000, stated_pages=1), name="long.docx")
@@ -149,7 +164,7 @@ def test_a_document_over_quota_once_counted_fails_before_embed_and_gives_pages_b
 
 
 def test_a_database_data_error_fails_the_run_after_one_attempt(api, monkeypatch):
-    def save_refused_text(*, document, text, page_count):
+    def save_refused_text(*, document, text, page_count, **_):
         DocumentText.objects.create(document=document, version=1, text="\x00", page_count=1)
 
     monkeypatch.setattr(extract_stage, "document_text_save", save_refused_text)

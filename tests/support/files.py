@@ -3,6 +3,7 @@
 import io
 import re
 import zipfile
+from collections.abc import Collection
 
 from docx import Document as DocxDocument
 from pypdf import PdfReader, PdfWriter
@@ -17,8 +18,16 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def make_pdf(pages: int = 1, *, words_per_page: int = 60, label: str = "Page") -> bytes:
-    """A valid PDF with `pages` pages of Helvetica text and a correct xref table."""
+def make_pdf(
+    pages: int = 1,
+    *,
+    words_per_page: int = 60,
+    label: str = "Page",
+    broken_pages: Collection[int] = (),
+) -> bytes:
+    """A valid PDF with `pages` pages of Helvetica text and a correct xref table; the
+    content of each of `broken_pages` (numbered from 1) ends in an inline image cut off
+    before its end, as in a truncated content stream, so that its text cannot be read."""
     objects: list[bytes] = []
 
     def add(body: bytes) -> int:
@@ -38,6 +47,8 @@ def make_pdf(pages: int = 1, *, words_per_page: int = 60, label: str = "Page") -
         for line in lines:
             ops.append(f"({_escape(line)}) Tj T*")
         ops.append("ET")
+        if number in broken_pages:
+            ops.append("BI /W 1 /H 1 /BPC 8 /CS /G ID x")  # an inline image cut off
         stream = "\n".join(ops).encode("latin-1")
         content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
         kids.append(

@@ -31,6 +31,8 @@ class RealDocument:
     fails: str = ""
     # The pages the accept path holds, when not those charged in the end.
     held: int | None = None
+    # Pages whose text cannot be read; the rest of the document is processed.
+    unreadable: tuple[int, ...] = ()
     notes: str = field(default="", compare=False)
 
     @property
@@ -56,7 +58,7 @@ DOCUMENTS = [
     RealDocument("campaign_donors.pdf", 1, ("MENA JUAN MARTÍN",)),
     RealDocument("congress-gray.pdf", 1, notes="a scanned page: no text"),
     RealDocument(
-        "content-stream-errors.pdf", held=4, fails="damaged_pdf", notes="page 3 is cut short"
+        "content-stream-errors.pdf", 4, ("Potato",), unreadable=(3,), notes="page 3 is cut short"
     ),
     # Typeset with ligatures: "misﬁts" is stored as "misfits".
     RealDocument("crazyones.pdf", 1, ("The Crazy Ones", "The misfits. The rebels.")),
