@@ -21,7 +21,13 @@ api = NinjaAPI(
 api.add_router("", jobs_router)
 api.add_router("", documents_router)
 
-_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 429: "throttled"}
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    429: "throttled",
+}
 
 
 def _error(request, status: int, detail: str, code: str, **extra):
