@@ -14,7 +14,10 @@ from jobs.api import router as jobs_router
 api = NinjaAPI(
     title="Paperlane API",
     version="1",
-    description="Upload PDF and DOCX documents, follow their processing, read your quota.",
+    description=(
+        "Upload PDF and DOCX documents, follow their processing, read your quota, "
+        "manage your API tokens."
+    ),
     auth=ApiTokenAuth(),
     urls_namespace="api",
 )

@@ -187,6 +187,17 @@ def test_the_token_page_shows_who_revoked_it(operator, org):
     assert "Revoked by: olga" in page_text(operator.get(f"{TOKENS}{token.id}/change/"))
 
 
+def test_the_token_page_shows_the_token_that_made_or_revoked_it_through_the_api(operator, org):
+    caller, _ = api_token_create(organisation=org, name="caller")
+    made, _ = api_token_create(organisation=org, name="made", created_by_token=caller)
+    api_token_revoke(token=made, revoked_by_token=caller)
+
+    page = page_text(operator.get(f"{TOKENS}{made.id}/change/"))
+
+    assert f"Created by token: {caller}" in page
+    assert f"Revoked by token: {caller}" in page
+
+
 def test_the_create_form_says_so_when_the_organisation_has_its_most_active_tokens(
     operator, org, settings
 ):
