@@ -14,14 +14,23 @@ from jobs.api import router as jobs_router
 api = NinjaAPI(
     title="Paperlane API",
     version="1",
-    description="Upload PDF and DOCX documents, follow their processing, read your quota.",
+    description=(
+        "Upload PDF and DOCX documents, follow their processing, read your quota, "
+        "manage your API tokens."
+    ),
     auth=ApiTokenAuth(),
     urls_namespace="api",
 )
 api.add_router("", jobs_router)
 api.add_router("", documents_router)
 
-_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 429: "throttled"}
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    429: "throttled",
+}
 
 
 def _error(request, status: int, detail: str, code: str, **extra):

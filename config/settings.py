@@ -177,6 +177,8 @@ FILE_UPLOAD_HANDLERS = [
 FILE_UPLOAD_MAX_MEMORY_SIZE = env.int("FILE_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
 # API tokens: only write last_used_at when it is older than this.
 PAPERLANE_TOKEN_TOUCH_SECONDS = env.int("PAPERLANE_TOKEN_TOUCH_SECONDS", default=60)
+# Active (unrevoked) API tokens an organisation may hold at once; 0 turns the check off.
+PAPERLANE_MAX_ACTIVE_TOKENS = env.int("PAPERLANE_MAX_ACTIVE_TOKENS", default=50)
 
 # --- Admission (uploads refused with 429 and Retry-After when full; 0 turns a check off) --
 # Interactive runs (uploads from people and the API) not yet ended, at most; and at

@@ -24,6 +24,7 @@ from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from core.errors import ServiceError
 from documents.models import (
     ApiToken,
     Chunk,
@@ -353,9 +354,12 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "prefix",
         "state",
         "created_by",
+        "created_by_token",
         "created_at",
         "last_used_at",
         "revoked_at",
+        "revoked_by",
+        "revoked_by_token",
     ]
     readonly_fields = fields
     actions = ["revoke_selected"]
@@ -364,7 +368,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
     CREATED_SESSION_KEY = "documents.apitoken.created"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("organisation", "created_by")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(
+                "organisation", "created_by", "created_by_token", "revoked_by", "revoked_by_token"
+            )
+        )
 
     @admin.display(description="State")
     def state(self, obj):
@@ -407,13 +417,20 @@ class ApiTokenAdmin(admin.ModelAdmin):
                 )
                 return HttpResponseRedirect(self._change_url(token_id))
             if form.is_valid():
-                with transaction.atomic():
-                    token, secret = api_token_create(
-                        organisation=form.cleaned_data["organisation"],
-                        name=form.cleaned_data["name"],
-                        created_by=request.user,
+                try:
+                    with transaction.atomic():
+                        token, secret = api_token_create(
+                            organisation=form.cleaned_data["organisation"],
+                            name=form.cleaned_data["name"],
+                            created_by=request.user,
+                        )
+                        self.log_addition(request, token, "Created; the secret was shown once.")
+                except ServiceError as exc:
+                    # Too many active tokens: said on the form, which keeps what was typed.
+                    form.add_error(None, exc.message)
+                    return self._page(
+                        request, "create.html", title="Create an API token", form=form
                     )
-                    self.log_addition(request, token, "Created; the secret was shown once.")
                 # Keep only the last few: enough to catch a reload, never the secret.
                 made = {**dict(list(made.items())[-9:]), form.cleaned_data["once"]: token.id}
                 request.session[self.CREATED_SESSION_KEY] = made
@@ -461,7 +478,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def _revoke(self, request, tokens) -> None:
         with transaction.atomic():
-            revoked = api_tokens_revoke(tokens=tokens)
+            revoked = api_tokens_revoke(tokens=tokens, revoked_by=request.user)
             if revoked:
                 LogEntry.objects.log_actions(
                     user_id=request.user.pk,

@@ -1,11 +1,25 @@
-"""API: the organisation's quota. Thin callers of services and selectors."""
+"""API: the organisation's quota and API tokens. Thin callers of services and selectors."""
 
-from ninja import Router
+from django.http import HttpResponse
+from ninja import Query, Router, Status
 
-from documents.schemas import QuotaOut
+from core.schemas import ErrorOut
+from documents.models import ApiToken
+from documents.schemas import (
+    QuotaOut,
+    TokenCreatedOut,
+    TokenCreateIn,
+    TokenLimitErrorOut,
+    TokenPage,
+    TokenQuery,
+)
+from documents.selectors import api_token_get, api_token_list
 from documents.services.quota import quota_get
+from documents.services.tokens import api_token_create, api_tokens_revoke
 
 router = Router(tags=["quota"])
+# Far past any real list, within PostgreSQL's bigint.
+MAX_OFFSET = 10**12
 
 
 @router.get("/quota", response=QuotaOut, url_name="quota_get")
@@ -17,3 +31,73 @@ def quota(request):
         "pages_reserved": snapshot.pages_reserved,
         "pages_available": snapshot.pages_available,
     }
+
+
+def _token_out(token: ApiToken, request) -> dict:
+    return {
+        "id": token.id,
+        "name": token.name,
+        "prefix": token.prefix,
+        "created_at": token.created_at,
+        "last_used_at": token.last_used_at,
+        "revoked_at": token.revoked_at,
+        "active": token.is_active,
+        "current": token.id == request.api_token.id,
+    }
+
+
+@router.get(
+    "/tokens",
+    response={200: TokenPage, 401: ErrorOut},
+    url_name="token_list",
+    summary="List the organisation's API tokens",
+    tags=["tokens"],
+)
+def tokens_list(request, query: Query[TokenQuery]):
+    """The organisation's API tokens, newest first, revoked ones included unless
+    `active=true`; `current` marks the one this request was made with. Secrets are
+    never shown again."""
+    limit = min(max(query.limit, 1), 200)
+    offset = min(max(query.offset, 0), MAX_OFFSET)
+    tokens = api_token_list(organisation=request.organisation, active=query.active)
+    return {
+        "items": [_token_out(token, request) for token in tokens[offset : offset + limit]],
+        "count": tokens.count(),
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+@router.post(
+    "/tokens",
+    response={201: TokenCreatedOut, 401: ErrorOut, 409: TokenLimitErrorOut, 422: ErrorOut},
+    url_name="token_create",
+    summary="Create an API token",
+    tags=["tokens"],
+)
+def tokens_create(request, response: HttpResponse, new_token: TokenCreateIn):
+    """Create a token for the organisation. Its secret (`token`) is in this response
+    only: store it now. `409 token_limit_reached` when the organisation already has
+    its most active tokens (revoke one first)."""
+    token, secret = api_token_create(
+        organisation=request.organisation, name=new_token.name, created_by_token=request.api_token
+    )
+    # The secret must not stay in any cache on the way.
+    response["Cache-Control"] = "no-store"
+    return Status(201, {**_token_out(token, request), "token": secret})
+
+
+@router.delete(
+    "/tokens/{token_id}",
+    response={204: None, 401: ErrorOut, 404: ErrorOut},
+    url_name="token_revoke",
+    summary="Revoke an API token",
+    tags=["tokens"],
+)
+def tokens_revoke(request, token_id: int):
+    """Revoke one of the organisation's tokens, at once and for good; the token this
+    request uses too. Revoking a revoked token is a `204` that changes nothing (the
+    first revocation is kept); a token of another organisation is a `404`."""
+    token = api_token_get(organisation=request.organisation, token_id=token_id)
+    api_tokens_revoke(tokens=[token], revoked_by_token=request.api_token)
+    return Status(204, None)

@@ -33,9 +33,21 @@ def usage_entry_list(*, organisation: Organisation) -> QuerySet[UsageEntry]:
     )
 
 
-def api_token_list(*, organisation: Organisation) -> QuerySet[ApiToken]:
-    """The organisation's API tokens, revoked ones included, newest first."""
-    return ApiToken.objects.filter(organisation=organisation).order_by("-created_at", "-id")
+def api_token_list(*, organisation: Organisation, active: bool | None = None) -> QuerySet[ApiToken]:
+    """The organisation's API tokens, newest first: all of them, or only the active (True)
+    or the revoked (False) ones."""
+    tokens = ApiToken.objects.filter(organisation=organisation)
+    if active is not None:
+        tokens = tokens.filter(revoked_at__isnull=active)
+    return tokens.order_by("-created_at", "-id")
+
+
+def api_token_get(*, organisation: Organisation, token_id: int) -> ApiToken:
+    """One of the organisation's API tokens, revoked or not."""
+    try:
+        return ApiToken.objects.get(organisation=organisation, id=token_id)
+    except ApiToken.DoesNotExist:
+        raise NotFound("API token not found.") from None
 
 
 def connection_list(*, organisation: Organisation) -> QuerySet[Connection]:

@@ -10,6 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import Conflict
 from documents.models import ApiToken, Organisation
 
 TOKEN_PREFIX = "pl_"
@@ -20,18 +21,46 @@ def _hash(raw: str) -> str:
 
 
 def api_token_create(
-    *, organisation: Organisation, name: str = "", created_by: AbstractBaseUser | None = None
+    *,
+    organisation: Organisation,
+    name: str = "",
+    created_by: AbstractBaseUser | None = None,
+    created_by_token: ApiToken | None = None,
 ) -> tuple[ApiToken, str]:
-    """Create a token and return it with its secret, which is never shown again."""
+    """Create a token and return it with its secret, which is never shown again.
+
+    `created_by` is the person who asked (the admin), `created_by_token` the token that
+    asked (the API). Refused with `Conflict` (`token_limit_reached`) when the organisation
+    already holds PAPERLANE_MAX_ACTIVE_TOKENS active tokens."""
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        organisation=organisation,
-        name=name,
-        prefix=raw[: len(TOKEN_PREFIX) + 6],
-        token_hash=_hash(raw),
-        created_by=created_by,
-    )
+    with transaction.atomic():
+        _check_active_limit(organisation=organisation)
+        token = ApiToken.objects.create(
+            organisation=organisation,
+            name=name,
+            prefix=raw[: len(TOKEN_PREFIX) + 6],
+            token_hash=_hash(raw),
+            created_by=created_by,
+            created_by_token=created_by_token,
+        )
     return token, raw
+
+
+def _check_active_limit(*, organisation: Organisation) -> None:
+    limit = settings.PAPERLANE_MAX_ACTIVE_TOKENS
+    if not limit:
+        return
+    # The organisation's row is the lock, so that concurrent creates count one after the
+    # other; NO KEY, so that inserts referring to the organisation (uploads) never wait.
+    Organisation.objects.select_for_update(no_key=True).filter(id=organisation.id).exists()
+    active = ApiToken.objects.filter(organisation=organisation, revoked_at__isnull=True).count()
+    if active >= limit:
+        raise Conflict(
+            f"The organisation has reached its limit of {limit} active API tokens; revoke "
+            "one it no longer uses, then create the new one.",
+            code="token_limit_reached",
+            limit=limit,
+        )
 
 
 def api_token_authenticate(*, raw: str) -> ApiToken | None:
@@ -55,9 +84,15 @@ def api_token_authenticate(*, raw: str) -> ApiToken | None:
 
 
 @transaction.atomic
-def api_tokens_revoke(*, tokens: Iterable[ApiToken]) -> list[ApiToken]:
+def api_tokens_revoke(
+    *,
+    tokens: Iterable[ApiToken],
+    revoked_by: AbstractBaseUser | None = None,
+    revoked_by_token: ApiToken | None = None,
+) -> list[ApiToken]:
     """Revoke every token among `tokens` that is still active and return those this call
-    revoked. A revoked token stays revoked, with the time it was first revoked."""
+    revoked. A revoked token stays revoked, with the time it was first revoked and who
+    revoked it: `revoked_by` (a person, in the admin) or `revoked_by_token` (the API)."""
     ids = [token.id for token in tokens]
     # Locked, so that of two operators revoking the same token only one reports it.
     revoked = list(
@@ -66,14 +101,23 @@ def api_tokens_revoke(*, tokens: Iterable[ApiToken]) -> list[ApiToken]:
         .order_by("id")
     )
     now = timezone.now()
-    ApiToken.objects.filter(id__in=[token.id for token in revoked]).update(revoked_at=now)
+    ApiToken.objects.filter(id__in=[token.id for token in revoked]).update(
+        revoked_at=now, revoked_by=revoked_by, revoked_by_token=revoked_by_token
+    )
     for token in revoked:
         token.revoked_at = now
+        token.revoked_by = revoked_by
+        token.revoked_by_token = revoked_by_token
     return revoked
 
 
-def api_token_revoke(*, token: ApiToken) -> ApiToken:
+def api_token_revoke(
+    *,
+    token: ApiToken,
+    revoked_by: AbstractBaseUser | None = None,
+    revoked_by_token: ApiToken | None = None,
+) -> ApiToken:
     """Revoke one token (again is a no-op) and return it as stored."""
-    api_tokens_revoke(tokens=[token])
-    token.refresh_from_db(fields=["revoked_at"])
+    api_tokens_revoke(tokens=[token], revoked_by=revoked_by, revoked_by_token=revoked_by_token)
+    token.refresh_from_db(fields=["revoked_at", "revoked_by", "revoked_by_token"])
     return token

@@ -31,3 +31,10 @@ def test_a_multipart_body_without_its_boundary_is_a_400_in_json(api):
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_multipart"
+
+
+def test_a_json_body_that_does_not_parse_is_a_400_in_json(api):
+    response = api.post("/api/v1/tokens", "name=ci", content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "bad_request" and response.json()["detail"]

@@ -53,3 +53,11 @@ def test_a_limit_below_what_is_used_and_held_is_refused(api, org):
         run("create_org", org.slug, "--pages", "4")
     org.refresh_from_db()
     assert org.page_limit == 1000
+
+
+def test_create_api_token_refuses_past_the_active_token_limit_plainly(org, settings):
+    settings.PAPERLANE_MAX_ACTIVE_TOKENS = 1
+    run("create_api_token", org.slug)
+
+    with pytest.raises(CommandError, match="limit of 1 active API tokens"):
+        run("create_api_token", org.slug)

@@ -178,6 +178,42 @@ def test_the_revoke_button_asks_first_then_revokes_and_logs(operator, org):
     assert f"{TOKENS}{token.id}/revoke/" not in operator.get(done["Location"]).content.decode()
 
 
+def test_the_token_page_shows_who_revoked_it(operator, org):
+    token, _ = api_token_create(organisation=org, name="billing sync")
+
+    operator.post(f"{TOKENS}{token.id}/revoke/")
+
+    assert ApiToken.objects.get(id=token.id).revoked_by.username == "olga"
+    assert "Revoked by: olga" in page_text(operator.get(f"{TOKENS}{token.id}/change/"))
+
+
+def test_the_token_page_shows_the_token_that_made_or_revoked_it_through_the_api(operator, org):
+    caller, _ = api_token_create(organisation=org, name="caller")
+    made, _ = api_token_create(organisation=org, name="made", created_by_token=caller)
+    api_token_revoke(token=made, revoked_by_token=caller)
+
+    page = page_text(operator.get(f"{TOKENS}{made.id}/change/"))
+
+    assert f"Created by token: {caller}" in page
+    assert f"Revoked by token: {caller}" in page
+
+
+def test_the_create_form_says_so_when_the_organisation_has_its_most_active_tokens(
+    operator, org, settings
+):
+    settings.PAPERLANE_MAX_ACTIVE_TOKENS = 1
+    api_token_create(organisation=org, name="the one")
+
+    refused = _create(operator, org, name="one more")
+
+    assert refused.status_code == 200
+    assert "reached its limit of 1 active API tokens" in page_text(refused)
+    assert 'value="one more"' in refused.content.decode()
+    assert not SECRET.search(refused.content.decode())
+    assert ApiToken.objects.count() == 1
+    assert _logged(ApiToken.objects.get(), ADDITION) is None
+
+
 def test_revoking_again_keeps_the_first_time_and_logs_once(operator, org):
     token, _ = api_token_create(organisation=org)
     operator.post(f"{TOKENS}{token.id}/revoke/")

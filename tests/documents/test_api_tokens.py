@@ -1,0 +1,340 @@
+"""The tokens API: an organisation lists, creates and revokes its own API tokens."""
+
+import hashlib
+from datetime import timedelta
+
+import httpx
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from documents.models import ApiToken
+from documents.services.organisations import organisation_create
+from documents.services.tokens import api_token_create, api_token_revoke
+from tests.support.processes import web_server
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/tokens"
+FIELDS = {"id", "name", "prefix", "created_at", "last_used_at", "revoked_at", "active", "current"}
+
+
+def _client(raw: str) -> Client:
+    return Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+
+def _create(client: Client, body):
+    return client.post(URL, body, content_type="application/json")
+
+
+@pytest.fixture
+def caller(org) -> tuple[ApiToken, Client]:
+    """The organisation's token a test's requests are made with, and its client."""
+    token, raw = api_token_create(organisation=org, name="caller")
+    return token, _client(raw)
+
+
+def test_the_list_is_the_organisations_tokens_newest_first_marking_the_callers(caller, org):
+    token, client = caller
+    older, _ = api_token_create(organisation=org, name="older")
+    revoked, _ = api_token_create(organisation=org, name="revoked")
+    api_token_revoke(token=revoked)
+    ApiToken.objects.filter(id=older.id).update(created_at=timezone.now() - timedelta(days=3))
+
+    response = client.get(URL)
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["count"] == 3 and (body["limit"], body["offset"]) == (50, 0)
+    items = body["items"]
+    assert [item["name"] for item in items] == ["revoked", "caller", "older"]
+    assert all(set(item) == FIELDS for item in items)
+    mine = items[1]
+    assert (mine["id"], mine["prefix"], mine["current"], mine["active"]) == (
+        token.id,
+        token.prefix,
+        True,
+        True,
+    )
+    # The request itself was the caller's last use.
+    assert mine["last_used_at"] is not None and mine["revoked_at"] is None
+    assert items[0]["active"] is False and items[0]["revoked_at"] is not None
+    assert [item["current"] for item in items] == [False, True, False]
+    assert items[2]["last_used_at"] is None
+
+
+def test_the_list_never_shows_a_secret_or_a_hash(caller, org):
+    _, client = caller
+    _, raw = api_token_create(organisation=org, name="other")
+
+    text = client.get(URL).content.decode()
+
+    for stored in ApiToken.objects.all():
+        assert stored.token_hash not in text
+    assert raw not in text and raw[len("pl_") + 6 :] not in text
+
+
+def test_the_list_never_shows_another_organisations_tokens(caller, other_org, other_api):
+    token, client = caller
+    theirs, _ = api_token_create(organisation=other_org, name="theirs")
+
+    mine = client.get(URL).json()
+    other = other_api.get(URL).json()
+
+    assert [item["id"] for item in mine["items"]] == [token.id] and mine["count"] == 1
+    assert theirs.id in {item["id"] for item in other["items"]}
+    assert token.id not in {item["id"] for item in other["items"]}
+
+
+def test_the_list_is_paged_bounded_and_filtered_by_state(caller, org):
+    _, client = caller
+    for name in ("a", "b", "c"):
+        api_token_create(organisation=org, name=name)
+    api_token_revoke(token=ApiToken.objects.get(name="b"))
+
+    page = client.get(f"{URL}?limit=2&offset=1").json()
+    clamped = client.get(f"{URL}?limit=100000&offset=-5").json()
+    beyond = client.get(f"{URL}?offset=100000000000000000000").json()
+    active = client.get(f"{URL}?active=true").json()
+    revoked = client.get(f"{URL}?active=false").json()
+
+    assert [item["name"] for item in page["items"]] == ["b", "a"] and page["count"] == 4
+    assert (clamped["limit"], clamped["offset"], len(clamped["items"])) == (200, 0, 4)
+    assert beyond["items"] == [] and beyond["count"] == 4
+    assert [item["name"] for item in active["items"]] == ["c", "a", "caller"]
+    assert [item["name"] for item in revoked["items"]] == ["b"] and revoked["count"] == 1
+
+
+def test_a_new_token_shows_its_secret_once_and_works(caller, org):
+    token, client = caller
+
+    response = _create(client, {"name": "  nightly import  "})
+
+    assert response.status_code == 201, response.content
+    assert "no-store" in response["Cache-Control"]
+    body = response.json()
+    assert set(body) == FIELDS | {"token"}
+    assert body["name"] == "nightly import"
+    assert (body["active"], body["current"], body["last_used_at"]) == (True, False, None)
+    secret = body["token"]
+    assert secret.startswith(body["prefix"]) and secret.startswith("pl_")
+    stored = ApiToken.objects.get(id=body["id"])
+    assert (
+        stored.organisation == org
+        and stored.token_hash == hashlib.sha256(secret.encode()).hexdigest()
+    )
+    # Made by the caller's token, not by a person.
+    assert (stored.created_by_token, stored.created_by) == (token, None)
+    assert _client(secret).get("/api/v1/quota").status_code == 200
+    listed = client.get(URL)
+    assert body["id"] in {item["id"] for item in listed.json()["items"]}
+    assert secret not in listed.content.decode()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": ""},
+        {"name": "   "},
+        {"name": "x" * 101},
+        {"name": "tab\tinside"},
+        {"name": "nul\x00inside"},
+        # Refused by the schema's own string check: it could not be stored.
+        {"name": "lone \ud800 surrogate"},
+        {"name": 42},
+        {"name": None},
+        {},
+    ],
+    ids=["empty", "spaces", "too-long", "tab", "nul", "surrogate", "number", "null", "missing"],
+)
+def test_a_missing_or_unusable_name_is_a_422_naming_the_field(body, caller):
+    _, client = caller
+
+    response = _create(client, body)
+
+    assert response.status_code == 422, response.content
+    assert response.json()["code"] == "invalid_request"
+    assert "name" in response.json()["detail"]
+    assert ApiToken.objects.count() == 1
+
+
+def test_a_name_of_exactly_the_longest_length_after_stripping_is_taken(caller):
+    _, client = caller
+
+    response = _create(client, {"name": f"  {'é' * 100}  "})
+
+    assert response.status_code == 201, response.content
+    assert response.json()["name"] == "é" * 100
+
+
+def test_creating_past_the_active_token_limit_is_a_409_naming_the_limit(caller, org, settings):
+    settings.PAPERLANE_MAX_ACTIVE_TOKENS = 2
+    _, client = caller
+    assert _create(client, {"name": "second"}).status_code == 201
+
+    refused = _create(client, {"name": "third"})
+
+    assert refused.status_code == 409
+    body = refused.json()
+    assert (body["code"], body["limit"]) == ("token_limit_reached", 2)
+    assert "revoke" in body["detail"]
+    assert ApiToken.objects.filter(organisation=org).count() == 2
+    # A revoked token frees its place.
+    second = ApiToken.objects.get(name="second")
+    assert client.delete(f"{URL}/{second.id}").status_code == 204
+    assert _create(client, {"name": "third"}).status_code == 201
+
+
+def test_revoking_a_token_is_a_204_it_is_refused_after_and_the_caller_is_kept(caller, org):
+    token, client = caller
+    other, raw = api_token_create(organisation=org, name="ci")
+    assert _client(raw).get("/api/v1/quota").status_code == 200
+
+    response = client.delete(f"{URL}/{other.id}")
+
+    assert response.status_code == 204 and response.content == b""
+    assert _client(raw).get("/api/v1/quota").status_code == 401
+    other.refresh_from_db()
+    assert other.revoked_at is not None
+    assert (other.revoked_by_token, other.revoked_by) == (token, None)
+    listed = {item["id"]: item for item in client.get(URL).json()["items"]}
+    assert listed[other.id]["active"] is False
+    assert listed[other.id]["revoked_at"] is not None
+
+
+def test_revoking_a_revoked_token_again_is_a_204_that_changes_nothing(caller, org):
+    token, client = caller
+    other, _ = api_token_create(organisation=org, name="ci")
+    by_person, _ = api_token_create(organisation=org, name="by person")
+    client.delete(f"{URL}/{other.id}")
+    api_token_revoke(token=by_person)
+    first = ApiToken.objects.values("revoked_at", "revoked_by_token").get(id=other.id)
+
+    again = client.delete(f"{URL}/{other.id}")
+    revoked_elsewhere = client.delete(f"{URL}/{by_person.id}")
+
+    assert again.status_code == revoked_elsewhere.status_code == 204
+    assert ApiToken.objects.values("revoked_at", "revoked_by_token").get(id=other.id) == first
+    # Who revoked it first is kept: not the caller, who only asked again.
+    assert ApiToken.objects.get(id=by_person.id).revoked_by_token is None
+
+
+def test_revoking_the_token_in_use_works_and_its_next_request_is_a_401(caller, org):
+    token, client = caller
+
+    response = client.delete(f"{URL}/{token.id}")
+
+    assert response.status_code == 204
+    refused = client.get(URL)
+    unknown = _client("pl_" + "x" * 43).get(URL)
+    assert refused.status_code == 401
+    # Exactly what a wrong token gets: a revoked secret tells its holder nothing more.
+    assert (
+        refused.json()
+        == unknown.json()
+        == {
+            "detail": "Send a valid API token: Authorization: Bearer <token>.",
+            "code": "unauthorized",
+        }
+    )
+    assert refused["WWW-Authenticate"] == unknown["WWW-Authenticate"] == "Bearer"
+    assert ApiToken.objects.get(id=token.id).revoked_by_token == token
+
+
+def test_another_organisations_token_or_an_unknown_id_is_a_404_and_stays_active(caller, other_org):
+    _, client = caller
+    theirs, raw = api_token_create(organisation=other_org, name="theirs")
+
+    for token_id in (theirs.id, theirs.id + 1000, 0, -1, 10**20):
+        response = client.delete(f"{URL}/{token_id}")
+        assert response.status_code == 404, token_id
+        assert response.json() == {"detail": "API token not found.", "code": "not_found"}
+
+    assert client.delete(f"{URL}/not-a-number").status_code == 422
+    assert ApiToken.objects.get(id=theirs.id).revoked_at is None
+    assert _client(raw).get("/api/v1/quota").status_code == 200
+
+
+def test_the_token_routes_need_a_valid_token(org):
+    token, _ = api_token_create(organisation=org)
+    anonymous = Client()
+
+    responses = [
+        anonymous.get(URL),
+        anonymous.post(URL, {"name": "x"}, content_type="application/json"),
+        anonymous.delete(f"{URL}/{token.id}"),
+    ]
+
+    assert [response.status_code for response in responses] == [401, 401, 401]
+    assert ApiToken.objects.count() == 1 and ApiToken.objects.get().revoked_at is None
+
+
+def test_the_openapi_schema_documents_every_status_of_the_token_routes(client):
+    schema = client.get("/api/v1/openapi.json").json()
+    paths, components = schema["paths"], schema["components"]["schemas"]
+
+    def answers(path: str, method: str) -> dict:
+        return {
+            status: response.get("content", {}).get("application/json", {}).get("schema")
+            for status, response in paths[path][method]["responses"].items()
+        }
+
+    ref = "#/components/schemas/{}".format
+    assert answers(URL, "get") == {
+        "200": {"$ref": ref("TokenPage")},
+        "401": {"$ref": ref("ErrorOut")},
+    }
+    assert answers(URL, "post") == {
+        "201": {"$ref": ref("TokenCreatedOut")},
+        "401": {"$ref": ref("ErrorOut")},
+        "409": {"$ref": ref("TokenLimitErrorOut")},
+        "422": {"$ref": ref("ErrorOut")},
+    }
+    assert answers(f"{URL}/{{token_id}}", "delete") == {
+        "204": None,
+        "401": {"$ref": ref("ErrorOut")},
+        "404": {"$ref": ref("ErrorOut")},
+    }
+    assert set(components["TokenOut"]["properties"]) == FIELDS
+    assert set(components["TokenCreatedOut"]["properties"]) == FIELDS | {"token"}
+    name = components["TokenCreateIn"]["properties"]["name"]
+    assert (name["minLength"], name["maxLength"]) == (1, 100)
+    assert {"limit"} <= set(components["TokenLimitErrorOut"]["properties"])
+    assert paths[URL]["get"]["tags"] == ["tokens"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_http_a_token_is_created_used_listed_revoked_and_then_refused():
+    org = organisation_create(slug="wire", page_limit=10)
+    _, bootstrap = api_token_create(organisation=org, name="bootstrap")
+
+    with web_server(workers=1, threads=2) as base, httpx.Client(base_url=base, timeout=10) as http:
+        created = http.post(
+            "/api/v1/tokens",
+            json={"name": "nightly import"},
+            headers={"Authorization": f"Bearer {bootstrap}"},
+        )
+        assert created.status_code == 201, created.text
+        assert "no-store" in created.headers["Cache-Control"]
+        new = created.json()
+        headers = {"Authorization": f"Bearer {new['token']}"}
+
+        assert http.get("/api/v1/quota", headers=headers).status_code == 200
+        listed = http.get("/api/v1/tokens", headers=headers).json()
+        current = [item for item in listed["items"] if item["current"]]
+        assert [item["id"] for item in current] == [new["id"]]
+        assert current[0]["last_used_at"] is not None
+        assert new["token"] not in str(listed)
+
+        revoked = http.delete(f"/api/v1/tokens/{new['id']}", headers=headers)
+        assert revoked.status_code == 204
+
+        refused = http.get("/api/v1/tokens", headers=headers)
+        assert refused.status_code == 401
+        assert refused.json()["code"] == "unauthorized"
+        assert refused.headers["WWW-Authenticate"] == "Bearer"
+        # The token that made it still works, and sees it revoked.
+        still = http.get("/api/v1/tokens", headers={"Authorization": f"Bearer {bootstrap}"})
+        assert still.status_code == 200
+        gone = {item["id"]: item for item in still.json()["items"]}[new["id"]]
+        assert gone["active"] is False and gone["revoked_at"] is not None
