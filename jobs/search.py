@@ -2,7 +2,7 @@
 their embeddings.
 
 On PostgreSQL the full-text index on the chunks' text (`to_tsvector('simple', text)`,
-migration documents 0007) finds the chunks that hold every word of the query, in
+migration documents 0006) finds the chunks that hold every word of the query, in
 `websearch_to_tsquery` syntax ("a quoted phrase", `or`, `-word`), and keeps the
 PAPERLANE_SEARCH_CANDIDATES best by text rank, within PAPERLANE_SEARCH_TIMEOUT_MS. On
 SQLite (the demo) the candidates are the chunks that contain every word. The candidates
@@ -118,7 +118,7 @@ def documents_search(*, organisation: Organisation, query: str, limit: int = 10)
     return Results(hits=hits, ranking="text" if vector is None else "embedding")
 
 
-# The expression must be the index's (documents 0007), word for word, for the planner to use it.
+# The expression must be the index's (documents 0006), word for word, for the planner to use it.
 CANDIDATES_SQL = f"""
     SELECT c.document_id, c.index, c.text, c.embedding, c.embedding_model
     FROM {Chunk._meta.db_table} c

@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("documents", "0004_drop_redundant_fk_indexes"),
+        ("documents", "0005_tokens_audit"),
     ]
 
     operations = [migrations.RunPython(create, drop)]

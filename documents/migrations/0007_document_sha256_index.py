@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("documents", "0007_chunk_text_search"),
+        ("documents", "0006_chunk_text_search"),
     ]
 
     operations = [

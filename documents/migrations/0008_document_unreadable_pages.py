@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("documents", "0008_document_sha256_index"),
+        ("documents", "0007_document_sha256_index"),
     ]
 
     operations = [
