@@ -9,13 +9,19 @@ from core.errors import NotFound
 from documents.models import ApiToken, Connection, Document, Organisation, UsageEntry
 
 
+def _documents(organisation: Organisation) -> QuerySet[Document]:
+    # A deleted document is kept for the books only: people and integrations never see it.
+    return Document.objects.filter(organisation=organisation, deleted_at__isnull=True)
+
+
 def document_list(*, organisation: Organisation) -> QuerySet[Document]:
-    return Document.objects.filter(organisation=organisation).order_by("-created_at", "id")
+    return _documents(organisation).order_by("-created_at", "id")
 
 
 def document_get(*, organisation: Organisation, document_id: uuid.UUID) -> Document:
+    """The organisation's document; NotFound for another's, an unknown or a deleted one."""
     try:
-        return Document.objects.get(organisation=organisation, id=document_id)
+        return _documents(organisation).get(id=document_id)
     except Document.DoesNotExist:
         raise NotFound("Document not found.") from None
 

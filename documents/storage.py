@@ -29,14 +29,17 @@ class DocumentKey:
     write: str = ""
 
 
+def document_folder(*, organisation_id: int, document_id: uuid.UUID) -> str:
+    """The folder every stored version of one document lives under."""
+    return f"{KEYS_ROOT}/{organisation_id}/documents/{document_id}"
+
+
 def document_storage_key(
     *, organisation_id: int, document_id: uuid.UUID, version: int, kind: str, write: str = ""
 ) -> str:
     folder = f"v{version}/{write}" if write else f"v{version}"
-    return (
-        f"{KEYS_ROOT}/{organisation_id}/documents/{document_id}"
-        f"/{folder}/original.{_EXTENSIONS[kind]}"
-    )
+    base = document_folder(organisation_id=organisation_id, document_id=document_id)
+    return f"{base}/{folder}/original.{_EXTENSIONS[kind]}"
 
 
 def document_write_key(
