@@ -13,6 +13,7 @@ from jobs.models import ImportRun, RunSource
 from jobs.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut
 from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import Acceptance, document_accept
+from jobs.services.deletion import document_delete
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel, run_retry
 from jobs.stats.uploads import ACCEPTED, REFUSED, REPLAYED, upload_count
@@ -144,6 +145,21 @@ def documents_get(request, document_id: uuid.UUID):
     document = document_get(organisation=request.organisation, document_id=document_id)
     [(document, run)] = documents_with_latest_runs(documents=[document])
     return _document_out(document, run)
+
+
+@router.delete(
+    "/documents/{document_id}",
+    response={204: None, 404: ErrorOut},
+    url_name="document_delete",
+    tags=["documents"],
+)
+def documents_delete(request, document_id: uuid.UUID):
+    """Delete a document: its processing stops, its text, chunks and file are removed,
+    and pages held for it are given back (pages already charged stay charged). It is
+    then gone from every answer; deleting it again is a `404`."""
+    document = document_get(organisation=request.organisation, document_id=document_id)
+    document_delete(document=document, actor=Actor.of(api_token=request.api_token))
+    return Status(204, None)
 
 
 def _run_out(run: ImportRun) -> dict:

@@ -51,6 +51,7 @@ def test_the_openapi_schema_and_docs_are_served(client):
     assert schema.status_code == 200
     paths = schema.json()["paths"]
     assert {"/api/v1/documents", "/api/v1/runs/{run_id}", "/api/v1/quota"} <= set(paths)
+    assert "delete" in paths["/api/v1/documents/{document_id}"]
     assert client.get("/api/v1/docs").status_code == 200
 
 
