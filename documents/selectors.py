@@ -3,7 +3,7 @@
 import uuid
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 
 from core.errors import NotFound
 from documents.models import ApiToken, Connection, Document, Organisation, UsageEntry
@@ -37,6 +37,11 @@ def usage_entry_list(*, organisation: Organisation) -> QuerySet[UsageEntry]:
         .select_related("document")
         .order_by("-created_at", "-id")
     )
+
+
+def document_pages_charged(*, document: Document) -> int:
+    """The pages the ledger charged for the document, all its versions together."""
+    return UsageEntry.objects.filter(document=document).aggregate(pages=Sum("pages"))["pages"] or 0
 
 
 def api_token_list(*, organisation: Organisation) -> QuerySet[ApiToken]:
