@@ -30,6 +30,7 @@ def test_a_processed_document_is_deleted_and_gone_from_every_answer(api, org, me
 
     assert response.status_code == 204 and response.content == b""
     assert api.get(url(document_id)).status_code == 404
+    assert api.get(f"{url(document_id)}/file").status_code == 404
     assert api.get("/api/v1/documents").json() == {
         "items": [],
         "count": 0,
