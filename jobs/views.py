@@ -136,7 +136,7 @@ def document_delete_view(request: HttpRequest, document_id) -> HttpResponse:
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:
-        given_back = deletion.pages_released
-        more = f" {given_back} held pages were given back." if given_back else ""
+        n = deletion.pages_released
+        more = f" {n} held {'page was' if n == 1 else 'pages were'} given back." if n else ""
         messages.success(request, f"“{document.filename}” was deleted.{more}")
     return redirect("jobs:document_list")

@@ -83,3 +83,11 @@ def test_deleting_needs_a_login(client, api):
 
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
     assert Document.objects.get(id=run.document_id).deleted_at is None
+
+
+def test_one_held_page_given_back_is_said_in_the_singular(member_client, api):
+    run = accepted_run(api, make_pdf(1), name="one.pdf")
+
+    done = member_client.post(confirm_url(run.document), follow=True)
+
+    assert "“one.pdf” was deleted. 1 held page was given back." in page_text(done)
