@@ -99,7 +99,8 @@ class SystemBusy(RetryLater):
 
 
 class StorageUnavailable(RetryLater):
-    """The document store (S3, a disk) did not take an upload's file; nothing was kept."""
+    """The document store (S3, a disk) failed: it did not take an upload's file (nothing
+    was kept) or did not give a stored file back."""
 
     status_code = 503
     code = "storage_unavailable"

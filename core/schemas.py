@@ -16,7 +16,7 @@ class QuotaErrorOut(ErrorOut):
 
 
 class BusyErrorOut(ErrorOut):
-    """429 (the pipeline is full) or 503 (the file could not be stored): send the same
-    request again after `retry_after` seconds (also the `Retry-After` header)."""
+    """429 (the pipeline is full) or 503 (the file could not be stored or read): send the
+    same request again after `retry_after` seconds (also the `Retry-After` header)."""
 
     retry_after: int

@@ -523,8 +523,17 @@ SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 @admin.register(Document)
 class DocumentAdmin(FastListAdmin, RecordAdmin):
-    list_display = ["filename", "organisation", "kind", "page_count", "chunk_count", "created_at"]
-    list_filter = ["kind", OrganisationFilter]
+    list_display = [
+        "filename",
+        "organisation",
+        "kind",
+        "page_count",
+        "chunk_count",
+        "created_at",
+        "deleted_at",
+    ]
+    # Deleted documents stay listed: their runs, history and charges are still here.
+    list_filter = ["kind", ("deleted_at", admin.EmptyFieldListFilter), OrganisationFilter]
     list_select_related = ["organisation"]
     # The search itself is get_search_results: ids and hashes by key, names by words.
     search_fields = ["filename"]

@@ -134,6 +134,11 @@ class Document(models.Model):
     unreadable_pages = models.JSONField(default=list, blank=True)
     # A connected folder's file this document came from was deleted there.
     source_deleted_at = models.DateTimeField(null=True, blank=True)
+    # Deleted by a person or an integration: its content is gone, the row stays for the
+    # runs, their history and the usage ledger that point at it.
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    # Who deleted it, as a run's history names actors ("user:alice", "api-token:pl_ab12").
+    deleted_by = models.CharField(max_length=200, blank=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -1,23 +1,64 @@
 """Reads scoped to one organisation. Another organisation's ids are simply not found."""
 
+import logging
 import uuid
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 
-from core.errors import NotFound
+from core.errors import Conflict, NotFound, StorageUnavailable
 from documents.models import ApiToken, Connection, Document, Organisation, UsageEntry
+from documents.storage import (
+    STORAGE_ERRORS,
+    STORAGE_RETRY_AFTER_SECONDS,
+    StoredStream,
+    storage_stream,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _documents(organisation: Organisation) -> QuerySet[Document]:
+    # A deleted document is kept for the books only: people and integrations never see it.
+    return Document.objects.filter(organisation=organisation, deleted_at__isnull=True)
 
 
 def document_list(*, organisation: Organisation) -> QuerySet[Document]:
-    return Document.objects.filter(organisation=organisation).order_by("-created_at", "id")
+    return _documents(organisation).order_by("-created_at", "id")
 
 
 def document_get(*, organisation: Organisation, document_id: uuid.UUID) -> Document:
+    """The organisation's document; NotFound for another's, an unknown or a deleted one."""
     try:
-        return Document.objects.get(organisation=organisation, id=document_id)
+        return _documents(organisation).get(id=document_id)
     except Document.DoesNotExist:
         raise NotFound("Document not found.") from None
+
+
+def document_file(*, document: Document) -> StoredStream:
+    """The stored bytes of the document's current version, to be streamed and closed.
+
+    Conflict while a connector's document has no version stored yet; NotFound when the
+    file is missing from storage; StorageUnavailable (503, Retry-After) when the store
+    does not answer or fails.
+    """
+    if not document.sha256:  # set by the store that made its first version
+        raise Conflict(
+            "The document's file is not stored yet; it is once its import has fetched it.",
+            code="file_not_stored",
+        )
+    try:
+        return storage_stream(key=document.storage_key)
+    except FileNotFoundError:
+        raise NotFound(
+            "The document's file is missing from storage.", code="file_missing"
+        ) from None
+    except STORAGE_ERRORS as exc:
+        logger.warning("could not read the file of document %s: %s", document.id, exc)
+        raise StorageUnavailable(
+            "We could not read the file just now. Please try again in a minute.",
+            retry_after=STORAGE_RETRY_AFTER_SECONDS,
+        ) from exc
 
 
 def organisations_for_user(*, user: AbstractBaseUser) -> QuerySet[Organisation]:
@@ -31,6 +72,11 @@ def usage_entry_list(*, organisation: Organisation) -> QuerySet[UsageEntry]:
         .select_related("document")
         .order_by("-created_at", "-id")
     )
+
+
+def document_pages_charged(*, document: Document) -> int:
+    """The pages the ledger charged for the document, all its versions together."""
+    return UsageEntry.objects.filter(document=document).aggregate(pages=Sum("pages"))["pages"] or 0
 
 
 def api_token_list(*, organisation: Organisation, active: bool | None = None) -> QuerySet[ApiToken]:

@@ -29,14 +29,17 @@ class DocumentKey:
     write: str = ""
 
 
+def document_folder(*, organisation_id: int, document_id: uuid.UUID) -> str:
+    """The folder every stored version of one document lives under."""
+    return f"{KEYS_ROOT}/{organisation_id}/documents/{document_id}"
+
+
 def document_storage_key(
     *, organisation_id: int, document_id: uuid.UUID, version: int, kind: str, write: str = ""
 ) -> str:
     folder = f"v{version}/{write}" if write else f"v{version}"
-    return (
-        f"{KEYS_ROOT}/{organisation_id}/documents/{document_id}"
-        f"/{folder}/original.{_EXTENSIONS[kind]}"
-    )
+    base = document_folder(organisation_id=organisation_id, document_id=document_id)
+    return f"{base}/{folder}/original.{_EXTENSIONS[kind]}"
 
 
 def document_write_key(
@@ -85,6 +88,8 @@ def document_key_parse(key: str) -> DocumentKey | None:
 # What a store that is down, slow past its timeouts or refusing raises: S3 (through
 # botocore) or a local disk (full, read-only, gone).
 STORAGE_ERRORS = (BotoCoreError, ClientError, OSError)
+# How long a client is asked to wait before sending again a request the store failed.
+STORAGE_RETRY_AFTER_SECONDS = 60
 
 
 def storage_put(*, key: str, content: BinaryIO) -> None:
@@ -105,6 +110,33 @@ def storage_exists(*, key: str) -> bool:
 
 def storage_open(*, key: str) -> BinaryIO:
     return default_storage.open(key, "rb")
+
+
+@dataclass(frozen=True)
+class StoredStream:
+    """Stored bytes to read from start to end, a block at a time; close it when done."""
+
+    size: int
+    file: BinaryIO
+
+
+def storage_stream(*, key: str) -> StoredStream:
+    """The bytes at `key`, read from the store as they are consumed, never held whole
+    (django-storages' S3 file would download the object into memory first).
+    FileNotFoundError when nothing is stored there; one of STORAGE_ERRORS when the
+    store fails."""
+    if not _is_s3(default_storage):
+        file = default_storage.open(key, "rb")
+        return StoredStream(size=file.size, file=file)
+    try:
+        answer = default_storage.connection.meta.client.get_object(
+            Bucket=default_storage.bucket_name, Key=default_storage._normalize_name(key)
+        )
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+            raise FileNotFoundError(key) from exc
+        raise
+    return StoredStream(size=answer["ContentLength"], file=answer["Body"])
 
 
 def stored_keys(*, under: str, after: str = "") -> Iterator[str]:

@@ -2,18 +2,22 @@
 
 import uuid
 
+from django.http import FileResponse
 from django.urls import reverse
 from ninja import File, Header, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
+from core.disposition import attachment
 from core.errors import InvalidUpload, ServiceError
 from core.schemas import BusyErrorOut, ErrorOut, QuotaErrorOut
-from documents.selectors import document_get, document_list
+from documents.formats.base import MEDIA_TYPES
+from documents.selectors import document_file, document_get, document_list
 from jobs.models import ImportRun, RunSource
 from jobs.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
 from jobs.search import documents_search
 from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import Acceptance, document_accept
+from jobs.services.deletion import document_delete
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel, run_retry
 from jobs.stats.uploads import ACCEPTED, REFUSED, REPLAYED, upload_count
@@ -146,6 +150,51 @@ def documents_get(request, document_id: uuid.UUID):
     document = document_get(organisation=request.organisation, document_id=document_id)
     [(document, run)] = documents_with_latest_runs(documents=[document])
     return _document_out(document, run)
+
+
+@router.delete(
+    "/documents/{document_id}",
+    response={204: None, 404: ErrorOut},
+    url_name="document_delete",
+    tags=["documents"],
+)
+def documents_delete(request, document_id: uuid.UUID):
+    """Delete a document: its processing stops, its text, chunks and file are removed,
+    and pages held for it are given back (pages already charged stay charged). It is
+    then gone from every answer; deleting it again is a `404`."""
+    document = document_get(organisation=request.organisation, document_id=document_id)
+    document_delete(document=document, actor=Actor.of(api_token=request.api_token))
+    return Status(204, None)
+
+
+FILE_BLOCK_BYTES = 64 * 1024
+_FILE_CONTENT = {
+    media_type: {"schema": {"type": "string", "format": "binary"}}
+    for media_type in MEDIA_TYPES.values()
+}
+
+
+@router.get(
+    "/documents/{document_id}/file",
+    response={404: ErrorOut, 409: ErrorOut, 503: BusyErrorOut},
+    url_name="document_file",
+    tags=["documents"],
+    openapi_extra={"responses": {200: {"description": "The file", "content": _FILE_CONTENT}}},
+)
+def documents_file(request, document_id: uuid.UUID):
+    """The document's original file (of a connected file, its current version), as an
+    attachment under its name. `409` while a connected file is not stored yet, `503`
+    with `Retry-After` when the storage does not answer."""
+    document = document_get(organisation=request.organisation, document_id=document_id)
+    stored = document_file(document=document)
+    # Streamed a block at a time, and the file closed at the end (FileResponse does both).
+    response = FileResponse(stored.file, content_type=MEDIA_TYPES[document.kind])
+    # Blocks of 64 KiB rather than 4 KiB: a read from S3 is a call through botocore.
+    response.block_size = FILE_BLOCK_BYTES
+    response["Content-Length"] = str(stored.size)
+    response["Content-Disposition"] = attachment(document.filename)
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 def _run_out(run: ImportRun) -> dict:

@@ -110,6 +110,18 @@ class ClaimedStage:
         run_set_progress(claim=self.claim, done=done, total=total)
 
     @contextmanager
+    def checkpoint(self, done: int, total: int) -> Iterator[None]:
+        self.check()
+        with transaction.atomic():
+            # The progress is written first: its conditional UPDATE locks the run and
+            # proves the hold is still ours, as completing does, so the rows the stage
+            # saves in the block commit only while the run is this worker's (a cancel or
+            # a delete that took the run first leaves them unwritten).
+            run_set_progress(claim=self.claim, done=done, total=total)
+            yield
+        self._progress_at = time.monotonic()
+
+    @contextmanager
     def complete(self) -> Iterator[None]:
         self.check()
         with transaction.atomic():

@@ -124,7 +124,8 @@ CANDIDATES_SQL = f"""
     FROM {Chunk._meta.db_table} c
     JOIN {Document._meta.db_table} d ON d.id = c.document_id,
          websearch_to_tsquery('simple', %s) q
-    WHERE d.organisation_id = %s AND to_tsvector('simple', c.text) @@ q
+    WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+      AND to_tsvector('simple', c.text) @@ q
       -- A query the index cannot answer (only -words: every chunk but some) finds nothing.
       AND querytree(q) NOT IN ('T', '')
     ORDER BY ts_rank_cd(to_tsvector('simple', c.text), q) DESC
@@ -154,7 +155,9 @@ def _candidates_postgresql(organisation_id: int, query: str) -> list[_Candidate]
 def _candidates_by_substring(
     organisation_id: int, words: list[str], unwanted: list[str]
 ) -> list[_Candidate]:
-    chunks = Chunk.objects.filter(document__organisation_id=organisation_id)
+    chunks = Chunk.objects.filter(
+        document__organisation_id=organisation_id, document__deleted_at__isnull=True
+    )
     for word in dict.fromkeys(words):
         chunks = chunks.filter(text__icontains=word)
     for word in dict.fromkeys(unwanted):

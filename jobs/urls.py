@@ -11,4 +11,9 @@ urlpatterns = [
     path(
         "runs/<uuid:run_id>/cancel/", views.run_action_view, {"action": "cancel"}, name="run_cancel"
     ),
+    path(
+        "documents/<uuid:document_id>/delete/",
+        views.document_delete_view,
+        name="document_delete",
+    ),
 ]

@@ -3,19 +3,25 @@
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
-from core.errors import ServiceError
+from core.errors import NotFound, ServiceError
 from documents.models import Organisation
-from documents.selectors import document_list, organisations_for_user
+from documents.selectors import (
+    document_get,
+    document_list,
+    document_pages_charged,
+    organisations_for_user,
+)
 from documents.services.quota import quota_get
 from documents.views import current_organisation
 from jobs.models import ACTIVE_STATUSES, RunSource
 from jobs.search import MAX_QUERY_CHARS, documents_search
 from jobs.selectors import documents_with_latest_runs, run_get
 from jobs.services.accept import document_accept
+from jobs.services.deletion import document_delete
 from jobs.services.history import Actor
 from jobs.services.people import run_cancel, run_retry
 from jobs.stats.uploads import ACCEPTED, REFUSED, upload_count
@@ -121,3 +127,38 @@ def search_view(request: HttpRequest) -> HttpResponse:
         "results": results,
     }
     return render(request, "jobs/search.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def document_delete_view(request: HttpRequest, document_id) -> HttpResponse:
+    """Delete one of the member's organisation's documents: a page that says what deleting
+    does (GET), then the deletion itself (POST)."""
+    organisation = current_organisation(request)
+    try:
+        document = document_get(organisation=organisation, document_id=document_id)
+    except NotFound:
+        if request.method != "POST":
+            raise Http404("No such document in your organisation.") from None
+        # Deleted meanwhile (a second tab, a double click): the list says so.
+        messages.error(request, "That document is not there any more.")
+        return redirect("jobs:document_list")
+    if request.method != "POST":
+        [(document, run)] = documents_with_latest_runs(documents=[document])
+        context = {
+            "organisation": organisation,
+            "organisations": organisations_for_user(user=request.user),
+            "document": document,
+            "in_pipeline": run is not None and run.status in ACTIVE_STATUSES,
+            "charged": document_pages_charged(document=document),
+        }
+        return render(request, "jobs/document_delete.html", context)
+    try:
+        deletion = document_delete(document=document, actor=Actor.of(user=request.user))
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        n = deletion.pages_released
+        more = f" {n} held {'page was' if n == 1 else 'pages were'} given back." if n else ""
+        messages.success(request, f"“{document.filename}” was deleted.{more}")
+    return redirect("jobs:document_list")

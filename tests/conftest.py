@@ -11,6 +11,7 @@ from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create
 from jobs.queues import redis_connection
 from tests.support.admin import operator_client
+from tests.support.s3 import s3_storage
 from tests.support.silent import silent_server
 
 
@@ -101,6 +102,13 @@ def silent_redis(settings):
     with silent_server() as port:
         settings.REDIS_URL = f"redis://127.0.0.1:{port}/15"
         yield reachable
+
+
+@pytest.fixture
+def s3(settings, monkeypatch):
+    """The default storage on a bucket of moto's S3 server (a thread of this process)."""
+    with s3_storage(settings, monkeypatch) as bucket:
+        yield bucket
 
 
 CHROMIUM = "/usr/bin/chromium"

@@ -16,6 +16,11 @@ from core.errors import UnreadableDocument
 
 PDF = "pdf"
 DOCX = "docx"
+# The media type of each, as a file of that kind is served.
+MEDIA_TYPES = {
+    PDF: "application/pdf",
+    DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
 
 # Called with (pages done, pages in all) while text is extracted.
 OnPage = Callable[[int, int], None]

@@ -2,7 +2,8 @@
 
 The accept path writes a document's bytes to their key before the transaction
 that creates the Document commits, so a web worker killed in between leaves a
-file behind; so does deleting documents (or an organisation). A connector's
+file behind; so does deleting documents (or an organisation), and a deleted
+document's files that the store refused to delete then. A connector's
 store writes each version under a key of its own (`document_write_key`) and
 points the document at it when it commits: the loser of two runs of one file, a
 worker killed before its commit, and a version replaced by a newer one leave such
@@ -45,16 +46,17 @@ class OrphanPass:
 def stored_orphans_remove(
     *, older_than: datetime, limit: int, examine: int, after: str = ""
 ) -> OrphanPass:
-    """Delete stored document files whose document does not exist and that were last
-    written before `older_than`, looking at the keys after `after` in key order; stop
-    after `limit` orphans or `examine` keys, whichever comes first. An orphan the storage
-    refuses to delete is logged and passed over (the next walk tries it again).
+    """Delete stored document files whose document does not exist or was deleted and
+    that were last written before `older_than`, looking at the keys after `after` in key
+    order; stop after `limit` orphans or `examine` keys, whichever comes first. An
+    orphan the storage refuses to delete is logged and passed over (the next walk tries
+    it again).
 
     Kept: every file at a document's stable key whose document id has a Document row
-    (whatever its version or current key), every file at a key of one write that is
-    its document's current key, every file written at or after `older_than` (an accept
-    or a store may be about to commit it) and every key that is not exactly a document
-    key.
+    not deleted (whatever its version or current key), every file at a key of one write
+    that is its document's current key, every file written at or after `older_than` (an
+    accept or a store may be about to commit it) and every key that is not exactly a
+    document key.
     """
     walk = _Walk(stored_keys(under=KEYS_ROOT, after=after), examine=examine)
     removed, handled = 0, []
@@ -107,9 +109,12 @@ def _orphans_written_before(keys: Iterable[DocumentKey], moment: datetime) -> It
 
 def _unreferenced(keys: list[DocumentKey]) -> list[DocumentKey]:
     """The keys whose document is gone and the keys of one write (a connector's store)
-    that their document does not point to: only the committed row points at those."""
+    that their document does not point to: only the committed row points at those. A
+    deleted document's files are kept by nothing (its deletion removes them; what the
+    store refused then is found here)."""
     ids = {key.document_id for key in keys}
-    current = dict(Document.objects.filter(id__in=ids).values_list("id", "storage_key"))
+    live = Document.objects.filter(id__in=ids, deleted_at__isnull=True)
+    current = dict(live.values_list("id", "storage_key"))
     return [
         key
         for key in keys

@@ -86,6 +86,8 @@ def connector_create(ctx: StageContext) -> None:
             document = sibling.document if sibling else _new_document(record)
             record.document = document
             record.save(update_fields=["document", "updated_at"])
+        if document.deleted_at is not None:
+            raise _deleted_here(record)
         run.document = document
         run.save(update_fields=["document", "updated_at"])
 
@@ -262,6 +264,8 @@ def _become_version(
     from jobs.services.people import run_cancel
 
     locked = Document.objects.select_for_update().get(id=document.id)
+    if locked.deleted_at is not None:  # deleted while this run fetched the file
+        raise _deleted_here(record)
     if (locked.version, locked.sha256) != (document.version, document.sha256):
         raise TransientError(
             "another version of the file was stored meanwhile", code="version_changed"
@@ -290,6 +294,13 @@ def _become_version(
     document.refresh_from_db()
     record.document_version = version
     record.save(update_fields=["document_version", "updated_at"])
+
+
+def _deleted_here(record: ConnectorImport) -> PermanentError:
+    return PermanentError(
+        f"The document of {record.path} was deleted in Paperlane; it is not imported again.",
+        code="document_deleted",
+    )
 
 
 def connector_file_label(record: ConnectorImport) -> str:

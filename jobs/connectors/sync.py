@@ -27,6 +27,7 @@ from documents.services.content import (
     document_mark_source_restored,
     document_rename,
 )
+from documents.services.deletion import DELETED_HERE
 from documents.services.quota import quota_hold_later
 from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
 from jobs.connectors.registry import provider_for
@@ -212,16 +213,22 @@ def connection_record_page(
         for r in known.order_by("id"):
             imports_of.setdefault(r.file_id, []).append(r)
         known.update(seen_at=now)
+        # Files whose document a person deleted here: they stay out, whatever comes.
+        deleted_here = set(
+            known.filter(document__deleted_at__isnull=False).values_list("file_id", flat=True)
+        )
         moved_from = _moved_away(connection, [f for f in present if f.file_id not in imports_of])
         restored = []
         for remote in present:
             imports = imports_of.get(remote.file_id, [])
             if not imports and remote.version in moved_from:
-                restored.append(_follow_move(moved_from.pop(remote.version), remote))
+                moved = _follow_move(moved_from.pop(remote.version), remote)
+                if not _deleted_here(moved):
+                    restored.append(moved)
                 continue
             if imports and _is_version(imports[-1], remote.version):
                 # The file's latest recorded version: nothing new (back, if it was deleted).
-                if imports[-1].state == State.DELETED:
+                if imports[-1].state == State.DELETED and remote.file_id not in deleted_here:
                     restored.append(imports[-1])
                 continue
             # An earlier version back (content reverted, as a hash-versioned OneDrive for
@@ -229,6 +236,12 @@ def connection_record_page(
             before = sum(_is_version(r, remote.version) for r in imports)
             content_version = f"{remote.version}{AGAIN}{before + 1}" if before else remote.version
             supported = is_supported(remote.name) and not remote.problem
+            if remote.file_id in deleted_here:
+                # A new version of a file whose document was deleted: recorded, not imported
+                # (nor charged); the deletion was a person's decision about the file.
+                supported, problem = False, DELETED_HERE
+            else:
+                problem = remote.problem or _skip_reason(remote)
             record = ConnectorImport.objects.create(
                 organisation_id=connection.organisation_id,
                 connection=connection,
@@ -238,7 +251,7 @@ def connection_record_page(
                 path=remote.path[:2048],
                 size_bytes=remote.size,
                 state=State.QUEUED if supported else State.SKIPPED,
-                reason="" if supported else remote.problem or _skip_reason(remote),
+                reason="" if supported else problem,
                 seen_at=now,
             )
             if supported:
@@ -295,6 +308,10 @@ def _follow_move(record: ConnectorImport, remote: RemoteFile) -> ConnectorImport
     if record.document_id:
         document_rename(document_id=record.document_id, filename=record.name)
     return record
+
+
+def _deleted_here(record: ConnectorImport) -> bool:
+    return record.document is not None and record.document.deleted_at is not None
 
 
 def _is_version(record: ConnectorImport, version: str) -> bool:
@@ -389,9 +406,12 @@ def connection_refresh_imports(*, connection: Connection) -> None:
     mine.filter(state=State.QUEUED, run__status=RunStatus.SUCCEEDED).update(
         state=State.IMPORTED, reason=""
     )
-    # Replaced by a newer version of its file before it was imported: not a failure.
+    # Replaced by a newer version of its file, or its document deleted here, before it was
+    # imported: not a failure.
     mine.filter(
-        state=State.QUEUED, run__status=RunStatus.FAILED, run__error_code="superseded"
+        state=State.QUEUED,
+        run__status=RunStatus.FAILED,
+        run__error_code__in=["superseded", "document_deleted"],
     ).update(state=State.SKIPPED, reason=Subquery(run_error[:1]))
     mine.filter(state=State.QUEUED, run__status=RunStatus.CANCELLED).update(
         state=State.SKIPPED, reason="Cancelled before it was imported."

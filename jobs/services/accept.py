@@ -26,6 +26,7 @@ from documents.models import ApiToken, Document, Organisation, QuotaReservation
 from documents.services.quota import quota_check, quota_take
 from documents.storage import (
     STORAGE_ERRORS,
+    STORAGE_RETRY_AFTER_SECONDS,
     document_storage_key,
     storage_delete,
     storage_put,
@@ -43,8 +44,6 @@ from jobs.services.history import Actor, dispatch_on_commit, run_transition
 logger = logging.getLogger(__name__)
 
 IDEMPOTENCY_KEY_MAX = 255
-# A store that failed an upload (S3 down or past its timeouts) is asked again after this.
-STORAGE_RETRY_AFTER_SECONDS = 60
 
 
 @dataclass(frozen=True)

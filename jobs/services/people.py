@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Conflict
+from documents.models import Document
 from documents.services.quota import quota_rehold, quota_release
 from jobs.dispatch import delivery_of, job_state, stage_redeliver
 from jobs.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunStatus, StageAttempt
@@ -106,12 +107,18 @@ def run_retry(
     or the organisation's bound of runs in flight is full. Operators are not held back.
 
     Stages are idempotent, so work already done is not repeated in effect and a
-    document version is never charged twice.
+    document version is never charged twice. A deleted document's run is a 409
+    (`document_deleted`).
     """
     admit = admit and run.priority == RunPriority.INTERACTIVE
     if admit:
         admission_check(organisation_id=run.organisation_id)
     run = _lock(run)
+    # Read under the run's lock: a deletion locks the document's runs before it marks it.
+    if Document.objects.filter(id=run.document_id, deleted_at__isnull=False).exists():
+        raise Conflict(
+            "The run's document was deleted; it cannot be processed again.", code="document_deleted"
+        )
     if run.status in ACTIVE_STATUSES:
         return RunChange(run, False, f"it is already in the pipeline ({run.status})")
     if run.status not in RETRYABLE:

@@ -22,6 +22,11 @@ class StageContext(Protocol):
         """Report `done` of `total` steps; shown to the uploader and operators (written
         at most every few hundred milliseconds: a short stage shows none)."""
 
+    def checkpoint(self, done: int, total: int) -> AbstractContextManager[None]:
+        """A transaction in which part of the stage's result is saved together with its
+        progress, `done` of `total`; LeaseLost, and nothing of it is saved, if this worker
+        no longer holds the run. What a stage writes before it completes goes here."""
+
     def complete(self) -> AbstractContextManager[None]:
         """A transaction in which the stage's result is saved together with
         "the next stage is due"; the stage is done when it commits."""

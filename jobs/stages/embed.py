@@ -5,7 +5,8 @@ provider keeps failing, the embed workers pause instead of failing a try of ever
 
 Chunk ids come from (document, version, index), so a re-run (a retry, a
 worker killed half way) overwrites the rows it already wrote instead of adding
-new ones; the last batch and the removal of rows past the new end commit with the
+new ones; every batch commits with the run's progress while the worker still holds
+the run, and the last batch and the removal of rows past the new end commit with the
 stage's completion.
 """
 
@@ -71,7 +72,9 @@ def run(ctx: StageContext) -> None:
                 document_chunks_upsert(**chunks)
                 document_chunks_finish(document=document, count=len(pieces))
             return
-        document_chunks_upsert(**chunks)
-        ctx.progress(start + len(batch), len(pieces))
+        # Committed with the progress, only while the run is still ours: a run cancelled
+        # (or its document deleted) meanwhile gets no chunk back from a late batch.
+        with ctx.checkpoint(start + len(batch), len(pieces)):
+            document_chunks_upsert(**chunks)
     with ctx.complete():  # no text, no chunks
         document_chunks_finish(document=document, count=0)

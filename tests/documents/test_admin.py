@@ -10,6 +10,7 @@ from django.db import connection, transaction
 
 from documents.admin import BoundedCountPaginator
 from documents.models import ApiToken, Document, Organisation, UsageEntry
+from documents.services.deletion import document_mark_deleted
 from documents.services.quota import quota_settle
 from documents.services.tokens import api_token_create, api_token_revoke
 from tests.documents.conftest import page_text
@@ -314,6 +315,22 @@ def test_a_whole_hash_is_found_through_its_index_not_by_reading_the_table(org):
         plan = Document.objects.filter(sha256="0" * 64).explain()
 
     assert "document_sha256" in plan
+
+
+def test_deleted_documents_are_listed_with_when_and_by_whom_read_only(operator, org):
+    make_records(org, 2, name="kept")
+    make_records(org, 1, name="gone")
+    gone = Document.objects.get(filename="gone-0.pdf")
+    document_mark_deleted(document=gone, deleted_by="user:alice")
+
+    deleted_only = operator.get(DOCUMENTS, {"deleted_at__isempty": "0"}).content.decode()
+    page = operator.get(f"{DOCUMENTS}{gone.id}/change/")
+
+    assert DOCUMENT_LINK.findall(deleted_only) == [str(gone.id)]
+    assert "Deleted at" in deleted_only
+    text = page_text(page)
+    assert "Deleted at:" in text and "Deleted by: user:alice" in text
+    assert 'name="deleted_at"' not in page.content.decode()
 
 
 def test_a_document_search_reads_keys_and_names_never_ids_or_hashes_as_text(operator, org):

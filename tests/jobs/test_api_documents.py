@@ -51,6 +51,9 @@ def test_the_openapi_schema_and_docs_are_served(client):
     assert schema.status_code == 200
     paths = schema.json()["paths"]
     assert {"/api/v1/documents", "/api/v1/runs/{run_id}", "/api/v1/quota"} <= set(paths)
+    assert "delete" in paths["/api/v1/documents/{document_id}"]
+    served = paths["/api/v1/documents/{document_id}/file"]["get"]["responses"]["200"]["content"]
+    assert served["application/pdf"]["schema"] == {"type": "string", "format": "binary"}
     assert client.get("/api/v1/docs").status_code == 200
 
 

@@ -13,6 +13,7 @@ from documents.services.organisations import organisation_set_limit
 from jobs.connectors import sync as sync_module
 from jobs.connectors.local import LocalFolderProvider
 from jobs.models import ImportRun
+from jobs.services.deletion import document_delete
 from jobs.services.history import Actor
 from jobs.services.people import run_retry
 from tests.support.files import make_docx, make_pdf
@@ -337,3 +338,25 @@ def test_a_copy_of_a_file_is_a_document_of_its_own(org, folder, connection):
 
     assert drive(second).document_id != drive(first).document_id
     assert UsageEntry.objects.count() == 2
+
+
+def test_a_deleted_documents_file_moved_or_edited_in_the_folder_stays_out(org, folder, connection):
+    path = write(folder, "inbox/report.pdf", make_pdf(3))
+    [run_id] = sync_until_listed(connection)
+    document = drive(run_id).document
+    document_delete(document=document, actor=Actor("user:alice"))
+    (folder / "filed").mkdir()
+    moved = path.rename(folder / "filed" / "report.pdf")  # keeps its bytes and times
+
+    assert sync_until_listed(connection) == []
+    moved.write_bytes(make_pdf(4, label="Edited"))
+    assert sync_until_listed(connection) == []
+
+    assert ImportRun.objects.get().status == "succeeded"  # not sent back to embed
+    assert not Chunk.objects.exists()
+    edited = ConnectorImport.objects.filter(file_id="filed/report.pdf").latest("id")
+    assert edited.state == "skipped" and "deleted in Paperlane" in edited.reason
+    document.refresh_from_db()
+    assert document.deleted_at is not None and document.version == 1
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (3, 0)

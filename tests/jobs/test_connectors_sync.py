@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from documents.models import Chunk, Connection, ConnectorImport, Document
 from documents.services.connections import connection_request_sync
+from documents.services.deletion import document_mark_deleted
 from documents.services.orphans import stored_orphans_remove
 from documents.storage import document_write_key, storage_exists, storage_open, storage_put
 from jobs.connectors.base import NeedsReconnect, ProviderBusy, RemoteFile
@@ -23,6 +24,8 @@ from jobs.connectors.sync import (
 )
 from jobs.engine import execute_stage
 from jobs.models import ImportRun
+from jobs.services.deletion import document_delete
+from jobs.services.history import Actor
 from tests.support.files import make_pdf
 from tests.support.folders import sync
 from tests.support.providers import ScriptedProvider, page
@@ -446,3 +449,123 @@ def test_the_loop_syncs_due_connections_and_keeps_providers_upkeep(remote, conne
     connectors_maintain()
     assert set(Connection.objects.values_list("status", flat=True)) == {"needs_reconnect"}
     assert connectors_sync_due(owner="loop-test") == 0
+
+
+def delete_document_of(run_id) -> Document:
+    document = Document.objects.get(runs=run_id)
+    document_delete(document=document, actor=Actor("user:alice"))
+    return document
+
+
+def test_a_new_version_of_a_file_whose_document_was_deleted_is_recorded_not_imported(
+    remote, connection, org
+):
+    remote.files = {"a": make_pdf(2, label="First")}
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))], [page(f("a", "v2"))]]
+    [run_id] = sync(connection).counts.run_ids
+    assert drive(run_id).status == "succeeded"
+    document = delete_document_of(run_id)
+    remote.files = {"a": make_pdf(5, label="Second")}
+
+    edited = sync(connection)
+
+    assert edited.sync.result == "ok" and edited.counts.run_ids == []
+    assert edited.counts.skipped == 1
+    record = ConnectorImport.objects.get(file_id="a", content_version="v2")
+    assert record.state == "skipped" and "deleted in Paperlane" in record.reason
+    assert ConnectorImport.objects.get(content_version="v1").state == "skipped"
+    assert sync(connection).counts.run_ids == []  # listed again: nothing more
+    document.refresh_from_db()
+    assert (document.version, document.chunk_count) == (1, 0)
+    assert document.deleted_at is not None and not Chunk.objects.exists()
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (2, 0)
+    assert connection.files_imported == 0 and connection.files_skipped == 2
+
+
+def test_a_deleted_documents_file_deleted_and_restored_at_its_source_stays_out(remote, connection):
+    remote.files = {"a": make_pdf(2)}
+    remote.script = [
+        [page(f("a"), cursor="d1")],
+        [page(f("a", deleted=True), cursor="d2")],
+        [page(f("a"), cursor="d3")],
+    ]
+    [run_id] = sync(connection).counts.run_ids
+    drive(run_id)
+    document = delete_document_of(run_id)
+    assert sync(connection).counts.deleted == 1
+
+    back = sync(connection)
+
+    assert back.counts.run_ids == []
+    run = ImportRun.objects.get(id=run_id)
+    assert (run.status, run.stage) == ("succeeded", "settle")  # not sent back to embed
+    assert not Chunk.objects.filter(document=document).exists()
+    connection_refresh_imports(connection=connection)
+    assert ConnectorImport.objects.get(file_id="a").state == "deleted"
+
+
+def test_a_run_that_finds_its_files_document_deleted_is_skipped_without_a_charge(
+    remote, connection, org
+):
+    remote.files = {"a": make_pdf(1)}
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))]]
+    [first] = sync(connection).counts.run_ids
+    drive(first)
+    # The new version's run is recorded before the deletion; it has no document yet.
+    [second] = sync(connection).counts.run_ids
+    delete_document_of(first)
+
+    run = drive(second)
+
+    assert (run.status, run.stage, run.error_code) == ("failed", "create", "document_deleted")
+    connection_refresh_imports(connection=connection)
+    record = ConnectorImport.objects.get(content_version="v2")
+    assert record.state == "skipped" and "deleted in Paperlane" in record.reason
+    assert Document.objects.get(runs=first).version == 1
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (1, 0)
+
+
+def test_a_store_that_finds_the_document_deleted_meanwhile_keeps_nothing(
+    remote, connection, org, media_files
+):
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))]]
+    remote.files = {"a": make_pdf(1)}
+    [first] = sync(connection).counts.run_ids
+    drive(first)
+    document = Document.objects.get(runs=first)
+    [second] = sync(connection).counts.run_ids
+    assert execute_stage(str(second), "create")["outcome"] == "succeeded"
+
+    def deleted_during_the_download():
+        # As a deletion that locked the document's runs just before this one joined them.
+        document_mark_deleted(document=Document.objects.get(id=document.id), deleted_by="test")
+        return make_pdf(3)
+
+    remote.files = {"a": deleted_during_the_download}
+
+    run = drive(second)
+
+    assert (run.status, run.error_code) == ("failed", "document_deleted")
+    document.refresh_from_db()
+    assert document.version == 1
+    # Only the first version's bytes (the deletion's own removal runs after its commit).
+    assert media_files() == [document.storage_key]
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (1, 0)
+
+
+def test_deleting_a_connected_files_document_removes_every_stored_version(
+    remote, connection, media_files
+):
+    remote.script = [[page(f("a", "v1"))], [page(f("a", "v2"))]]
+    for label in ("First", "Second"):
+        remote.files = {"a": make_pdf(1, label=label)}
+        [run_id] = sync(connection).counts.run_ids
+        assert drive(run_id).status == "succeeded"
+    assert len(media_files()) == 2  # the first version's bytes wait for the orphan sweep
+
+    delete_document_of(run_id)
+
+    assert media_files() == []

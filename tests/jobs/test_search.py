@@ -3,7 +3,9 @@ caller's organisation, bounded in time; on PostgreSQL through the chunks' text i
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
+from documents.models import Document
 from jobs.breaker import breaker
 from jobs.embedding import get_embedder
 from jobs.search import CANDIDATES_SQL, _terms, snippet
@@ -164,3 +166,13 @@ def test_snippets_show_the_text_around_the_first_word_found(text, expected):
 
 def test_the_words_of_a_query_leave_out_operators_and_minus_words():
     assert _terms('"Tide table" or March -water') == (["tide", "table", "march"], ["water"])
+
+
+def test_a_deleted_document_is_not_found_even_if_its_chunks_were_left(api, org):
+    kept = document_with_chunks(org, "kept.pdf", ["the buoy"])
+    gone = document_with_chunks(org, "gone.pdf", ["the buoy"])
+    Document.objects.filter(id=gone.id).update(deleted_at=timezone.now())  # chunks left behind
+
+    results = _search(api, "buoy").json()["results"]
+
+    assert [hit["document_id"] for hit in results] == [str(kept.id)]

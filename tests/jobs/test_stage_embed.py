@@ -11,7 +11,10 @@ from jobs.breaker import KEY, breaker
 from jobs.engine import execute_stage
 from jobs.models import ImportRun
 from jobs.queues import redis_connection
+from jobs.services.history import Actor
+from jobs.services.people import run_cancel
 from jobs.stages.embed import PROVIDER
+from tests.support.embedders import HookedEmbedder
 from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -89,3 +92,27 @@ def test_the_providers_failures_are_counted_by_its_breaker_and_a_success_closes_
     assert embed_now() == "succeeded"
     assert provider.paused_for() == 0
     assert not redis_connection().exists(KEY.format(name=PROVIDER))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_embedded_after_its_run_was_cancelled_is_not_written(api, settings, monkeypatch):
+    settings.PAPERLANE_EMBEDDER = "tests.support.embedders.HookedEmbedder"
+    settings.PAPERLANE_EMBED_BATCH_SIZE = 1
+    run = accepted_run(api, make_pdf(6, words_per_page=300))
+    assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
+    batches = []
+
+    def cancel_during_the_second(texts):
+        batches.append(texts)
+        if len(batches) == 2:  # the first batch is written; the worker is embedding the next
+            run_cancel(run=run, actor=Actor("user:test"))
+
+    monkeypatch.setattr(HookedEmbedder, "before_batch", staticmethod(cancel_during_the_second))
+
+    result = execute_stage(str(run.id), "embed")
+
+    written = Chunk.objects.filter(document=run.document_id).values_list("index", flat=True)
+    assert list(written) == [0]
+    assert result["outcome"] == "lease_lost" and len(batches) == 2
+    run.refresh_from_db()
+    assert run.status == "cancelled" and run.progress_done == 1

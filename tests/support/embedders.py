@@ -57,3 +57,16 @@ class CrashingEmbedder(HashingEmbedder):
 
     def embed(self, texts):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class HookedEmbedder(HashingEmbedder):
+    """Calls `before_batch(texts)` before each batch: a test sets it to act while a stage
+    is between two batches (cancel the run, delete its document)."""
+
+    @staticmethod
+    def before_batch(texts):
+        pass
+
+    def embed(self, texts):
+        type(self).before_batch(texts)
+        return super().embed(texts)

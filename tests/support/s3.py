@@ -1,0 +1,79 @@
+"""Default storage on a bucket of moto's S3 server on a loopback port."""
+
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+
+import boto3
+import httpx
+from django.core.files.storage import storages
+from moto.server import ThreadedMotoServer
+
+from tests.support.processes import free_port
+
+
+@contextmanager
+def s3_storage(settings, monkeypatch, *, own_process: bool = False):
+    """Point the default storage at a bucket of its own on moto's S3 server; yields
+    (client, bucket). The server runs in a thread of the test process, or with
+    `own_process` in a process of its own (a test that measures this process's memory
+    then measures only the client's side)."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with _moto_server(port, own_process=own_process):
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        # moto keeps one in-memory backend per process: a bucket of our own per test.
+        bucket = f"paperlane-test-{uuid.uuid4().hex[:12]}"
+        client.create_bucket(Bucket=bucket)
+        settings.AWS_STORAGE_BUCKET_NAME = bucket
+        settings.AWS_S3_ENDPOINT_URL = endpoint
+        settings.AWS_S3_FILE_OVERWRITE = True
+        settings.STORAGES = {
+            **settings.STORAGES,
+            "default": {"BACKEND": "storages.backends.s3.S3Storage"},
+        }
+        storages._storages.pop("default", None)
+        try:
+            yield SimpleNamespace(client=client, bucket=bucket)
+        finally:
+            storages._storages.pop("default", None)
+
+
+@contextmanager
+def _moto_server(port: int, *, own_process: bool):
+    if not own_process:
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        try:
+            yield
+        finally:
+            server.stop()
+        return
+    command = [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1"]
+    process = subprocess.Popen(
+        [*command, "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
+                break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("moto's server did not start") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
