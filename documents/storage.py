@@ -116,13 +116,14 @@ def stored_keys(*, under: str, after: str = "") -> Iterator[str]:
     other storage is walked folder by folder with `listdir`, skipping the folders
     whose keys all sort before `after`.
     """
-    if _is_s3(default_storage):
+    if is_s3(default_storage):
         yield from _s3_keys(default_storage, under=under, after=after)
     else:
         yield from _walked_keys(under=under, after=after)
 
 
-def _is_s3(storage) -> bool:
+def is_s3(storage) -> bool:
+    """True when `storage` is django-storages' S3 backend."""
     try:
         from storages.backends.s3 import S3Storage
     except ImportError:  # django-storages (or boto3) not installed: no S3 here
