@@ -6,7 +6,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from core.errors import NotFound
-from documents.models import ApiToken, Connection, Document, Organisation, UsageEntry
+from documents.models import (
+    ApiToken,
+    Connection,
+    Document,
+    Organisation,
+    PendingUpload,
+    UsageEntry,
+)
 
 
 def document_list(*, organisation: Organisation) -> QuerySet[Document]:
@@ -18,6 +25,13 @@ def document_get(*, organisation: Organisation, document_id: uuid.UUID) -> Docum
         return Document.objects.get(organisation=organisation, id=document_id)
     except Document.DoesNotExist:
         raise NotFound("Document not found.") from None
+
+
+def pending_upload_get(*, organisation: Organisation, upload_id: uuid.UUID) -> PendingUpload:
+    try:
+        return PendingUpload.objects.get(organisation=organisation, id=upload_id)
+    except PendingUpload.DoesNotExist:
+        raise NotFound("Upload not found.") from None
 
 
 def organisations_for_user(*, user: AbstractBaseUser) -> QuerySet[Organisation]:
