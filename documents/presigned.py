@@ -19,7 +19,8 @@ from django.core.files.storage import default_storage
 
 from documents.storage import is_s3
 
-READ_BLOCK = 1024 * 1024
+# Small enough that a slow S3 has its time budget looked at every few hundred KiB.
+READ_BLOCK = 256 * 1024
 # What a missing object is called, by S3 and by its look-alikes.
 _MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
 
