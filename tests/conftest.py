@@ -11,6 +11,7 @@ from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create
 from jobs.queues import redis_connection
 from tests.support.admin import operator_client
+from tests.support.s3 import moto_s3
 from tests.support.silent import silent_server
 
 
@@ -91,6 +92,13 @@ def media_files():
         return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
     return listing
+
+
+@pytest.fixture
+def s3(settings, monkeypatch):
+    """The default storage in a bucket of its own on moto's S3 server (tests/support/s3.py)."""
+    with moto_s3(settings, monkeypatch) as bucket:
+        yield bucket
 
 
 @pytest.fixture

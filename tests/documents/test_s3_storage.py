@@ -1,53 +1,16 @@
 """Documents stored in S3 (moto's S3 server on a loopback port)."""
 
-import uuid
-from types import SimpleNamespace
-
-import boto3
 import pytest
 from botocore.config import Config
 from django.core.files.storage import default_storage, storages
-from moto.server import ThreadedMotoServer
 
 from documents.models import Document
 from documents.storage import storage_exists, storage_open, stored_keys
 from jobs.models import ImportRun
 from tests.support.files import HTML_AS_PDF, make_pdf
-from tests.support.processes import free_port
 from tests.support.silent import silent_server
 from tests.support.storage import KEYS, store_keys
 from tests.support.uploads import upload
-
-
-@pytest.fixture
-def s3(settings, monkeypatch):
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-    # moto keeps one in-memory backend per process: a bucket of our own per test.
-    bucket = f"paperlane-test-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=bucket)
-    settings.AWS_STORAGE_BUCKET_NAME = bucket
-    settings.AWS_S3_ENDPOINT_URL = endpoint
-    settings.AWS_S3_FILE_OVERWRITE = True
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {"BACKEND": "storages.backends.s3.S3Storage"},
-    }
-    storages._storages.pop("default", None)
-    try:
-        yield SimpleNamespace(client=client, bucket=bucket)
-    finally:
-        storages._storages.pop("default", None)
-        server.stop()
 
 
 def _keys(s3) -> list[str]:
