@@ -5,6 +5,7 @@ whether this deployment's storage is one. Keys are the storage's names (as
 `documents.storage` uses them); the bucket's own keys carry AWS_LOCATION in front.
 """
 
+import copy
 import tempfile
 import threading
 import time
@@ -52,7 +53,8 @@ def _signer(storage):
                 region_name=storage.region_name,
                 use_ssl=storage.use_ssl,
                 endpoint_url=storage.endpoint_url,
-                config=storage.client_config.merge(Config(signature_version="s3v4")),
+                # A copy: making a client rewrites its configuration's retries in place.
+                config=copy.deepcopy(storage.client_config).merge(Config(signature_version="s3v4")),
                 verify=storage.verify,
             )
             _signers[storage] = client

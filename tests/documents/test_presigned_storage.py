@@ -2,7 +2,7 @@
 
 import pytest
 
-from documents.presigned import presigned_supported, stored_read, stored_size
+from documents.presigned import presigned_put, presigned_supported, stored_read, stored_size
 
 
 def store(s3, key: str, data: bytes) -> None:
@@ -42,3 +42,11 @@ def test_a_read_past_its_time_is_a_timeout(s3):
 def test_reading_a_missing_object_is_file_not_found(s3):
     with pytest.raises(FileNotFoundError):
         stored_read(key="orgs/1/missing", max_bytes=10, seconds=5)
+
+
+def test_signing_leaves_the_configured_s3_budget_as_it_is(s3, settings):
+    configured = settings.AWS_S3_CLIENT_CONFIG.retries.copy()
+
+    presigned_put(key="orgs/1/a.pdf", size_bytes=10, content_type="application/pdf", seconds=60)
+
+    assert settings.AWS_S3_CLIENT_CONFIG.retries == configured
