@@ -182,6 +182,8 @@ def pending_upload_complete(
             return document_accept(
                 organisation=organisation,
                 upload=upload,
+                # As declared: UploadedFile would clean the name it is given.
+                filename=pending.filename,
                 source=RunSource.API,
                 api_token=api_token,
                 user=user,
