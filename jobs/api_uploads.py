@@ -24,6 +24,7 @@ router = Router(tags=["uploads"])
         409: ErrorOut,
         413: ErrorOut,
         415: ErrorOut,
+        422: ErrorOut,
         429: BusyErrorOut,
         503: BusyErrorOut,
     },
