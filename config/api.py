@@ -10,6 +10,7 @@ from core.errors import ServiceError
 from documents.api import router as documents_router
 from documents.auth import ApiTokenAuth
 from jobs.api import router as jobs_router
+from jobs.api_uploads import router as uploads_router
 
 api = NinjaAPI(
     title="Paperlane API",
@@ -22,6 +23,7 @@ api = NinjaAPI(
     urls_namespace="api",
 )
 api.add_router("", jobs_router)
+api.add_router("", uploads_router)
 api.add_router("", documents_router)
 
 _HTTP_CODES = {

@@ -175,6 +175,18 @@ FILE_UPLOAD_HANDLERS = [
 ]
 # Files above this size are spooled to disk while the request is parsed.
 FILE_UPLOAD_MAX_MEMORY_SIZE = env.int("FILE_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
+# Direct uploads (POST /api/v1/uploads, S3 only): how long the presigned URL takes the PUT,
+# and how long after that the upload may still be completed (a PUT started just before
+# the URL expires can take minutes). Past that the sweeper removes it and its object.
+PAPERLANE_UPLOAD_URL_SECONDS = env.int("PAPERLANE_UPLOAD_URL_SECONDS", default=900)
+PAPERLANE_UPLOAD_COMPLETE_SECONDS = env.int("PAPERLANE_UPLOAD_COMPLETE_SECONDS", default=3600)
+# Completing reads the object back from S3 within this long, or answers 503 to send again.
+PAPERLANE_UPLOAD_READ_SECONDS = env.float("PAPERLANE_UPLOAD_READ_SECONDS", default=30.0)
+# Direct uploads one organisation may have open (asked for, neither completed nor
+# expired); more are refused with 429 (0: no bound).
+PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION = env.int(
+    "PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION", default=1000
+)
 # API tokens: only write last_used_at when it is older than this.
 PAPERLANE_TOKEN_TOUCH_SECONDS = env.int("PAPERLANE_TOKEN_TOUCH_SECONDS", default=60)
 # Active (unrevoked) API tokens an organisation may hold at once; 0 turns the check off.

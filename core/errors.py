@@ -75,6 +75,13 @@ class Conflict(ServiceError):
     code = "conflict"
 
 
+class Gone(ServiceError):
+    """It existed, but its time is over (an upload not completed in time)."""
+
+    status_code = 410
+    code = "gone"
+
+
 class RetryLater(ServiceError):
     """Refused for now: the same request may succeed after `retry_after` seconds."""
 
@@ -104,3 +111,11 @@ class StorageUnavailable(RetryLater):
 
     status_code = 503
     code = "storage_unavailable"
+
+
+class TooManyOpenUploads(RetryLater):
+    """The organisation has its bound of direct uploads open (asked for, neither completed
+    nor expired): one of them must end first."""
+
+    status_code = 429
+    code = "too_many_open_uploads"

@@ -160,6 +160,74 @@ class Document(models.Model):
         return self.filename
 
 
+class PendingUpload(models.Model):
+    """A direct upload an API client asked for (an S3 presigned PUT) and has not completed.
+
+    The URL writes to the stable key of the document the upload becomes
+    (`reserved_document_id`, version 1, the declared kind), so completing it stores
+    nothing and copies nothing: it checks the object, then accepts it as any upload is
+    accepted. `complete_by` ends it: an upload never completed is then removed with its
+    object, and a completed one's row goes (its object is its document's by then).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Indexed by pending_upload_org_expiry, which starts with it.
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="pending_uploads", db_index=False
+    )
+    api_token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The id the document gets when the upload is completed; its key is derived from it.
+    reserved_document_id = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
+    storage_key = models.CharField(max_length=512, unique=True)
+    filename = models.CharField(max_length=255)
+    kind = models.CharField(max_length=8, choices=DocumentKind.choices)
+    # As signed into the URL: the PUT must send exactly these.
+    content_type = models.CharField(max_length=100)
+    size_bytes = models.BigIntegerField()
+    # When the URL stops taking the PUT, and when the upload can no longer be completed.
+    expires_at = models.DateTimeField()
+    complete_by = models.DateTimeField()
+    # Set together, in the transaction that accepts the document.
+    document = models.OneToOneField(
+        Document,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="pending_upload",
+    )
+    completed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            # An organisation's uploads still open (its bound), and the sweeper's expired ones.
+            models.Index(fields=["organisation", "complete_by"], name="pending_upload_org_expiry"),
+            models.Index(fields=["complete_by"], name="pending_upload_expiry"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(size_bytes__gt=0), name="pending_upload_size_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(document__isnull=True, completed_at__isnull=True)
+                | Q(document__isnull=False, completed_at__isnull=False),
+                name="pending_upload_completed_with_document",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"upload {self.filename} ({self.organisation})"
+
+    @property
+    def is_completed(self) -> bool:
+        return self.completed_at is not None
+
+
 class Chunk(models.Model):
     """A piece of a document's text with its embedding.
 

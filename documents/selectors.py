@@ -7,7 +7,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet, Sum
 
 from core.errors import Conflict, NotFound, StorageUnavailable
-from documents.models import ApiToken, Connection, Document, Organisation, UsageEntry
+from documents.models import (
+    ApiToken,
+    Connection,
+    Document,
+    Organisation,
+    PendingUpload,
+    UsageEntry,
+)
 from documents.storage import (
     STORAGE_ERRORS,
     STORAGE_RETRY_AFTER_SECONDS,
@@ -59,6 +66,13 @@ def document_file(*, document: Document) -> StoredStream:
             "We could not read the file just now. Please try again in a minute.",
             retry_after=STORAGE_RETRY_AFTER_SECONDS,
         ) from exc
+
+
+def pending_upload_get(*, organisation: Organisation, upload_id: uuid.UUID) -> PendingUpload:
+    try:
+        return PendingUpload.objects.get(organisation=organisation, id=upload_id)
+    except PendingUpload.DoesNotExist:
+        raise NotFound("Upload not found.") from None
 
 
 def organisations_for_user(*, user: AbstractBaseUser) -> QuerySet[Organisation]:

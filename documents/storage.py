@@ -125,7 +125,7 @@ def storage_stream(*, key: str) -> StoredStream:
     (django-storages' S3 file would download the object into memory first).
     FileNotFoundError when nothing is stored there; one of STORAGE_ERRORS when the
     store fails."""
-    if not _is_s3(default_storage):
+    if not is_s3(default_storage):
         file = default_storage.open(key, "rb")
         return StoredStream(size=file.size, file=file)
     try:
@@ -148,13 +148,14 @@ def stored_keys(*, under: str, after: str = "") -> Iterator[str]:
     other storage is walked folder by folder with `listdir`, skipping the folders
     whose keys all sort before `after`.
     """
-    if _is_s3(default_storage):
+    if is_s3(default_storage):
         yield from _s3_keys(default_storage, under=under, after=after)
     else:
         yield from _walked_keys(under=under, after=after)
 
 
-def _is_s3(storage) -> bool:
+def is_s3(storage) -> bool:
+    """True when `storage` is django-storages' S3 backend."""
     try:
         from storages.backends.s3 import S3Storage
     except ImportError:  # django-storages (or boto3) not installed: no S3 here

@@ -25,7 +25,7 @@ from jobs.uploads import client_file_name, upload_refusal
 
 router = Router()
 
-_ACCEPT_ERRORS = {
+ACCEPT_ERRORS = {
     400: ErrorOut,
     402: QuotaErrorOut,
     413: ErrorOut,
@@ -38,7 +38,8 @@ _ACCEPT_ERRORS = {
 MAX_OFFSET = 10**12
 
 
-def _accept_out(acceptance: Acceptance) -> dict:
+def accept_out(acceptance: Acceptance) -> dict:
+    """The 202 body of an accepted upload, however its bytes came."""
     return {
         "run_id": acceptance.run.id,
         "document_id": acceptance.document.id,
@@ -49,7 +50,7 @@ def _accept_out(acceptance: Acceptance) -> dict:
 
 @router.post(
     "/documents",
-    response={202: AcceptOut, **_ACCEPT_ERRORS},
+    response={202: AcceptOut, **ACCEPT_ERRORS},
     url_name="document_upload",
     summary="Upload a PDF or DOCX for processing",
     tags=["documents"],
@@ -86,7 +87,7 @@ def document_upload(
         upload_count(channel="api", result=REFUSED, code=exc.code)
         raise
     upload_count(channel="api", result=REPLAYED if acceptance.replayed else ACCEPTED)
-    return Status(202, _accept_out(acceptance))
+    return Status(202, accept_out(acceptance))
 
 
 class Paging(Schema):

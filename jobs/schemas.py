@@ -11,6 +11,27 @@ class AcceptOut(Schema):
     status_url: str
 
 
+class UploadIn(Schema):
+    """A file to be PUT straight to storage: its name, its exact size and, optionally, its
+    type (application/pdf or the .docx type; otherwise the name's extension says)."""
+
+    filename: str
+    size_bytes: int
+    content_type: str | None = None
+
+
+class UploadOut(Schema):
+    upload_id: uuid.UUID
+    # PUT the file's bytes to `url` with exactly `headers`, before `expires_at`; then
+    # POST to `complete_url`, at the latest by `complete_by`.
+    url: str
+    method: str
+    headers: dict[str, str]
+    expires_at: datetime
+    complete_by: datetime
+    complete_url: str
+
+
 class ConnectorSourceOut(Schema):
     """Where a connector's file came from."""
 

@@ -10,7 +10,9 @@ One pass:
    again. With a sweeper on every host (`sweep --loop`), one of them looks each
    interval (a lock in Redis), not all;
 3. ended runs that still hold pages: release them;
-4. only when asked, the housekeeping (`sweep --loop` does it every
+4. direct uploads whose time to be completed is over: removed, with the object of
+   each one never completed (documents/services/pending_uploads.py);
+5. only when asked, the housekeeping (`sweep --loop` does it every
    PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, on one host each interval: a lock in
    Redis): stored files no document points to, older than
    PAPERLANE_ORPHAN_GRACE_SECONDS, are deleted, looking at
@@ -37,6 +39,7 @@ from rq.queue import Queue
 from documents.models import QuotaReservation
 from documents.services.connections import connection_syncs_prune
 from documents.services.orphans import stored_orphans_remove
+from documents.services.pending_uploads import pending_uploads_remove_expired
 from documents.services.quota import quota_release
 from jobs.dispatch import (
     DISPATCH_FIELDS,
@@ -57,6 +60,9 @@ logger = logging.getLogger(__name__)
 REPAIRS_PER_PASS = 500
 # Runs one pass may check for a lost job: only read, so many more, asked of Redis in batches.
 DELIVERIES_CHECKED_PER_PASS = 10_000
+# Expired direct uploads one pass may remove: a transaction each, and a storage DELETE
+# for each one never completed.
+UPLOADS_PER_PASS = 200
 # Stored files one orphan pass may delete.
 ORPHANS_PER_PASS = 1_000
 # Syncs one housekeeping pass may delete.
@@ -84,13 +90,15 @@ class SweepReport:
     abandoned: int = 0
     redelivered: int = 0
     released: int = 0
+    uploads_expired: int = 0
     orphans_removed: int = 0
     syncs_pruned: int = 0
 
     def __str__(self) -> str:
         return (
             f"abandoned {self.abandoned}, redelivered {self.redelivered}, "
-            f"released {self.released}, orphans removed {self.orphans_removed}, "
+            f"released {self.released}, uploads expired {self.uploads_expired}, "
+            f"orphans removed {self.orphans_removed}, "
             f"syncs pruned {self.syncs_pruned}"
         )
 
@@ -108,6 +116,7 @@ def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> Swee
     if not one_of_many or _take_the_check():
         report.redelivered = _redeliver_lost_jobs()
     report.released = _release_ended_reservations()
+    report.uploads_expired = pending_uploads_remove_expired(limit=UPLOADS_PER_PASS)
     if housekeeping and (not one_of_many or _take_the_housekeeping()):
         report.orphans_removed = _remove_orphaned_files()
         report.syncs_pruned = _prune_sync_history()

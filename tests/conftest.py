@@ -95,6 +95,13 @@ def media_files():
 
 
 @pytest.fixture
+def s3(settings, monkeypatch):
+    """The default storage in a bucket of its own on moto's S3 server (tests/support/s3.py)."""
+    with s3_storage(settings, monkeypatch) as bucket:
+        yield bucket
+
+
+@pytest.fixture
 def silent_redis(settings):
     """REDIS_URL pointed at a server that accepts connections and never answers, as a
     hung Redis does; yields the test run's own Redis URL, to switch back to."""
@@ -102,13 +109,6 @@ def silent_redis(settings):
     with silent_server() as port:
         settings.REDIS_URL = f"redis://127.0.0.1:{port}/15"
         yield reachable
-
-
-@pytest.fixture
-def s3(settings, monkeypatch):
-    """The default storage on a bucket of moto's S3 server (a thread of this process)."""
-    with s3_storage(settings, monkeypatch) as bucket:
-        yield bucket
 
 
 CHROMIUM = "/usr/bin/chromium"

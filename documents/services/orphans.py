@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
-from documents.models import Document
+from documents.models import Document, PendingUpload
 from documents.storage import (
     KEYS_ROOT,
     DocumentKey,
@@ -55,8 +55,9 @@ def stored_orphans_remove(
     Kept: every file at a document's stable key whose document id has a Document row
     not deleted (whatever its version or current key), every file at a key of one write
     that is its document's current key, every file written at or after `older_than` (an
-    accept or a store may be about to commit it) and every key that is not exactly a
-    document key.
+    accept or a store may be about to commit it), every file at the key of a direct
+    upload (its document is made when it is completed; the sweeper removes it when it
+    expires) and every key that is not exactly a document key.
     """
     walk = _Walk(stored_keys(under=KEYS_ROOT, after=after), examine=examine)
     removed, handled = 0, []
@@ -115,11 +116,17 @@ def _unreferenced(keys: list[DocumentKey]) -> list[DocumentKey]:
     ids = {key.document_id for key in keys}
     live = Document.objects.filter(id__in=ids, deleted_at__isnull=True)
     current = dict(live.values_list("id", "storage_key"))
-    return [
+    unreferenced = [
         key
         for key in keys
         if key.document_id not in current or (key.write and current[key.document_id] != key.key)
     ]
+    if not unreferenced:
+        return []
+    # A direct upload's bytes wait at its document's key until it is completed or expires.
+    waiting = PendingUpload.objects.filter(storage_key__in=[key.key for key in unreferenced])
+    uploads = set(waiting.values_list("storage_key", flat=True))
+    return [key for key in unreferenced if key.key not in uploads]
 
 
 def _batches(items: Iterable, *, size: int) -> Iterator[list]:

@@ -1,10 +1,13 @@
-"""The accept path shared by the HTML upload page and the API.
+"""The accept path shared by the HTML upload page, the API and direct uploads.
 
 Validate by content, ask admission control (jobs/services/admission.py) whether
 there is room, write the bytes once to their final key, then in one transaction
 create the document and the run (one statement on PostgreSQL, core/inserts.py),
 reserve quota and mark the first stage due. The first stage is enqueued after
 commit. Nothing here parses the whole file or calls anything but storage.
+
+A direct upload's bytes (jobs/services/presigned.py) are already at their final key
+when they get here: they are validated the same way, and not written again.
 """
 
 import hashlib
@@ -19,10 +22,17 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core.errors import FileTooLarge, InvalidUpload, ServiceError, StorageUnavailable
+from core.errors import (
+    FileTooLarge,
+    InvalidUpload,
+    ServiceError,
+    StorageUnavailable,
+    UnsupportedFileType,
+)
 from core.inserts import rows_insert
 from documents.formats import inspect_upload
-from documents.models import ApiToken, Document, Organisation, QuotaReservation
+from documents.models import ApiToken, Document, Organisation, PendingUpload, QuotaReservation
+from documents.services.pending_uploads import pending_upload_mark_completed
 from documents.services.quota import quota_check, quota_take
 from documents.storage import (
     STORAGE_ERRORS,
@@ -98,6 +108,38 @@ def _replay(*, organisation: Organisation, key: str, sha256: str | None) -> Acce
     return Acceptance(run=run, document=run.document, replayed=True)
 
 
+def upload_acceptance(*, pending: PendingUpload) -> Acceptance | None:
+    """What completing the direct upload `pending` accepted (its document and run), or
+    None if no completion of it has committed."""
+    run = (
+        ImportRun.objects.select_related("document")
+        .filter(document_id=pending.reserved_document_id)
+        .order_by("created_at")
+        .first()
+    )
+    return None if run is None else Acceptance(run=run, document=run.document, replayed=True)
+
+
+def _kind_mismatch(*, pending: PendingUpload, kind: str) -> UnsupportedFileType:
+    names = {"pdf": "a PDF", "docx": "a Word (.docx) document"}
+    return UnsupportedFileType(
+        f"The file is {names[kind]} but its upload was declared as {names[pending.kind]}; "
+        "ask for a new upload that declares it as what it is.",
+        code="type_mismatch",
+    )
+
+
+def _store(*, organisation: Organisation, key: str, upload: UploadedFile) -> None:
+    try:
+        storage_put(key=key, content=upload.file)
+    except STORAGE_ERRORS as exc:
+        logger.warning("could not store an upload of organisation %s: %s", organisation.id, exc)
+        raise StorageUnavailable(
+            "We could not store the file just now; nothing was kept. Please try again in a minute.",
+            retry_after=STORAGE_RETRY_AFTER_SECONDS,
+        ) from exc
+
+
 def document_accept(
     *,
     organisation: Organisation,
@@ -107,10 +149,18 @@ def document_accept(
     user: AbstractBaseUser | None = None,
     api_token: ApiToken | None = None,
     idempotency_key: str | None = None,
+    pending: PendingUpload | None = None,
 ) -> Acceptance:
     """Accept an uploaded file for processing, or raise a ServiceError saying why not.
 
     `filename` is the name the client sent, if it differs from `upload.name`.
+
+    `pending`: `upload` holds the bytes of that direct upload, read back from the key
+    they were PUT to, which is the stable key of the document they become. They are
+    checked exactly as any upload's (and must be of the kind declared, which named the
+    key); the document then points at them where they are. Nothing is written, and a
+    refusal leaves them where they are for the caller to deal with. Completing one
+    direct upload twice at once makes one document: the second is answered with it.
     """
     if idempotency_key is not None:
         idempotency_key = idempotency_key.strip()
@@ -135,20 +185,27 @@ def document_accept(
     admission_check(organisation_id=organisation.id)
     sha256 = sha256 or _sha256(upload)
     inspection = inspect_upload(upload.file)
+    if pending is not None and inspection.kind != pending.kind:
+        raise _kind_mismatch(pending=pending, kind=inspection.kind)
     quota_check(organisation=organisation, pages=inspection.pages)
 
-    document_id = uuid.uuid4()
-    key = document_storage_key(
-        organisation_id=organisation.id, document_id=document_id, version=1, kind=inspection.kind
-    )
-    try:
-        storage_put(key=key, content=upload.file)
-    except STORAGE_ERRORS as exc:
-        logger.warning("could not store an upload of organisation %s: %s", organisation.id, exc)
-        raise StorageUnavailable(
-            "We could not store the file just now; nothing was kept. Please try again in a minute.",
-            retry_after=STORAGE_RETRY_AFTER_SECONDS,
-        ) from exc
+    if pending is None:
+        document_id = uuid.uuid4()
+        key = document_storage_key(
+            organisation_id=organisation.id,
+            document_id=document_id,
+            version=1,
+            kind=inspection.kind,
+        )
+        _store(organisation=organisation, key=key, upload=upload)
+    else:
+        document_id, key = pending.reserved_document_id, pending.storage_key
+
+    def discard() -> None:
+        # A direct upload's bytes stay: its client may still complete it.
+        if pending is None:
+            storage_delete(key=key)
+
     try:
         with transaction.atomic():
             document = Document(
@@ -182,6 +239,8 @@ def document_accept(
                 run, from_status="", from_stage="", actor=actor, reason="accepted"
             )
             rows_insert(reservation, document, run, accepted)
+            if pending is not None:
+                pending_upload_mark_completed(upload=pending, document=document)
             # The organisation's row is locked from here to the commit, as briefly as
             # possible: concurrent uploads of one organisation take their pages and count
             # its runs one after another, so the quota and its bound of runs hold exactly.
@@ -190,17 +249,20 @@ def document_accept(
                 raise OrganisationAtBound()
             dispatch_on_commit(run)
     except OrganisationAtBound:
-        storage_delete(key=key)
+        discard()
         raise admission_organisation_refusal(organisation_id=organisation.id) from None
     except IntegrityError:
-        storage_delete(key=key)
+        discard()
         # Two requests with one Idempotency-Key raced; the other one won.
         if idempotency_key and (
             found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256)
         ):
             return found
+        # Two completions of one direct upload raced (one document id); the other one won.
+        if pending is not None and (found := upload_acceptance(pending=pending)):
+            return found
         raise
     except BaseException:
-        storage_delete(key=key)
+        discard()
         raise
     return Acceptance(run=run, document=document)

@@ -1,9 +1,10 @@
-"""Default storage on a bucket of moto's S3 server on a loopback port."""
+"""Documents stored in S3: moto's S3 server on a loopback port, a bucket of its own."""
 
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,20 +16,23 @@ from moto.server import ThreadedMotoServer
 
 from tests.support.processes import free_port
 
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
 
 @contextmanager
-def s3_storage(settings, monkeypatch, *, own_process: bool = False):
-    """Point the default storage at a bucket of its own on moto's S3 server; yields
-    (client, bucket). The server runs in a thread of the test process, or with
-    `own_process` in a process of its own (a test that measures this process's memory
-    then measures only the client's side)."""
+def s3_storage(settings, monkeypatch, *, own_process: bool = False) -> Iterator[SimpleNamespace]:
+    """Point the default storage at a fresh bucket of a moto server. Yields `client` (boto3,
+    straight to the bucket), `bucket`, and `env`: what a child process (run_workers)
+    needs in its environment to use the same bucket. The server runs in a thread of the
+    test process, or with `own_process` in a process of its own (a test that measures
+    this process's memory then measures only the client's side)."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
+    for name, value in CREDENTIALS.items():
         monkeypatch.setenv(name, value)
     with _moto_server(port, own_process=own_process):
         client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
@@ -43,8 +47,9 @@ def s3_storage(settings, monkeypatch, *, own_process: bool = False):
             "default": {"BACKEND": "storages.backends.s3.S3Storage"},
         }
         storages._storages.pop("default", None)
+        env = {**CREDENTIALS, "AWS_STORAGE_BUCKET_NAME": bucket, "AWS_S3_ENDPOINT_URL": endpoint}
         try:
-            yield SimpleNamespace(client=client, bucket=bucket)
+            yield SimpleNamespace(client=client, bucket=bucket, env=env)
         finally:
             storages._storages.pop("default", None)
 
@@ -77,3 +82,15 @@ def _moto_server(port: int, *, own_process: bool):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def bucket_keys(s3) -> list[str]:
+    """Every key in the test's bucket."""
+    listing = s3.client.list_objects_v2(Bucket=s3.bucket)
+    return sorted(o["Key"] for o in listing.get("Contents", []))
+
+
+def storage_reopened(settings) -> None:
+    """Make the default storage anew from the settings as they are now (an endpoint or a
+    client configuration changed): setting STORAGES resets every storage Django holds."""
+    settings.STORAGES = dict(settings.STORAGES)

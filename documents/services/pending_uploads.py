@@ -1,0 +1,139 @@
+"""Direct uploads waiting to be completed: what a declared file is taken for, the bound of
+open uploads per organisation, marking one completed, and removing those whose time ran
+out. Asking for the URL and completing through the accept path are the pipeline's side
+(jobs/services/presigned.py).
+"""
+
+import logging
+import os
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import Gone, TooManyOpenUploads, UnsupportedFileType
+from documents.formats.base import DOCX, PDF
+from documents.models import Document, Organisation, PendingUpload
+from documents.storage import STORAGE_ERRORS, storage_delete
+
+logger = logging.getLogger(__name__)
+
+CONTENT_TYPES = {
+    PDF: "application/pdf",
+    DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+_KIND_BY_TYPE = {content_type: kind for kind, content_type in CONTENT_TYPES.items()}
+_KIND_BY_EXTENSION = {".pdf": PDF, ".docx": DOCX}
+# Types that say nothing about the file: its name's extension decides.
+_GENERIC_TYPES = {"", "application/octet-stream", "binary/octet-stream"}
+_SUPPORTED = "Only PDF and Word (.docx) files are supported"
+
+
+def pending_upload_kind(*, filename: str, content_type: str | None) -> tuple[str, str]:
+    """The kind a declared file is taken for and the Content-Type its PUT must send, or
+    UnsupportedFileType (415). A PDF or DOCX type decides, and the name's extension may
+    not say otherwise; a generic or missing type leaves it to the extension. The bytes
+    are checked at completion, as an upload's are: the declaration only names the key."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    by_extension = _KIND_BY_EXTENSION.get(os.path.splitext(filename)[1].lower())
+    if media_type in _KIND_BY_TYPE:
+        kind = _KIND_BY_TYPE[media_type]
+        if by_extension not in (None, kind):
+            raise UnsupportedFileType(
+                f"The name {filename!r} says {by_extension.upper()} but the content type "
+                f"{media_type} says {kind.upper()}; declare the file as what it is."
+            )
+    elif media_type not in _GENERIC_TYPES:
+        raise UnsupportedFileType(f"{_SUPPORTED}; this file is declared as {media_type}.")
+    elif by_extension is None:
+        raise UnsupportedFileType(
+            f"{_SUPPORTED}: name the file .pdf or .docx, or declare its content_type."
+        )
+    else:
+        kind = by_extension
+    return kind, CONTENT_TYPES[kind]
+
+
+def pending_uploads_bound_check(*, organisation: Organisation) -> None:
+    """Refuse a new direct upload (429, Retry-After) while the organisation has
+    PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION open: each holds a key, and maybe an object,
+    until it is completed or expires. Reads at most one row, on an index."""
+    bound = settings.PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION
+    if not bound:
+        return
+    now = timezone.now()
+    open_ends = (
+        PendingUpload.objects.filter(
+            organisation=organisation, complete_by__gt=now, completed_at__isnull=True
+        )
+        .order_by("complete_by")
+        .values_list("complete_by", flat=True)
+    )
+    if not open_ends[bound - 1 : bound].exists():
+        return
+    # A slot is sure to be free when the first of them expires (sooner if one is completed).
+    first_end = open_ends.first() or now
+    raise TooManyOpenUploads(
+        f"Your organisation has {bound} uploads open; complete them, or let them expire, "
+        "before asking for more.",
+        retry_after=max(int((first_end - now).total_seconds()) + 1, 1),
+    )
+
+
+def pending_upload_expired(*, upload: PendingUpload) -> Gone:
+    return Gone(
+        f"This upload could be completed until {upload.complete_by:%Y-%m-%d %H:%M:%S} UTC "
+        "and was not; ask for a new one.",
+        code="upload_expired",
+    )
+
+
+@transaction.atomic(savepoint=False)
+def pending_upload_mark_completed(*, upload: PendingUpload, document: Document) -> None:
+    """Record that the upload became `document`. Call inside the transaction that accepts
+    the document; Gone (410) if the sweeper removed the upload meanwhile (its time had
+    run out), and that transaction must then end. A second completion never gets here:
+    its document, under the same id, conflicts first."""
+    now = timezone.now()
+    marked = PendingUpload.objects.filter(id=upload.id, completed_at__isnull=True).update(
+        document=document, completed_at=now
+    )
+    if marked != 1:
+        raise pending_upload_expired(upload=upload)
+    upload.document, upload.completed_at = document, now
+
+
+def pending_uploads_remove_expired(*, limit: int) -> int:
+    """Remove the uploads whose time to be completed is over, longest over first, at most
+    `limit`; returns how many went. One never completed goes with its object; a
+    completed one's row goes alone (its object is its document's). An object the
+    storage will not delete keeps its row, for the next pass to try again."""
+    now = timezone.now()
+    ids = (
+        PendingUpload.objects.filter(complete_by__lte=now)
+        .order_by("complete_by", "id")
+        .values_list("id", flat=True)[:limit]
+    )
+    return sum(1 for upload_id in list(ids) if _remove_expired(upload_id=upload_id))
+
+
+def _remove_expired(*, upload_id: uuid.UUID) -> bool:
+    try:
+        with transaction.atomic():
+            upload = (
+                PendingUpload.objects.select_for_update(skip_locked=True)
+                .filter(id=upload_id, complete_by__lte=timezone.now())
+                .first()
+            )
+            if upload is None:  # another sweeper has it, or a completion is committing it
+                return False
+            if upload.completed_at is None:
+                # Under the row's lock: a completion still going waits for it, then finds
+                # the upload gone and ends without a document pointing at nothing.
+                storage_delete(key=upload.storage_key)
+            upload.delete()
+            return True
+    except STORAGE_ERRORS as exc:
+        logger.warning("could not delete expired upload %s (next pass tries): %s", upload_id, exc)
+        return False
