@@ -220,7 +220,9 @@ def connection_record_page(
                 restored.append(_follow_move(moved_from.pop(remote.version), remote))
                 continue
             if imports and _is_version(imports[-1], remote.version):
-                # The file's latest recorded version: nothing new (back, if it was deleted).
+                # The file's latest recorded version: nothing new (back, if it was deleted;
+                # elsewhere, if it or a folder above it was moved or renamed).
+                _follow_place(imports[-1], remote)
                 if imports[-1].state == State.DELETED:
                     restored.append(imports[-1])
                 continue
@@ -295,6 +297,19 @@ def _follow_move(record: ConnectorImport, remote: RemoteFile) -> ConnectorImport
     if record.document_id:
         document_rename(document_id=record.document_id, filename=record.name)
     return record
+
+
+def _follow_place(record: ConnectorImport, remote: RemoteFile) -> None:
+    """The file's latest import goes by its name and place now, and its document by the
+    name: no new import, nothing charged."""
+    name, path = remote.name[:255], remote.path[:2048]
+    if not path or (record.name, record.path) == (name, path):
+        return
+    renamed = record.name != name
+    record.name, record.path = name, path
+    record.save(update_fields=["name", "path", "updated_at"])
+    if renamed and record.document_id:
+        document_rename(document_id=record.document_id, filename=name)
 
 
 def _is_version(record: ConnectorImport, version: str) -> bool:
