@@ -29,6 +29,7 @@ from documents.services.content import (
 )
 from documents.services.quota import quota_hold_later
 from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
+from jobs.connectors.folders import files_left_under, folders_forget_unseen, folders_record
 from jobs.connectors.registry import provider_for
 from jobs.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus, Stage
 from jobs.services.history import Actor, dispatch_on_commit, run_record, run_save
@@ -203,6 +204,15 @@ def connection_record_page(
             Connection.objects.filter(id=connection.id).update(
                 reconcile_since=connection.reconcile_since
             )
+        # Folders with the files they were listed with. One deleted with its contents may
+        # leave files recorded under it that the listing did not list as deleted.
+        deleted_paths = folders_record(connection=connection, folders=page.folders, now=now)
+        if deleted_paths:
+            listed = {f.file_id for f in present}
+            left = files_left_under(
+                connection=connection, paths=deleted_paths, since=listed_since or now
+            )
+            deleted += [file_id for file_id in left if file_id not in listed]
         # Deletions first: a file moved within the folder, listed at its new place in
         # the same page, is then found below as moved rather than new.
         counts.deleted = _mark_deleted(connection, deleted)
@@ -388,6 +398,7 @@ def _reconcile(connection: Connection) -> int:
             .values_list("file_id", flat=True)
         )
         deleted = _mark_deleted(connection, list(stale))
+        folders_forget_unseen(connection=connection, since=since)
         Connection.objects.filter(id=connection.id).update(reconcile_since=None)
     connection.reconcile_since = None
     return deleted
