@@ -25,6 +25,7 @@ import secrets
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -117,6 +118,8 @@ class GraphState:
     drive_type: str = "personal"
     requests: list[tuple[str, str]] = field(default_factory=list)
     token_grants: list[str] = field(default_factory=list)
+    # Changes made to the drive once, just before a call whose path has the given part.
+    before_call: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
 
 
 class GraphServer:
@@ -276,6 +279,12 @@ class GraphServer:
         """The next `count` Graph calls (whose path has `only` in it, if given) fail."""
         with self.lock:
             self.state.failures.extend([(status, retry_after, only)] * count)
+
+    def before_next(self, part: str, change: Callable[[], None]) -> None:
+        """Make `change` to the drive just before the next call whose path has `part` in
+        it is answered (the drive changing between two calls of one sync)."""
+        with self.lock:
+            self.state.before_call.append((part, change))
 
     def revoke_consent(self) -> None:
         with self.lock:
@@ -550,6 +559,10 @@ def _handler(server: GraphServer):
             path = parsed.path
             with server.lock:
                 server.state.requests.append((method, self.path))
+                due = next((c for c in server.state.before_call if c[0] in path), None)
+                if due is not None:
+                    server.state.before_call.remove(due)
+                    due[1]()
             if path.startswith(f"/{server.tenant}/oauth2/v2.0/"):
                 return self._identity(method, path.rsplit("/", 1)[1], query)
             if path.startswith("/download/"):
