@@ -159,7 +159,7 @@ class OneDriveProvider:
             answer = client.call("GET", url)
             if answer.status == 410 and not restarted:
                 # Graph forgot the token: enumerate everything again, from where it says.
-                restarted = True
+                restarted, connected_seen = True, False
                 url = answer.headers.get("location") or fresh
                 continue
             if answer.status != 200:
@@ -177,7 +177,8 @@ class OneDriveProvider:
             ]
             for item in folder_items:
                 tree.learn(item)
-            connected_seen |= connection.folder_id in latest
+            connected = latest.get(connection.folder_id)
+            connected_seen |= connected is not None and "deleted" not in connected
             incremental = bool(cursor) and not restarted
             records, walks = folders.plan(folder_items, incremental=incremental)
             try:
@@ -186,7 +187,7 @@ class OneDriveProvider:
             except WalkTooLong:
                 # More moved than one sync lists folder by folder: enumerate the whole
                 # drive again instead, and reconcile at its end.
-                restarted = True
+                restarted, connected_seen = True, False
                 url = fresh
                 continue
             files = self._files(tree, latest.values(), incremental=incremental)

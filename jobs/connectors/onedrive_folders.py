@@ -148,9 +148,10 @@ class FolderChanges:
             relative = self.tree.relative(parent or None)
             if relative is not None:
                 records.append(RemoteFolder(folder_id, parent, name))
-                if before != KnownFolder(parent, name) and self._first_walk(folder_id):
-                    if incremental:
-                        walks.append((folder_id, [*relative, name]))
+                # Moved in (or new), moved within or renamed: what is under it too.
+                changed = before != KnownFolder(parent, name)
+                if incremental and changed and self._first_walk(folder_id):
+                    walks.append((folder_id, [*relative, name]))
             elif before is not None:
                 # Moved out of the connected folder, with everything under it.
                 records += self._forget(folder_id, deleted=False)

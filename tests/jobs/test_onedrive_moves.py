@@ -228,6 +228,26 @@ def test_a_deleted_folder_leaves_no_live_document_under_it(graph, org, tree, con
     assert set(folders.values_list("item_id", flat=True)) == {connection.folder_id}
 
 
+def test_the_connected_folder_deleted_takes_every_document_and_is_listed_once_more(
+    graph, org, tree
+):
+    connection = imported(graph, org)
+
+    graph.delete(connection.folder_id, report_contents=False)
+    outcome = sync(connection)
+
+    assert outcome.counts.deleted == 3
+    assert Document.objects.filter(organisation=org, source_deleted_at__isnull=True).count() == 0
+    # Nothing of its folders is left, so the next sync lists the drive from scratch once,
+    # and records that it did; the one after goes on from its cursor.
+    before = len(graph.state.requests)
+    sync(connection)
+    assert calls(graph, before, "/root/delta")[0].endswith("/root/delta")
+    again = len(graph.state.requests)
+    assert sync(connection).counts.deleted == 0
+    assert all("token=" in p for p in calls(graph, again, "/root/delta"))
+
+
 def test_a_folder_deleted_before_its_walk_takes_the_files_recorded_under_it(graph, org, tree):
     connection = imported(graph, org)
     graph.rename(tree["2024"], "2024 signed")
