@@ -403,6 +403,10 @@ PAPERLANE_ONEDRIVE_REFRESH_MARGIN_SECONDS = env.float(
 PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS = env.float(
     "PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS", default=5.0
 )
+# Graph's delta reports a folder moved or renamed, not what is under it, so the sync lists
+# such a folder's contents itself; one sync lists at most this many items that way. Past
+# it, the sync enumerates the whole drive again instead (and reconciles at its end).
+PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS = env.int("PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS", default=10_000)
 # Change-notification subscriptions are made for this long (Graph's limit for drive items
 # is 42,300 minutes) and renewed when less than the renew margin is left.
 PAPERLANE_ONEDRIVE_SUBSCRIPTION_MINUTES = env.int(

@@ -509,3 +509,36 @@ class ConnectionSync(models.Model):
 
     def __str__(self) -> str:
         return f"sync of {self.connection_id} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ConnectionFolder(models.Model):
+    """A folder in a connection's folder (or the connected folder itself) as the sync last
+    recorded it: where it was and what it was called.
+
+    Microsoft Graph's delta reports a moved or renamed folder alone, not what is under
+    it, so a later sync tells what moved (in, out, within) by comparing with these.
+    Written in the same transaction as the imports of the page it came from.
+    """
+
+    connection = models.ForeignKey(
+        Connection, on_delete=models.CASCADE, related_name="folders", db_index=False
+    )
+    # The provider's ids (Graph item ids); the connected folder's parent is outside it.
+    item_id = models.CharField(max_length=1024)
+    parent_id = models.CharField(max_length=1024, blank=True)
+    name = models.CharField(max_length=1024)
+    # When a listing last saw it (a restarted listing forgets the folders it did not see).
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["connection", "parent_id"], name="connection_folder_parent")
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "item_id"], name="connection_folder_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.item_id}) in {self.connection_id}"

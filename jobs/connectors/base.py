@@ -34,10 +34,28 @@ class RemoteFile:
 
 
 @dataclass(frozen=True)
+class RemoteFolder:
+    """A folder in the connected folder (or the connected folder itself) as the provider
+    sees it now, remembered with the page it came with: a provider whose listings report
+    a moved folder but not what is under it (Graph's delta) tells by these what moved."""
+
+    folder_id: str
+    parent_id: str = ""
+    name: str = ""
+    # No longer in the connected folder (deleted, or moved out): forgotten.
+    gone: bool = False
+    # Deleted with everything under it, which was recorded under this path: files still
+    # recorded there and not listed since the sync began are deleted too.
+    deleted_path: str = ""
+
+
+@dataclass(frozen=True)
 class ChangePage:
     """One page of changes and the cursor to save once they are recorded."""
 
     files: list[RemoteFile] = field(default_factory=list)
+    # What the provider learnt of folders, saved in the same transaction as the files.
+    folders: list[RemoteFolder] = field(default_factory=list)
     # Saved after this page's imports are recorded; None means "not yet": more pages follow.
     cursor: str | None = None
     # The provider restarted enumeration from nothing (Graph's 410 Gone): at the end

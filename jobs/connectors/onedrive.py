@@ -11,8 +11,12 @@
   also changes with metadata: https://learn.microsoft.com/graph/api/resources/driveitem,
   "cTag"); OneDrive for Business leaves cTag out of delta ("Remarks"), so there
   the content hash stands in.
+- A folder moved or renamed is reported alone ("Remarks"): what is under it is listed
+  with `children` and reported as the listing's own (jobs/connectors/onedrive_folders.py),
+  by comparing with the folders the sync recorded (jobs/connectors/folders.py).
 - `410 Gone` (resync): enumeration restarts from the `Location` Graph gives, or
-  from nothing, and the pages say `restarted` so the sync reconciles.
+  from nothing, and the pages say `restarted` so the sync reconciles. So does a sync
+  whose folder walks would list more than PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS items.
 - Files are downloaded in the store stage from a pre-authenticated URL fetched
   right then (`@microsoft.graph.downloadUrl`); the URL is never stored.
 - Upkeep: tokens refreshed ahead of expiry and a change-notification subscription
@@ -35,7 +39,14 @@ from django.utils.crypto import constant_time_compare, salted_hmac
 from documents.models import Connection
 from documents.secrets import CredentialsUnreadable
 from documents.services.connections import connection_credentials, connection_set_credentials
-from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderError, RemoteFile
+from jobs.connectors.base import (
+    ChangePage,
+    NeedsReconnect,
+    ProviderError,
+    RemoteFile,
+    RemoteFolder,
+)
+from jobs.connectors.onedrive_folders import FolderChanges, Tree, WalkTooLong
 from jobs.connectors.onedrive_graph import (
     GraphClient,
     OneDriveConfig,
@@ -43,36 +54,8 @@ from jobs.connectors.onedrive_graph import (
     TokenSource,
     tokens_refreshed,
 )
+from jobs.connectors.onedrive_items import gone_file, item_file
 from jobs.errors import PermanentError, TransientError
-
-SUPPORTED_SUFFIXES = {".pdf", ".docx"}
-SUPPORTED_MIME_TYPES = {
-    "application/pdf",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    # Graph's answer when it cannot tell; the extract stage checks the bytes anyway.
-    "application/octet-stream",
-}
-# Deep enough for any real folder tree; a cycle in answers stops here.
-MAX_DEPTH = 128
-
-
-def mislabelled(item: dict[str, Any]) -> bool:
-    """Named .pdf/.docx but of another type by Graph's `file.mimeType` (a photo renamed)."""
-    name = str(item.get("name", "")).lower()
-    suffix = name[name.rfind(".") :] if "." in name else ""
-    mime = str((item.get("file") or {}).get("mimeType") or "application/octet-stream").lower()
-    return suffix in SUPPORTED_SUFFIXES and mime not in SUPPORTED_MIME_TYPES
-
-
-def content_version(item: dict[str, Any]) -> str:
-    """cTag; where delta leaves it out (OneDrive for Business), a content hash; eTag last."""
-    if item.get("cTag"):
-        return str(item["cTag"])
-    hashes = (item.get("file") or {}).get("hashes") or {}
-    for name in ("quickXorHash", "sha256Hash", "sha1Hash"):
-        if hashes.get(name):
-            return f"{name}:{hashes[name]}"
-    return f"eTag:{item.get('eTag', '')}"
 
 
 def client_state(connection_id: int) -> str:
@@ -145,59 +128,6 @@ def _drive(connection: Connection) -> str:
     return urllib.parse.quote(str(drive), safe="!")
 
 
-class _Tree:
-    """Which items are under the connected folder, by walking parent ids (delta gives
-    no paths). Folders seen in the listing are remembered; a parent not seen is fetched."""
-
-    def __init__(self, client: GraphClient, drive: str, folder_id: str, folder_path: str) -> None:
-        self.client = client
-        self.drive = drive
-        self.folder_id = folder_id
-        self.folder_path = folder_path.rstrip("/")
-        self.parents: dict[str, str | None] = {}
-        self.names: dict[str, str] = {}
-
-    def learn(self, item: dict[str, Any]) -> None:
-        if "deleted" in item:
-            return
-        parent = (item.get("parentReference") or {}).get("id")
-        self.parents[item["id"]] = None if "root" in item else parent
-        self.names[item["id"]] = str(item.get("name", ""))
-
-    def _fetch(self, item_id: str) -> bool:
-        quoted = urllib.parse.quote(item_id, safe="!")
-        answer = self.client.call(
-            "GET",
-            self.client.url(
-                f"/drives/{self.drive}/items/{quoted}?$select=id,name,parentReference,root"
-            ),
-        )
-        if answer.status == 404:
-            return False
-        if answer.status != 200:
-            raise ProviderError(f"OneDrive answered {answer.status} for a folder.")
-        self.learn(answer.json())
-        return True
-
-    def relative(self, parent_id: str | None) -> list[str] | None:
-        """The folder names from the connected folder down to `parent_id`; None if outside."""
-        names: list[str] = []
-        current = parent_id
-        for _ in range(MAX_DEPTH):
-            if current is None:
-                return None
-            if current == self.folder_id:
-                return list(reversed(names))
-            if current not in self.parents and not self._fetch(current):
-                return None
-            names.append(self.names.get(current, ""))
-            current = self.parents.get(current)
-        return None
-
-    def path(self, relative: list[str], name: str) -> str:
-        return "/".join([self.folder_path, *relative, name])
-
-
 class OneDriveProvider:
     name = "onedrive"
 
@@ -210,14 +140,26 @@ class OneDriveProvider:
         client = connection_client(connection, self.config)
         drive = _drive(connection)
         fresh = client.url(f"/drives/{drive}/root/delta")
-        url = cursor or fresh
+        tree = Tree(client, drive, connection.folder_id, connection.folder_path)
+        folders = FolderChanges(
+            client=client,
+            drive=drive,
+            connection=connection,
+            tree=tree,
+            limit=settings.PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS,
+        )
         restarted = False
-        tree = _Tree(client, drive, connection.folder_id, connection.folder_path)
+        if cursor and not folders.store.populated():
+            # Listed before its folders were kept: without them a move cannot be told,
+            # so enumerate once from scratch (which reconciles, as after a 410).
+            restarted = True
+        url = fresh if restarted else cursor or fresh
+        connected_seen = False
         while True:
             answer = client.call("GET", url)
             if answer.status == 410 and not restarted:
                 # Graph forgot the token: enumerate everything again, from where it says.
-                restarted = True
+                restarted, connected_seen = True, False
                 url = answer.headers.get("location") or fresh
                 continue
             if answer.status != 200:
@@ -228,32 +170,54 @@ class OneDriveProvider:
             items = [i for i in data.get("value") or [] if isinstance(i, dict) and i.get("id")]
             # An item may appear more than once in a feed; the last occurrence wins.
             latest = {item["id"]: item for item in items}
-            for item in latest.values():
-                if "folder" in item or "root" in item:
-                    tree.learn(item)
-            files = self._files(tree, latest.values(), incremental=bool(cursor) and not restarted)
+            # Deleted items too: Business may leave facets off them, and the folders the
+            # sync recorded are known by id.
+            folder_items = [
+                i for i in latest.values() if "folder" in i or "root" in i or "deleted" in i
+            ]
+            for item in folder_items:
+                tree.learn(item)
+            connected = latest.get(connection.folder_id)
+            connected_seen |= connected is not None and "deleted" not in connected
+            incremental = bool(cursor) and not restarted
+            records, walks = folders.plan(folder_items, incremental=incremental)
+            try:
+                for walk in walks:
+                    yield from folders.walk(*walk)
+            except WalkTooLong:
+                # More moved than one sync lists folder by folder: enumerate the whole
+                # drive again instead, and reconcile at its end.
+                restarted, connected_seen = True, False
+                url = fresh
+                continue
+            files = self._files(tree, latest.values(), incremental=incremental)
             next_link = data.get("@odata.nextLink")
             delta_link = data.get("@odata.deltaLink")
+            if not next_link and not incremental and not connected_seen:
+                # A full listing that never named the connected folder (it is gone):
+                # recorded all the same, so the next sync does not start over again.
+                name = connection.folder_path.rstrip("/").rpartition("/")[2]
+                records.append(RemoteFolder(connection.folder_id, "", name))
+            records = folders.settled(records)
             if next_link:
-                yield ChangePage(files=files, cursor=None, restarted=restarted)
+                yield ChangePage(files=files, folders=records, cursor=None, restarted=restarted)
                 url = next_link
             elif delta_link:
-                yield ChangePage(files=files, cursor=delta_link, restarted=restarted)
+                yield ChangePage(
+                    files=files, folders=records, cursor=delta_link, restarted=restarted
+                )
                 return
             else:
                 raise ProviderError("OneDrive ended a listing without a link to continue from.")
 
-    def _files(self, tree: _Tree, items, *, incremental: bool) -> list[RemoteFile]:
+    def _files(self, tree: Tree, items, *, incremental: bool) -> list[RemoteFile]:
         files = []
         for item in items:
             if "folder" in item or "root" in item or item["id"] == tree.folder_id:
                 continue
-            name = str(item.get("name", ""))
             if "deleted" in item:
                 # No name or place on a deleted item (Business): the sync knows the id or not.
-                files.append(
-                    RemoteFile(file_id=item["id"], version="", name=name, path="", deleted=True)
-                )
+                files.append(gone_file(item))
                 continue
             if "file" not in item:
                 continue
@@ -261,22 +225,11 @@ class OneDriveProvider:
             if relative is None:
                 if incremental:
                     # Changed outside the folder: moved out, if we had it.
-                    files.append(
-                        RemoteFile(file_id=item["id"], version="", name=name, path="", deleted=True)
-                    )
+                    files.append(gone_file(item))
                 continue
-            if mislabelled(item):
-                continue
-            # Other types pass: the sync records them as skipped, with why, for people.
-            files.append(
-                RemoteFile(
-                    file_id=item["id"],
-                    version=content_version(item),
-                    name=name,
-                    path=tree.path(relative, name),
-                    size=item.get("size"),
-                )
-            )
+            found = item_file(item, tree.path(relative, str(item.get("name", ""))))
+            if found is not None:
+                files.append(found)
         return files
 
     def open(self, connection: Connection, file_id: str) -> BinaryIO:

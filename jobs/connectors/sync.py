@@ -30,6 +30,7 @@ from documents.services.content import (
 from documents.services.deletion import DELETED_HERE
 from documents.services.quota import quota_hold_later
 from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
+from jobs.connectors.folders import files_left_under, folders_forget_unseen, folders_record
 from jobs.connectors.registry import provider_for
 from jobs.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus, Stage
 from jobs.services.history import Actor, dispatch_on_commit, run_record, run_save
@@ -204,6 +205,15 @@ def connection_record_page(
             Connection.objects.filter(id=connection.id).update(
                 reconcile_since=connection.reconcile_since
             )
+        # Folders with the files they were listed with. One deleted with its contents may
+        # leave files recorded under it that the listing did not list as deleted.
+        deleted_paths = folders_record(connection=connection, folders=page.folders, now=now)
+        if deleted_paths:
+            listed = {f.file_id for f in present}
+            left = files_left_under(
+                connection=connection, paths=deleted_paths, since=listed_since or now
+            )
+            deleted += [file_id for file_id in left if file_id not in listed]
         # Deletions first: a file moved within the folder, listed at its new place in
         # the same page, is then found below as moved rather than new.
         counts.deleted = _mark_deleted(connection, deleted)
@@ -227,7 +237,9 @@ def connection_record_page(
                     restored.append(moved)
                 continue
             if imports and _is_version(imports[-1], remote.version):
-                # The file's latest recorded version: nothing new (back, if it was deleted).
+                # The file's latest recorded version: nothing new (back, if it was deleted;
+                # elsewhere, if it or a folder above it was moved or renamed).
+                _follow_place(imports[-1], remote)
                 if imports[-1].state == State.DELETED and remote.file_id not in deleted_here:
                     restored.append(imports[-1])
                 continue
@@ -314,6 +326,19 @@ def _deleted_here(record: ConnectorImport) -> bool:
     return record.document is not None and record.document.deleted_at is not None
 
 
+def _follow_place(record: ConnectorImport, remote: RemoteFile) -> None:
+    """The file's latest import goes by its name and place now, and its document by the
+    name: no new import, nothing charged."""
+    name, path = remote.name[:255], remote.path[:2048]
+    if not path or (record.name, record.path) == (name, path):
+        return
+    renamed = record.name != name
+    record.name, record.path = name, path
+    record.save(update_fields=["name", "path", "updated_at"])
+    if renamed and record.document_id:
+        document_rename(document_id=record.document_id, filename=name)
+
+
 def _is_version(record: ConnectorImport, version: str) -> bool:
     """Whether `record` is the file at the provider's `version` (or one of its returns)."""
     recorded = record.content_version
@@ -390,6 +415,7 @@ def _reconcile(connection: Connection) -> int:
             .values_list("file_id", flat=True)
         )
         deleted = _mark_deleted(connection, list(stale))
+        folders_forget_unseen(connection=connection, since=since)
         Connection.objects.filter(id=connection.id).update(reconcile_since=None)
     connection.reconcile_since = None
     return deleted

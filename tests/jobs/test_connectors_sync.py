@@ -9,12 +9,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from documents.models import Chunk, Connection, ConnectorImport, Document
+from documents.models import Chunk, Connection, ConnectionFolder, ConnectorImport, Document
 from documents.services.connections import connection_request_sync
 from documents.services.deletion import document_mark_deleted
 from documents.services.orphans import stored_orphans_remove
 from documents.storage import document_write_key, storage_exists, storage_open, storage_put
-from jobs.connectors.base import NeedsReconnect, ProviderBusy, RemoteFile
+from jobs.connectors import sync as sync_module
+from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile, RemoteFolder
 from jobs.connectors.loop import connections_due, connectors_maintain, connectors_sync_due
 from jobs.connectors.sync import (
     connection_claim_sync,
@@ -111,6 +112,96 @@ def test_a_restarted_listing_records_files_not_listed_again_as_deleted(remote, c
     )
     connection.refresh_from_db()
     assert connection.reconcile_since is None and connection.cursor == "delta-2"
+
+
+def at(file_id, path, **kwargs):
+    return RemoteFile(
+        file_id=file_id, version="v1", name=path.rpartition("/")[2], path=path, **kwargs
+    )
+
+
+def folders(connection) -> dict[str, tuple[str, str]]:
+    rows = ConnectionFolder.objects.filter(connection=connection)
+    return {r.item_id: (r.parent_id, r.name) for r in rows}
+
+
+def test_a_pages_folders_are_saved_with_its_imports_or_not_at_all(remote, connection, monkeypatch):
+    listing = [
+        ChangePage(
+            files=[at("a", "/Contracts/Docs/a.pdf")],
+            folders=[RemoteFolder("D", "FOLDER", "Docs")],
+            cursor="delta-1",
+        )
+    ]
+    remote.script = [listing, listing]
+
+    def refuse(connection, record):
+        raise RuntimeError("the database refused")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sync_module, "_start_run", refuse)
+        assert sync(connection).sync.result == "failed"
+    assert folders(connection) == {} and ConnectorImport.objects.count() == 0
+
+    assert sync(connection).counts.started == 1
+    assert folders(connection) == {"D": ("FOLDER", "Docs")}
+
+
+def test_a_folder_deleted_with_its_contents_takes_the_files_not_listed_since(remote, connection):
+    remote.script = [
+        [
+            ChangePage(
+                files=[
+                    at("a", "/Contracts/Docs/a.pdf"),
+                    at("b", "/Contracts/Docs/sub/b.pdf"),
+                    at("c", "/Contracts/Docs/sub/c.pdf"),
+                    at("d", "/Contracts/Docsier/d.pdf"),
+                    at("e", "/Contracts/Docs/e.pdf"),
+                ],
+                folders=[RemoteFolder("D", "FOLDER", "Docs"), RemoteFolder("S", "D", "sub")],
+                cursor="delta-1",
+            )
+        ],
+        [
+            # b was moved out of Docs before Docs was deleted; e went to a new folder of
+            # the same name; c was deleted with Docs, but the listing names only the
+            # folder (as Graph may).
+            ChangePage(files=[at("b", "/Contracts/Kept/b.pdf"), at("e", "/Contracts/Docs/e.pdf")]),
+            ChangePage(
+                folders=[
+                    RemoteFolder("D", gone=True, deleted_path="/Contracts/Docs/"),
+                    RemoteFolder("S", gone=True),
+                ],
+                cursor="delta-2",
+            ),
+        ],
+    ]
+    sync(connection)
+
+    outcome = sync(connection)
+
+    assert outcome.counts.deleted == 2 and outcome.counts.started == 0
+    states = dict(ConnectorImport.objects.values_list("file_id", "state"))
+    assert states == {"a": "deleted", "b": "queued", "c": "deleted", "d": "queued", "e": "queued"}
+    assert ConnectorImport.objects.get(file_id="b").path == "/Contracts/Kept/b.pdf"
+    assert folders(connection) == {}
+
+
+def test_a_restarted_listing_forgets_the_folders_it_did_not_list(remote, connection):
+    remote.script = [
+        [
+            ChangePage(
+                folders=[RemoteFolder("D", "FOLDER", "Docs"), RemoteFolder("E", "FOLDER", "Old")],
+                cursor="delta-1",
+            )
+        ],
+        [ChangePage(folders=[RemoteFolder("D", "FOLDER", "Docs")], restarted=True, cursor="d2")],
+    ]
+    sync(connection)
+
+    sync(connection)
+
+    assert folders(connection) == {"D": ("FOLDER", "Docs")}
 
 
 def test_a_deleted_item_and_the_same_item_twice_in_one_page(remote, connection):

@@ -4,7 +4,9 @@ A threaded HTTP server on 127.0.0.1 that answers the calls Paperlane makes the
 way Graph documents them: a mutable drive (folders, files with content, cTag
 and eTag), `driveItem: delta` paging with `@odata.nextLink` and
 `@odata.deltaLink`, deleted items, parents included with changed children, no
-`parentReference.path` in delta (as Graph), `410 Gone` for an expired token with
+`parentReference.path` in delta (as Graph), a moved or renamed folder reported
+alone (not what is under it: "Remarks" of driveItem-delta), a folder's
+`children` paged by `@odata.nextLink`, `410 Gone` for an expired token with
 a `Location` that starts over, `429`/`503` with `Retry-After` on demand, the v2.0
 token endpoint (authorization_code with PKCE and refresh_token grants, rotated
 refresh tokens, expired access tokens answered `401`, revoked consent answered
@@ -23,6 +25,7 @@ import secrets
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -98,8 +101,9 @@ class GraphState:
     page_size: int = 3
     # Items listed twice in every enumeration they are part of (Graph may do this).
     repeat: set[str] = field(default_factory=set)
-    # Queued failures for the next Graph API calls: (status, retry_after).
-    failures: list[tuple[int, int]] = field(default_factory=list)
+    # Queued failures for the next Graph API calls: (status, retry_after, and the part of
+    # the path a call must have to fail; "" for any call).
+    failures: list[tuple[int, int, str]] = field(default_factory=list)
     access_tokens: dict[str, float] = field(default_factory=dict)
     refresh_tokens: set[str] = field(default_factory=set)
     codes: dict[str, Grant] = field(default_factory=dict)
@@ -114,6 +118,8 @@ class GraphState:
     drive_type: str = "personal"
     requests: list[tuple[str, str]] = field(default_factory=list)
     token_grants: list[str] = field(default_factory=list)
+    # Changes made to the drive once, just before a call whose path has the given part.
+    before_call: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
 
 
 class GraphServer:
@@ -208,11 +214,31 @@ class GraphServer:
             self._touch(item)
             self._touch_ancestors(item)
 
-    def delete(self, item_id: str) -> None:
+    def delete(self, item_id: str, *, report_contents: bool = True) -> None:
+        """Delete an item; a folder goes with everything under it (to the recycle bin:
+        gone from `children` and item GETs). Delta reports the folder deleted and, with
+        `report_contents`, what was under it too; without, the folder alone."""
         with self.lock:
             item = self.state.items[item_id]
+            under = self._descendants(item.id) if item.is_folder else []
+            for gone in under:
+                gone.deleted = True
+                if report_contents:
+                    self._touch(gone)
             item.deleted = True
             self._touch(item)
+
+    def _descendants(self, folder_id: str) -> list[Item]:
+        found, frontier = [], [folder_id]
+        while frontier:
+            children = [
+                i
+                for i in self.state.items.values()
+                if i.parent_id in frontier and not i.deleted and i.id != ROOT_ID
+            ]
+            found += children
+            frontier = [c.id for c in children if c.is_folder]
+        return found
 
     def _touch_ancestors(self, item: Item) -> None:
         # Graph returns the parents of a changed item in its delta unless
@@ -247,9 +273,18 @@ class GraphServer:
             self.state.forgotten_before = self.state.seq
             self.state.listings.clear()
 
-    def fail_next(self, count: int, *, status: int = 429, retry_after: int = 1) -> None:
+    def fail_next(
+        self, count: int, *, status: int = 429, retry_after: int = 1, only: str = ""
+    ) -> None:
+        """The next `count` Graph calls (whose path has `only` in it, if given) fail."""
         with self.lock:
-            self.state.failures.extend([(status, retry_after)] * count)
+            self.state.failures.extend([(status, retry_after, only)] * count)
+
+    def before_next(self, part: str, change: Callable[[], None]) -> None:
+        """Make `change` to the drive just before the next call whose path has `part` in
+        it is answered (the drive changing between two calls of one sync)."""
+        with self.lock:
+            self.state.before_call.append((part, change))
 
     def revoke_consent(self) -> None:
         with self.lock:
@@ -424,6 +459,26 @@ class GraphServer:
             )
         return 200, body, {}
 
+    def children_page(self, folder: Item, query: dict) -> dict:
+        """One page of a folder's children, by name; `$top` (at most the drive's page
+        size) a page, the rest behind an `@odata.nextLink` carrying a `$skiptoken`."""
+        children = sorted(
+            (i for i in self.state.items.values() if i.parent_id == folder.id and not i.deleted),
+            key=lambda i: i.name,
+        )
+        size = min(int(query.get("$top") or self.state.page_size), self.state.page_size)
+        offset = int(query.get("$skiptoken") or 0)
+        select = query.get("$select", "")
+        body: dict = {
+            "value": [self.item_json(i, select=select) for i in children[offset : offset + size]]
+        }
+        if offset + size < len(children):
+            rest = urllib.parse.urlencode({**query, "$skiptoken": offset + size})
+            body["@odata.nextLink"] = (
+                f"{self.graph_url}/drives/{DRIVE_ID}/items/{folder.id}/children?{rest}"
+            )
+        return body
+
 
 def _seq_token(seq: int) -> str:
     return base64.urlsafe_b64encode(f"seq={seq}".encode()).decode().rstrip("=")
@@ -504,6 +559,10 @@ def _handler(server: GraphServer):
             path = parsed.path
             with server.lock:
                 server.state.requests.append((method, self.path))
+                due = next((c for c in server.state.before_call if c[0] in path), None)
+                if due is not None:
+                    server.state.before_call.remove(due)
+                    due[1]()
             if path.startswith(f"/{server.tenant}/oauth2/v2.0/"):
                 return self._identity(method, path.rsplit("/", 1)[1], query)
             if path.startswith("/download/"):
@@ -511,8 +570,10 @@ def _handler(server: GraphServer):
             if not path.startswith("/v1.0/"):
                 return self._send(404, _error("itemNotFound", "No such endpoint."))
             with server.lock:
-                if server.state.failures:
-                    status, retry_after = server.state.failures.pop(0)
+                failure = next((f for f in server.state.failures if f[2] in path), None)
+                if failure is not None:
+                    server.state.failures.remove(failure)
+                    status, retry_after, _ = failure
                     code = "activityLimitReached" if status == 429 else "serviceNotAvailable"
                     return self._send(
                         status, _error(code, "Try again later."), {"Retry-After": str(retry_after)}
@@ -552,6 +613,8 @@ def _handler(server: GraphServer):
                     return self._send(404, _error("itemNotFound", "The item was not found."))
                 if tail == "content":
                     return self._send(302, None, {"Location": server._download_url(item)})
+                if tail == "children":
+                    return self._send(200, server.children_page(item, query))
                 return self._send(200, server.item_json(item, select=query.get("$select", "")))
             if path == "/subscriptions" and method == "POST":
                 return self._subscription_create(json.loads(self._body() or b"{}"))
