@@ -354,7 +354,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "prefix",
         "state",
         "created_by",
-        "created_by_token",
         "created_at",
         "last_used_at",
         "revoked_at",
@@ -371,9 +370,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return (
             super()
             .get_queryset(request)
-            .select_related(
-                "organisation", "created_by", "created_by_token", "revoked_by", "revoked_by_token"
-            )
+            .select_related("organisation", "created_by", "revoked_by", "revoked_by_token")
         )
 
     @admin.display(description="State")

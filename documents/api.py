@@ -1,21 +1,13 @@
 """API: the organisation's quota and API tokens. Thin callers of services and selectors."""
 
-from django.http import HttpResponse
 from ninja import Query, Router, Status
 
 from core.schemas import ErrorOut
 from documents.models import ApiToken
-from documents.schemas import (
-    QuotaOut,
-    TokenCreatedOut,
-    TokenCreateIn,
-    TokenLimitErrorOut,
-    TokenPage,
-    TokenQuery,
-)
+from documents.schemas import QuotaOut, TokenPage, TokenQuery
 from documents.selectors import api_token_get, api_token_list
 from documents.services.quota import quota_get
-from documents.services.tokens import api_token_create, api_tokens_revoke
+from documents.services.tokens import api_tokens_revoke
 
 router = Router(tags=["quota"])
 # Far past any real list, within PostgreSQL's bigint.
@@ -66,25 +58,6 @@ def tokens_list(request, query: Query[TokenQuery]):
         "limit": limit,
         "offset": offset,
     }
-
-
-@router.post(
-    "/tokens",
-    response={201: TokenCreatedOut, 401: ErrorOut, 409: TokenLimitErrorOut, 422: ErrorOut},
-    url_name="token_create",
-    summary="Create an API token",
-    tags=["tokens"],
-)
-def tokens_create(request, response: HttpResponse, new_token: TokenCreateIn):
-    """Create a token for the organisation. Its secret (`token`) is in this response
-    only: store it now. `409 token_limit_reached` when the organisation already has
-    its most active tokens (revoke one first)."""
-    token, secret = api_token_create(
-        organisation=request.organisation, name=new_token.name, created_by_token=request.api_token
-    )
-    # The secret must not stay in any cache on the way.
-    response["Cache-Control"] = "no-store"
-    return Status(201, {**_token_out(token, request), "token": secret})
 
 
 @router.delete(

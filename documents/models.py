@@ -78,12 +78,10 @@ class ApiToken(models.Model):
     # The first characters of the token, shown in lists so people can tell tokens apart.
     prefix = models.CharField(max_length=16)
     token_hash = models.CharField(max_length=64, unique=True)
-    # Who made and who revoked it: a person (the admin) or another token (the API).
+    # Who made it (a person, in the admin; a token cannot make tokens) and who revoked it:
+    # a person in the admin, or a token through the API.
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_by_token = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

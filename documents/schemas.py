@@ -1,13 +1,6 @@
-import unicodedata
 from datetime import datetime
 
-from ninja import Field, Schema
-from pydantic import field_validator
-
-from core.schemas import ErrorOut
-from documents.models import ApiToken
-
-TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
+from ninja import Schema
 
 
 class QuotaOut(Schema):
@@ -33,11 +26,6 @@ class TokenOut(Schema):
     current: bool
 
 
-class TokenCreatedOut(TokenOut):
-    # The secret: in this response only. It is stored hashed and cannot be shown again.
-    token: str
-
-
 class TokenPage(Schema):
     items: list[TokenOut]
     count: int
@@ -50,24 +38,3 @@ class TokenQuery(Schema):
     offset: int = 0
     # Only the active (true) or only the revoked (false) tokens; all when left out.
     active: bool | None = None
-
-
-class TokenCreateIn(Schema):
-    # What the token is for, e.g. the integration that uses it; surrounding spaces dropped.
-    name: str = Field(..., min_length=1, max_length=TOKEN_NAME_MAX)
-
-    @field_validator("name", mode="before")
-    @classmethod
-    def _readable(cls, value):
-        if not isinstance(value, str):
-            return value
-        value = value.strip()
-        if any(unicodedata.category(char) == "Cc" for char in value):
-            raise ValueError("the name must be plain text, without control characters")
-        return value
-
-
-class TokenLimitErrorOut(ErrorOut):
-    """409 `token_limit_reached`: the organisation has `limit` active tokens already."""
-
-    limit: int

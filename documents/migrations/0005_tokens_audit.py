@@ -1,6 +1,5 @@
-"""Who made and who revoked an API token, when it was not a person in the admin: the API
-creates and revokes tokens with another token, and a person in the admin who revokes one
-is now kept on the token too. Nullable columns: adding them rewrites nothing."""
+"""Who revoked an API token: a person in the admin, or another token through the API.
+Nullable columns: adding them rewrites nothing."""
 
 import django.db.models.deletion
 from django.conf import settings
@@ -15,11 +14,6 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddField(
-            model_name='apitoken',
-            name='created_by_token',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='documents.apitoken'),
-        ),
         migrations.AddField(
             model_name='apitoken',
             name='revoked_by',

@@ -25,13 +25,13 @@ def api_token_create(
     organisation: Organisation,
     name: str = "",
     created_by: AbstractBaseUser | None = None,
-    created_by_token: ApiToken | None = None,
 ) -> tuple[ApiToken, str]:
     """Create a token and return it with its secret, which is never shown again.
 
-    `created_by` is the person who asked (the admin), `created_by_token` the token that
-    asked (the API). Refused with `Conflict` (`token_limit_reached`) when the organisation
-    already holds PAPERLANE_MAX_ACTIVE_TOKENS active tokens."""
+    `created_by` is the person who asked (the admin). Tokens are made by people only: a
+    token that could make tokens would outlive its own revocation once leaked. Refused
+    with `Conflict` (`token_limit_reached`) when the organisation already holds
+    PAPERLANE_MAX_ACTIVE_TOKENS active tokens."""
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
         _check_active_limit(organisation=organisation)
@@ -41,7 +41,6 @@ def api_token_create(
             prefix=raw[: len(TOKEN_PREFIX) + 6],
             token_hash=_hash(raw),
             created_by=created_by,
-            created_by_token=created_by_token,
         )
     return token, raw
 

@@ -23,6 +23,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.errors import (
+    Conflict,
     FileTooLarge,
     InvalidUpload,
     ServiceError,
@@ -105,19 +106,37 @@ def _replay(*, organisation: Organisation, key: str, sha256: str | None) -> Acce
             "This Idempotency-Key was already used for a different file.",
             code="idempotency_key_reused",
         )
+    return _replayed(run)
+
+
+def _replayed(run: ImportRun) -> Acceptance:
+    """The first answer again, unless its document has been deleted since: then the
+    request is refused, not answered with a document that is gone."""
+    if run.document is not None and run.document.deleted_at is not None:
+        raise Conflict(
+            "The document this request made has been deleted since; send the file again "
+            "as a new upload (with a new Idempotency-Key) to process it again.",
+            code="document_deleted",
+        )
     return Acceptance(run=run, document=run.document, replayed=True)
 
 
-def upload_acceptance(*, pending: PendingUpload) -> Acceptance | None:
-    """What completing the direct upload `pending` accepted (its document and run), or
-    None if no completion of it has committed."""
-    run = (
+def upload_run(*, pending: PendingUpload) -> ImportRun | None:
+    """The run that completing the direct upload `pending` made, or None if no completion
+    of it has committed."""
+    return (
         ImportRun.objects.select_related("document")
         .filter(document_id=pending.reserved_document_id)
         .order_by("created_at")
         .first()
     )
-    return None if run is None else Acceptance(run=run, document=run.document, replayed=True)
+
+
+def upload_acceptance(*, pending: PendingUpload) -> Acceptance | None:
+    """What completing the direct upload `pending` accepted (its document and run), or
+    None if no completion of it has committed; Conflict if that document was deleted."""
+    run = upload_run(pending=pending)
+    return None if run is None else _replayed(run)
 
 
 def _kind_mismatch(*, pending: PendingUpload, kind: str) -> UnsupportedFileType:

@@ -56,6 +56,7 @@ from jobs.services.accept import (
     document_accept,
     filename_validate,
     upload_acceptance,
+    upload_run,
 )
 from jobs.services.admission import admission_check
 
@@ -190,7 +191,10 @@ def pending_upload_complete(
                 pending=pending,
             )
     except BYTES_REFUSED:
-        _discard(pending)
+        # Not the bytes a completion of the same upload accepted meanwhile (a refusal that
+        # depends on the moment: the inspection's clock, a limit lowered).
+        if upload_run(pending=pending) is None:
+            _discard(pending)
         raise
     except ServiceError:
         # A completion of the same upload that committed meanwhile answers for both.
@@ -201,7 +205,7 @@ def pending_upload_complete(
 
 def _accepted(pending: PendingUpload) -> Acceptance:
     found = upload_acceptance(pending=pending)
-    if found is None:  # its document was deleted since
+    if found is None:  # completed, yet no run: its rows were removed by hand
         raise NotFound("Upload not found.")
     return found
 

@@ -34,7 +34,7 @@ def test_a_multipart_body_without_its_boundary_is_a_400_in_json(api):
 
 
 def test_a_json_body_that_does_not_parse_is_a_400_in_json(api):
-    response = api.post("/api/v1/tokens", "name=ci", content_type="application/json")
+    response = api.post("/api/v1/uploads", "name=ci", content_type="application/json")
 
     assert response.status_code == 400
     assert response.json()["code"] == "bad_request" and response.json()["detail"]

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from documents.models import Chunk, Document, DocumentText, QuotaReservation, UsageEntry
@@ -143,3 +144,21 @@ def test_a_document_stored_in_s3_is_removed_from_the_bucket(s3, api):
 
     listing = s3.client.list_objects_v2(Bucket=s3.bucket)
     assert [entry["Key"] for entry in listing["Contents"]] == [kept.storage_key]
+
+
+def test_the_same_upload_sent_again_after_its_document_was_deleted_is_a_409(api):
+    data = make_pdf(2)
+    first = api.post(
+        "/api/v1/documents",
+        {"file": SimpleUploadedFile("a.pdf", data)},
+        HTTP_IDEMPOTENCY_KEY="upload-7",
+    )
+    assert api.delete(url(first.json()["document_id"])).status_code == 204
+
+    again = api.post(
+        "/api/v1/documents",
+        {"file": SimpleUploadedFile("a.pdf", data)},
+        HTTP_IDEMPOTENCY_KEY="upload-7",
+    )
+
+    assert (again.status_code, again.json()["code"]) == (409, "document_deleted")

@@ -10,6 +10,7 @@ import pytest
 from botocore.config import Config
 from django.utils import timezone
 
+from core.errors import UnreadableDocument
 from documents.models import Document, PendingUpload, QuotaReservation, UsageEntry
 from jobs.models import ImportRun
 from jobs.services import presigned as presigned_service
@@ -527,3 +528,32 @@ def test_the_orphan_pass_leaves_an_open_uploads_object_to_the_upload(s3, api, se
     assert sweep_once(housekeeping=True).orphans_removed == 0
     assert bucket_keys(s3) == [key]
     assert complete(api, grant["upload_id"]).status_code == 202
+
+
+def test_completing_again_after_the_document_was_deleted_is_a_409(s3, api, org):
+    grant = put_for(api, make_pdf(2))
+    accepted = complete(api, grant["upload_id"]).json()
+    assert api.delete(f"/api/v1/documents/{accepted['document_id']}").status_code == 204
+
+    again = complete(api, grant["upload_id"])
+
+    assert (again.status_code, again.json()["code"]) == (409, "document_deleted")
+
+
+def test_a_refusal_racing_a_completion_that_was_accepted_leaves_its_bytes(
+    s3, api, org, monkeypatch
+):
+    grant = put_for(api, make_pdf(2))
+    accept = presigned_service.document_accept
+
+    def accepted_elsewhere_then_refused(**kwargs):
+        accept(**kwargs)  # the other completion, committed meanwhile
+        raise UnreadableDocument("The inspection ran out of time.", code="inspection_too_slow")
+
+    monkeypatch.setattr(presigned_service, "document_accept", accepted_elsewhere_then_refused)
+
+    response = complete(api, grant["upload_id"])
+
+    assert response.status_code == 422
+    document = Document.objects.get(organisation=org)
+    assert bucket_keys(s3) == [document.storage_key]  # the accepted document's bytes stay
