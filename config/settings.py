@@ -311,6 +311,9 @@ PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
 # GET /search: the chunks found by their words that are ranked by embedding, and the
 # longest PostgreSQL may spend finding them before the search is refused (503).
 PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200)
+# Matches ranked by their text to choose those candidates: for a word in most chunks, the
+# first this many found, not all of them.
+PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=5000)
 PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)
 # Embedding requests per second across all workers (0: no limit, as for the local embedder).
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)

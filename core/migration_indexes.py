@@ -23,6 +23,23 @@ def create_indexes(indexes: list[Index]) -> migrations.RunPython:
     return migrations.RunPython(drop.reverse_code, drop.code)
 
 
+def drop_invalid_index(schema_editor, name: str) -> None:
+    """Drop `name` if an earlier concurrent build of it failed half way (PostgreSQL keeps
+    such an index, INVALID: never used, still written), so that CREATE INDEX ... IF NOT
+    EXISTS builds it again instead of passing over it."""
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = %s AND NOT i.indisvalid",
+            [name],
+        )
+        invalid = cursor.fetchone() is not None
+    if invalid:
+        schema_editor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+
+
 def drop_indexes(indexes: list[Index]) -> migrations.RunPython:
     def drop(apps, schema_editor):
         for name, _, _ in indexes:
@@ -30,6 +47,7 @@ def drop_indexes(indexes: list[Index]) -> migrations.RunPython:
 
     def create(apps, schema_editor):
         for name, table, column in indexes:
+            drop_invalid_index(schema_editor, name)
             schema_editor.execute(
                 f'CREATE INDEX{_concurrently(schema_editor)} IF NOT EXISTS "{name}" '
                 f'ON "{table}" ("{column}")'

@@ -32,7 +32,6 @@ from documents.models import Chunk, Document, Organisation
 from jobs.breaker import breaker
 from jobs.chunking import clean_text
 from jobs.embedding import get_embedder
-from jobs.errors import TransientError
 from jobs.stages.embed import PROVIDER
 
 logger = logging.getLogger(__name__)
@@ -120,15 +119,21 @@ def documents_search(*, organisation: Organisation, query: str, limit: int = 10)
 
 # The expression must be the index's (documents 0006), word for word, for the planner to use it.
 CANDIDATES_SQL = f"""
-    SELECT c.document_id, c.index, c.text, c.embedding, c.embedding_model
-    FROM {Chunk._meta.db_table} c
-    JOIN {Document._meta.db_table} d ON d.id = c.document_id,
-         websearch_to_tsquery('simple', %s) q
-    WHERE d.organisation_id = %s AND d.deleted_at IS NULL
-      AND to_tsvector('simple', c.text) @@ q
-      -- A query the index cannot answer (only -words: every chunk but some) finds nothing.
-      AND querytree(q) NOT IN ('T', '')
-    ORDER BY ts_rank_cd(to_tsvector('simple', c.text), q) DESC
+    SELECT m.document_id, m.index, m.text, m.embedding, m.embedding_model
+    FROM (
+        SELECT c.document_id, c.index, c.text, c.embedding, c.embedding_model, q.q
+        FROM {Chunk._meta.db_table} c
+        JOIN {Document._meta.db_table} d ON d.id = c.document_id,
+             websearch_to_tsquery('simple', %s) q(q)
+        WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+          AND to_tsvector('simple', c.text) @@ q.q
+          -- A query the index cannot answer (only -words: every chunk but some) finds nothing.
+          AND querytree(q.q) NOT IN ('T', '')
+        -- Ranking reads each match's text again: a word in every chunk must not mean
+        -- ranking them all, so at most this many matches are ranked.
+        LIMIT %s
+    ) m
+    ORDER BY ts_rank_cd(to_tsvector('simple', m.text), m.q) DESC
     LIMIT %s
 """
 
@@ -139,7 +144,13 @@ def _candidates_postgresql(organisation_id: int, query: str) -> list[_Candidate]
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
             cursor.execute(
-                CANDIDATES_SQL, [query, organisation_id, settings.PAPERLANE_SEARCH_CANDIDATES]
+                CANDIDATES_SQL,
+                [
+                    query,
+                    organisation_id,
+                    settings.PAPERLANE_SEARCH_MATCHES_RANKED,
+                    settings.PAPERLANE_SEARCH_CANDIDATES,
+                ],
             )
             rows = cursor.fetchall()
     except OperationalError as exc:
@@ -195,7 +206,7 @@ def _query_vector(query: str) -> tuple[str, list[float]] | None:
     embedder = get_embedder()
     try:
         [vector] = embedder.embed([clean_text(query)])
-    except (TransientError, OSError) as exc:
+    except Exception as exc:  # whatever a provider raises: the words still find and rank
         logger.warning("search: the embedding provider failed, ranking by text: %s", exc)
         return None
     return embedder.name, vector

@@ -5,11 +5,14 @@ word. Built concurrently, so uploads and workers go on writing chunks meanwhile.
 
 from django.db import migrations
 
+from core.migration_indexes import drop_invalid_index
+
 NAME = "documents_chunk_text_search"
 
 
 def create(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
+        drop_invalid_index(schema_editor, NAME)
         schema_editor.execute(
             f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{NAME}" ON "documents_chunk" '
             "USING gin (to_tsvector('simple', text))"

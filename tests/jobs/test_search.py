@@ -142,7 +142,7 @@ def test_postgresql_finds_the_candidates_through_the_text_index(org):
         # As on a large table, where neither scanning it nor every document's chunks pays.
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_nestloop = off")
-        cursor.execute("EXPLAIN " + CANDIDATES_SQL, ["sextant", org.id, 10])
+        cursor.execute("EXPLAIN " + CANDIDATES_SQL, ["sextant", org.id, 5000, 10])
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
     assert "documents_chunk_text_search" in plan
@@ -176,3 +176,26 @@ def test_a_deleted_document_is_not_found_even_if_its_chunks_were_left(api, org):
     results = _search(api, "buoy").json()["results"]
 
     assert [hit["document_id"] for hit in results] == [str(kept.id)]
+
+
+def test_only_the_first_matches_found_are_ranked(api, org, settings):
+    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 3
+    for number in range(6):
+        document_with_chunks(org, f"{number}.pdf", [f"the tern {number}"])
+
+    results = _search(api, "tern").json()["results"]
+
+    assert len(results) == 3
+
+
+def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(api, org, monkeypatch):
+    document_with_chunks(org, "kept.pdf", ["the anchor chain"])
+
+    def refuses(texts):
+        raise ValueError("the provider's own error")
+
+    monkeypatch.setattr(get_embedder(), "embed", refuses)
+
+    body = _search(api, "anchor").json()
+
+    assert body["ranking"] == "text" and len(body["results"]) == 1
