@@ -18,12 +18,11 @@ from botocore.exceptions import ClientError
 from django.conf import settings
 from django.core.files.storage import default_storage
 
-from documents.storage import is_s3
+from documents.storage import is_s3, s3_missing, s3_object
 
 # Small enough that a slow S3 has its time budget looked at every few hundred KiB.
 READ_BLOCK = 256 * 1024
 # What a missing object is called, by S3 and by its look-alikes.
-_MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
 
 # One signing client per storage: building one costs milliseconds of CPU on every request.
 _signers: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
@@ -87,19 +86,14 @@ def presigned_put(*, key: str, size_bytes: int, content_type: str, seconds: int)
     return PresignedPut(url=url, headers=headers)
 
 
-def _client_and_name(key: str):
-    storage = default_storage
-    return storage.connection.meta.client, storage.bucket_name, storage._normalize_name(key)
-
-
 def stored_size(*, key: str) -> int | None:
     """The size of the object at `key` (one HEAD request), or None if there is none.
     Any other storage failure raises (botocore's errors)."""
-    client, bucket, name = _client_and_name(key)
+    client, bucket, name = s3_object(key)
     try:
         head = client.head_object(Bucket=bucket, Key=name)
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in _MISSING_CODES:
+        if s3_missing(exc):
             return None
         raise
     return int(head["ContentLength"])
@@ -110,12 +104,12 @@ def stored_read(*, key: str, max_bytes: int, seconds: float) -> BinaryIO:
     it is larger), spooled to a temporary file past FILE_UPLOAD_MAX_MEMORY_SIZE, as an
     upload is. Raises TimeoutError if reading takes longer than `seconds`, FileNotFoundError
     if the object is gone, botocore's errors for any other failure."""
-    client, bucket, name = _client_and_name(key)
+    client, bucket, name = s3_object(key)
     try:
         # The range bounds what S3 sends, whatever the object has become since it was looked at.
         body = client.get_object(Bucket=bucket, Key=name, Range=f"bytes=0-{max_bytes}")["Body"]
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in _MISSING_CODES:
+        if s3_missing(exc):
             raise FileNotFoundError(key) from None
         raise
     spooled = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE)

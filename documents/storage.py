@@ -120,6 +120,25 @@ class StoredStream:
     file: BinaryIO
 
 
+# What S3 (and stores that speak its API) answers for an object that is not there.
+_S3_MISSING = {"404", "NoSuchKey", "NotFound"}
+
+
+def s3_missing(exc: ClientError) -> bool:
+    """Whether an S3 client error says there is no object at the key."""
+    return exc.response.get("Error", {}).get("Code") in _S3_MISSING
+
+
+def s3_object(key: str) -> tuple[object, str, str]:
+    """(boto3 client, bucket, object name) of `key` in the default S3 storage, for calls
+    django-storages does not make: streaming, HEAD, ranged reads, presigning."""
+    return (
+        default_storage.connection.meta.client,
+        default_storage.bucket_name,
+        default_storage._normalize_name(key),
+    )
+
+
 def storage_stream(*, key: str) -> StoredStream:
     """The bytes at `key`, read from the store as they are consumed, never held whole
     (django-storages' S3 file would download the object into memory first).
@@ -128,12 +147,11 @@ def storage_stream(*, key: str) -> StoredStream:
     if not is_s3(default_storage):
         file = default_storage.open(key, "rb")
         return StoredStream(size=file.size, file=file)
+    client, bucket, name = s3_object(key)
     try:
-        answer = default_storage.connection.meta.client.get_object(
-            Bucket=default_storage.bucket_name, Key=default_storage._normalize_name(key)
-        )
+        answer = client.get_object(Bucket=bucket, Key=name)
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+        if s3_missing(exc):
             raise FileNotFoundError(key) from exc
         raise
     return StoredStream(size=answer["ContentLength"], file=answer["Body"])

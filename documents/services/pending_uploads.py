@@ -13,17 +13,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Gone, TooManyOpenUploads, UnsupportedFileType
-from documents.formats.base import DOCX, PDF
+from documents.formats.base import DOCX, MEDIA_TYPES, PDF
 from documents.models import Document, Organisation, PendingUpload
 from documents.storage import STORAGE_ERRORS, storage_delete
 
 logger = logging.getLogger(__name__)
 
-CONTENT_TYPES = {
-    PDF: "application/pdf",
-    DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-}
-_KIND_BY_TYPE = {content_type: kind for kind, content_type in CONTENT_TYPES.items()}
+_KIND_BY_TYPE = {content_type: kind for kind, content_type in MEDIA_TYPES.items()}
 _KIND_BY_EXTENSION = {".pdf": PDF, ".docx": DOCX}
 # Types that say nothing about the file: its name's extension decides.
 _GENERIC_TYPES = {"", "application/octet-stream", "binary/octet-stream"}
@@ -52,7 +48,7 @@ def pending_upload_kind(*, filename: str, content_type: str | None) -> tuple[str
         )
     else:
         kind = by_extension
-    return kind, CONTENT_TYPES[kind]
+    return kind, MEDIA_TYPES[kind]
 
 
 def pending_uploads_bound_check(*, organisation: Organisation) -> None:
