@@ -179,6 +179,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = env.int("FILE_UPLOAD_MAX_MEMORY_SIZE", default=5 *
 # and how long after that the upload may still be completed (a PUT started just before
 # the URL expires can take minutes). Past that the sweeper removes it and its object.
 PAPERLANE_UPLOAD_URL_SECONDS = env.int("PAPERLANE_UPLOAD_URL_SECONDS", default=900)
+# GET /documents/{id}/file on S3: a redirect to a URL that serves the file for this long,
+# so that no web thread is held while a client reads. 0 streams it through the web
+# instead (an S3 endpoint that clients cannot reach, such as a private MinIO).
+PAPERLANE_DOWNLOAD_URL_SECONDS = env.int("PAPERLANE_DOWNLOAD_URL_SECONDS", default=60)
 PAPERLANE_UPLOAD_COMPLETE_SECONDS = env.int("PAPERLANE_UPLOAD_COMPLETE_SECONDS", default=3600)
 # Completing reads the object back from S3 within this long, or answers 503 to send again.
 PAPERLANE_UPLOAD_READ_SECONDS = env.float("PAPERLANE_UPLOAD_READ_SECONDS", default=30.0)

@@ -60,6 +60,25 @@ def _signer(storage):
         return client
 
 
+def presigned_get(*, key: str, content_type: str, disposition: str, seconds: int) -> str:
+    """A URL that serves the object at `key` for `seconds`, with the given Content-Type and
+    Content-Disposition and no caching: a download straight from S3, holding no web
+    thread while a slow client reads. Signing is local: no request is made."""
+    storage = default_storage
+    return _signer(storage).generate_presigned_url(
+        "get_object",
+        Params={
+            "Bucket": storage.bucket_name,
+            "Key": storage._normalize_name(key),
+            "ResponseContentType": content_type,
+            "ResponseContentDisposition": disposition,
+            "ResponseCacheControl": "private, no-store",
+        },
+        ExpiresIn=seconds,
+        HttpMethod="GET",
+    )
+
+
 def presigned_put(*, key: str, size_bytes: int, content_type: str, seconds: int) -> PresignedPut:
     """A URL that takes one PUT of exactly `size_bytes` bytes of `content_type` to `key`
     for `seconds`, and only while nothing is stored there: it cannot replace the bytes

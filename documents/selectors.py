@@ -3,10 +3,13 @@
 import logging
 import uuid
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet, Sum
 
+from core.disposition import attachment
 from core.errors import Conflict, NotFound, StorageUnavailable
+from documents.formats.base import MEDIA_TYPES
 from documents.models import (
     ApiToken,
     Connection,
@@ -15,6 +18,7 @@ from documents.models import (
     PendingUpload,
     UsageEntry,
 )
+from documents.presigned import presigned_get, presigned_supported, stored_size
 from documents.storage import (
     STORAGE_ERRORS,
     STORAGE_RETRY_AFTER_SECONDS,
@@ -42,8 +46,10 @@ def document_get(*, organisation: Organisation, document_id: uuid.UUID) -> Docum
         raise NotFound("Document not found.") from None
 
 
-def document_file(*, document: Document) -> StoredStream:
-    """The stored bytes of the document's current version, to be streamed and closed.
+def document_file(*, document: Document) -> StoredStream | str:
+    """The stored bytes of the document's current version, to be streamed and closed; or,
+    in S3 with PAPERLANE_DOWNLOAD_URL_SECONDS set, a short-lived URL that serves them
+    as an attachment under the document's name, once a HEAD has found them there.
 
     Conflict while a connector's document has no version stored yet; NotFound when the
     file is missing from storage; StorageUnavailable (503, Retry-After) when the store
@@ -54,7 +60,17 @@ def document_file(*, document: Document) -> StoredStream:
             "The document's file is not stored yet; it is once its import has fetched it.",
             code="file_not_stored",
         )
+    seconds = settings.PAPERLANE_DOWNLOAD_URL_SECONDS
     try:
+        if seconds and presigned_supported():
+            if stored_size(key=document.storage_key) is None:
+                raise FileNotFoundError(document.storage_key)
+            return presigned_get(
+                key=document.storage_key,
+                content_type=MEDIA_TYPES[document.kind],
+                disposition=attachment(document.filename),
+                seconds=seconds,
+            )
         return storage_stream(key=document.storage_key)
     except FileNotFoundError:
         raise NotFound(

@@ -2,7 +2,7 @@
 
 import uuid
 
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponseRedirect
 from django.urls import reverse
 from ninja import File, Header, Query, Router, Schema, Status
 from ninja.files import UploadedFile
@@ -180,14 +180,24 @@ _FILE_CONTENT = {
     response={404: ErrorOut, 409: ErrorOut, 503: BusyErrorOut},
     url_name="document_file",
     tags=["documents"],
-    openapi_extra={"responses": {200: {"description": "The file", "content": _FILE_CONTENT}}},
+    openapi_extra={
+        "responses": {
+            200: {"description": "The file", "content": _FILE_CONTENT},
+            302: {"description": "On S3: a URL that serves the file for a minute"},
+        }
+    },
 )
 def documents_file(request, document_id: uuid.UUID):
     """The document's original file (of a connected file, its current version), as an
-    attachment under its name. `409` while a connected file is not stored yet, `503`
-    with `Retry-After` when the storage does not answer."""
+    attachment under its name; on S3 a `302` to a short-lived URL that serves it. `409`
+    while a connected file is not stored yet, `503` with `Retry-After` when the storage
+    does not answer."""
     document = document_get(organisation=request.organisation, document_id=document_id)
     stored = document_file(document=document)
+    if isinstance(stored, str):
+        response = HttpResponseRedirect(stored)
+        response["Cache-Control"] = "private, no-store"
+        return response
     # Streamed a block at a time, and the file closed at the end (FileResponse does both).
     response = FileResponse(stored.file, content_type=MEDIA_TYPES[document.kind])
     # Blocks of 64 KiB rather than 4 KiB: a read from S3 is a call through botocore.

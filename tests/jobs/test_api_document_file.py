@@ -3,10 +3,14 @@
 import hashlib
 import os
 import tracemalloc
+from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 from botocore.config import Config
 
+from core.disposition import attachment
+from documents.models import Document
 from documents.storage import storage_delete
 from jobs.engine import execute_stage
 from jobs.models import ImportRun
@@ -115,7 +119,39 @@ def test_a_connected_file_not_stored_yet_is_a_409(api, folder, connection):
     assert response.status_code == 409 and response.json()["code"] == "file_not_stored"
 
 
-def test_a_file_in_s3_is_streamed_without_being_held_in_memory(api, org, settings, monkeypatch):
+def test_a_file_in_s3_is_a_redirect_to_a_short_lived_url_that_serves_it_as_an_attachment(
+    s3, api, org
+):
+    data = make_pdf(2)
+    run = unchecked_run(org, data, kind="pdf", pages=2)
+    Document.objects.filter(id=run.document_id).update(filename="Rapport été.pdf")
+
+    response = api.get(file_url(run.document_id))
+
+    assert response.status_code == 302
+    assert response["Cache-Control"] == "private, no-store"
+    query = parse_qs(urlsplit(response["Location"]).query)
+    assert query["X-Amz-Expires"] == ["60"]
+    assert query["response-content-type"] == ["application/pdf"]
+    assert query["response-content-disposition"] == [attachment("Rapport été.pdf")]
+    served = httpx.get(response["Location"], timeout=10)
+    assert served.status_code == 200 and served.content == data
+    assert served.headers["Content-Disposition"] == attachment("Rapport été.pdf")
+
+
+def test_a_file_missing_from_s3_is_a_404_not_a_redirect_to_nothing(s3, api, org):
+    run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
+    storage_delete(key=run.document.storage_key)
+
+    response = api.get(file_url(run.document_id))
+
+    assert (response.status_code, response.json()["code"]) == (404, "file_missing")
+
+
+def test_a_file_in_s3_is_streamed_without_being_held_in_memory_when_asked(
+    api, org, settings, monkeypatch
+):
+    settings.PAPERLANE_DOWNLOAD_URL_SECONDS = 0  # clients cannot reach the S3 endpoint
     size = 24 * 1024 * 1024
     with s3_storage(settings, monkeypatch, own_process=True):
         data = os.urandom(size)
@@ -140,7 +176,11 @@ def test_a_file_in_s3_is_streamed_without_being_held_in_memory(api, org, setting
     assert peak < 4 * 1024 * 1024, f"{peak / 2**20:.1f} MiB held while serving 24 MiB"
 
 
-def test_s3_not_answering_is_a_503_to_ask_again_after_retry_after(s3, api, settings):
+@pytest.mark.parametrize("redirect_seconds", [60, 0], ids=["redirect", "streamed"])
+def test_s3_not_answering_is_a_503_to_ask_again_after_retry_after(
+    s3, api, settings, redirect_seconds
+):
+    settings.PAPERLANE_DOWNLOAD_URL_SECONDS = redirect_seconds
     run = accepted_run(api, make_pdf(1))
     with silent_server() as port:
         settings.AWS_S3_ENDPOINT_URL = f"http://127.0.0.1:{port}"
