@@ -130,7 +130,7 @@ def files_left_under(*, connection: Connection, paths: list[str], since) -> list
     """The files recorded (by their latest import) under one of `paths`, not deleted, and
     not listed since `since`: under a folder deleted with them, although the listing did
     not say so of each."""
-    prefixes = [path.rstrip("/") + "/" for path in paths]
+    prefixes = _outermost(path.rstrip("/") + "/" for path in paths)
     candidates: set[str] = set()
     for prefix in prefixes:
         candidates.update(
@@ -154,6 +154,16 @@ def files_left_under(*, connection: Connection, paths: list[str], since) -> list
         for file_id, path in rows.values_list("file_id", "path")
         if any(path.startswith(prefix) for prefix in prefixes)
     ]
+
+
+def _outermost(prefixes) -> list[str]:
+    """The prefixes not under another of them: a tree deleted at once is reported folder
+    by folder, and its root's prefix already covers the rest (one query, not one each)."""
+    kept: list[str] = []
+    for prefix in sorted(set(prefixes)):
+        if not kept or not prefix.startswith(kept[-1]):
+            kept.append(prefix)
+    return kept
 
 
 def folders_forget_unseen(*, connection: Connection, since) -> int:

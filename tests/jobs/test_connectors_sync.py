@@ -16,6 +16,7 @@ from documents.services.orphans import stored_orphans_remove
 from documents.storage import document_write_key, storage_exists, storage_open, storage_put
 from jobs.connectors import sync as sync_module
 from jobs.connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile, RemoteFolder
+from jobs.connectors.folders import _outermost
 from jobs.connectors.loop import connections_due, connectors_maintain, connectors_sync_due
 from jobs.connectors.sync import (
     connection_claim_sync,
@@ -660,3 +661,7 @@ def test_deleting_a_connected_files_document_removes_every_stored_version(
     delete_document_of(run_id)
 
     assert media_files() == []
+
+
+def test_a_tree_deleted_folder_by_folder_is_looked_up_once_from_its_root():
+    assert _outermost(["/a/b/", "/a/", "/a/b/c/", "/ab/", "/z/", "/a/"]) == ["/a/", "/ab/", "/z/"]
