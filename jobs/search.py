@@ -20,7 +20,6 @@ needs a vector index (pgvector), which the portable float32 embeddings do not ha
 import logging
 import operator
 import re
-import struct
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -31,7 +30,7 @@ from core.errors import ServiceError
 from documents.models import Chunk, Document, Organisation
 from jobs.breaker import breaker
 from jobs.chunking import clean_text
-from jobs.embedding import get_embedder
+from jobs.embedding import get_embedder, unpack_vector
 from jobs.stages.embed import PROVIDER
 
 logger = logging.getLogger(__name__)
@@ -245,7 +244,7 @@ def _rank(
 
 
 def _cosine(embedding: bytes, vector: list[float]) -> float:
-    values = struct.unpack(f"<{len(embedding) // 4}f", embedding)
+    values = unpack_vector(embedding)
     if len(values) != len(vector):
         return 0.0
     norms = _norm(values) * _norm(vector)

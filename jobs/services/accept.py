@@ -159,6 +159,14 @@ def _store(*, organisation: Organisation, key: str, upload: UploadedFile) -> Non
         ) from exc
 
 
+def file_too_large(size_bytes: int) -> FileTooLarge:
+    """413 for a file of `size_bytes`, over PAPERLANE_MAX_UPLOAD_BYTES."""
+    limit = settings.PAPERLANE_MAX_UPLOAD_BYTES
+    return FileTooLarge(
+        f"The file is {size_bytes} bytes; the limit is {limit} bytes.", max_bytes=limit
+    )
+
+
 def document_accept(
     *,
     organisation: Organisation,
@@ -190,11 +198,7 @@ def document_accept(
             )
     filename = filename_validate(filename if filename is not None else upload.name)
     if upload.size is not None and upload.size > settings.PAPERLANE_MAX_UPLOAD_BYTES:
-        raise FileTooLarge(
-            f"The file is {upload.size} bytes; the limit is "
-            f"{settings.PAPERLANE_MAX_UPLOAD_BYTES} bytes.",
-            max_bytes=settings.PAPERLANE_MAX_UPLOAD_BYTES,
-        )
+        raise file_too_large(upload.size)
     sha256 = None
     if idempotency_key:
         sha256 = _sha256(upload)

@@ -54,6 +54,7 @@ from jobs.services.accept import (
     STORAGE_RETRY_AFTER_SECONDS,
     Acceptance,
     document_accept,
+    file_too_large,
     filename_validate,
     upload_acceptance,
     upload_run,
@@ -83,13 +84,6 @@ def _require_presigned() -> None:
         )
 
 
-def _too_large(size_bytes: int) -> FileTooLarge:
-    limit = settings.PAPERLANE_MAX_UPLOAD_BYTES
-    return FileTooLarge(
-        f"The file is {size_bytes} bytes; the limit is {limit} bytes.", max_bytes=limit
-    )
-
-
 def pending_upload_create(
     *,
     organisation: Organisation,
@@ -111,7 +105,7 @@ def pending_upload_create(
     if size_bytes < 0:
         raise InvalidUpload("size_bytes must be the file's size in bytes.", code="invalid_size")
     if size_bytes > settings.PAPERLANE_MAX_UPLOAD_BYTES:
-        raise _too_large(size_bytes)
+        raise file_too_large(size_bytes)
     kind, content_type = pending_upload_kind(filename=filename, content_type=content_type)
     admission_check(organisation_id=organisation.id)
     # Its page count is known only from its bytes, but every document has a page.
@@ -213,7 +207,7 @@ def _accepted(pending: PendingUpload) -> Acceptance:
 def _read_back(pending: PendingUpload) -> BinaryIO:
     """The upload's bytes, read within its declared size and PAPERLANE_UPLOAD_READ_SECONDS."""
     if pending.size_bytes > settings.PAPERLANE_MAX_UPLOAD_BYTES:  # the limit was lowered
-        raise _too_large(pending.size_bytes)
+        raise file_too_large(pending.size_bytes)
     try:
         size = stored_size(key=pending.storage_key)
         if size is None:
