@@ -112,7 +112,7 @@ SELECT run_id, (ARRAY%(stages)s)[1 + least(i, stage_idx)], 0,
             THEN 'transient_error' ELSE '' END,
        CASE WHEN i >= stage_idx AND status = 'failed' THEN 'pypdf.errors.PdfReadError'
             WHEN i >= stage_idx AND status IN ('dead_letter', 'queued', 'processing')
-            THEN 'jobs.errors.TransientError' ELSE '' END,
+            THEN 'pipeline.errors.TransientError' ELSE '' END,
        CASE WHEN i >= stage_idx AND status = 'failed'
             THEN 'PdfReadError: invalid cross-reference table at byte ' || (n * 13)
             WHEN i >= stage_idx AND status IN ('dead_letter', 'queued', 'processing')
@@ -120,7 +120,7 @@ SELECT run_id, (ARRAY%(stages)s)[1 + least(i, stage_idx)], 0,
             ELSE '' END,
        CASE WHEN i >= stage_idx AND status IN ('failed', 'dead_letter')
             THEN 'Traceback (most recent call last):'
-                 || repeat(E'\\n  File "jobs/engine.py", line 150, in _run_body', 12)
+                 || repeat(E'\\n  File "pipeline/engine.py", line 150, in _run_body', 12)
             ELSE '' END
 FROM plan, generate_series(0, 4) i
 WHERE status <> 'cancelled' OR i <= stage_idx;

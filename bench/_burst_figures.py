@@ -13,8 +13,8 @@ from datetime import datetime
 from django.db.models import Count, F, Max, Min, Q, Sum
 
 from documents.models import Chunk, Document, Organisation, QuotaReservation, UsageEntry
-from jobs.models import TERMINAL_STATUSES, ImportRun, RunStatus, StageAttempt
-from jobs.pipeline import STAGES
+from pipeline.models import TERMINAL_STATUSES, ImportRun, RunStatus, StageAttempt
+from pipeline.stage_list import STAGES
 
 
 def duplicate_chunks(run_ids: Iterable) -> int:

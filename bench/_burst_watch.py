@@ -1,7 +1,7 @@
 """What runs beside the burst: a sampler of queue lag and throughput, and the chaos.
 
 Sampler, every second: the age of the oldest due run no worker holds (from the
-database, `jobs.stats.snapshot.stage_lags`), the length of every RQ queue of
+database, `operations.stats.snapshot.stage_lags`), the length of every RQ queue of
 each stage (RQ's own set of queue keys, so any number of queues per stage is
 summed), runs ended since the burst began, runs in flight, and quota overshoot.
 
@@ -29,9 +29,9 @@ from rq.queue import Queue
 
 from bench._procs import is_stage_worker
 from documents.models import Organisation
-from jobs.models import ACTIVE_STATUSES, ImportRun
-from jobs.pipeline import STAGES
-from jobs.stats.snapshot import stage_lags
+from operations.stats.snapshot import stage_lags
+from pipeline.models import ACTIVE_STATUSES, ImportRun
+from pipeline.stage_list import STAGES
 
 SAMPLE_SECONDS = 1.0
 

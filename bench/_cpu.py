@@ -83,7 +83,7 @@ class CpuMeter:
     counted through its parent's cutime/cstime once it is reaped, so horses are
     never sampled themselves (that would count them twice). The extraction fork
     server (run_workers' own, which its forked workers share, or a worker's) and the
-    extraction children it reaps (jobs/isolation.py) are "isolated".
+    extraction children it reaps (core/isolation.py) are "isolated".
     """
 
     def __init__(self, supervisor_pid: int) -> None:

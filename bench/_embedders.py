@@ -7,8 +7,8 @@ This module is imported by the workers, so it imports only the project (never
 
 import os
 
-from jobs.embedding import HashingEmbedder
-from jobs.errors import TransientError
+from pipeline.errors import TransientError
+from retrieval.embedding import HashingEmbedder
 
 # The bench creates this file to start a provider outage and removes it to end it.
 OUTAGE_FLAG_ENV = "PAPERLANE_BENCH_EMBED_OUTAGE_FLAG"

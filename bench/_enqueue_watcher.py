@@ -9,7 +9,7 @@ from _common import BENCH_REDIS_URL
 from redis.exceptions import RedisError
 from rq.utils import utcparse
 
-from jobs.pipeline import priority_queue_names
+from pipeline.queues import priority_queue_names
 
 WATCH_INTERVAL = 0.01  # seconds between polls of Redis
 WATCH_TAIL = 20  # newest entries read per queue and poll; far more than one interval adds
@@ -31,7 +31,7 @@ class EnqueueWatcher:
         # measures cost must not carry (bench/pipeline.py's cost runs).
         self.enabled = enabled
         self.redis = redis.Redis.from_url(BENCH_REDIS_URL)
-        # The interactive lanes of each stage (jobs/pipeline.py names them): the bench's
+        # The interactive lanes of each stage (pipeline/stage_list.py names them): the bench's
         # documents are all API uploads; bulk lanes would only add Redis reads per poll.
         self.queues = [
             name for stage in stages for name in priority_queue_names(stage, "interactive")

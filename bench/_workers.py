@@ -8,9 +8,9 @@ from pathlib import Path
 from _cpu import CpuMeter
 from _http import UploadClient
 
-from jobs.models import ImportRun, RunStatus
-from jobs.pipeline import STAGES
-from jobs.queues import redis_connection
+from core.redis import redis_connection
+from pipeline.models import ImportRun, RunStatus
+from pipeline.stage_list import STAGES
 from tests.support.files import make_pdf
 from tests.support.pipeline import poll, runs_not_ended
 from tests.support.processes import run_workers_process

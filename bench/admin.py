@@ -25,7 +25,7 @@ from django.test.utils import CaptureQueriesContext
 
 from documents.models import Organisation
 from documents.services.organisations import member_add, organisation_create
-from jobs.models import ImportRun, StageAttempt
+from pipeline.models import ImportRun, StageAttempt
 
 TARGET_MS = 300
 ORGANISATIONS = 20
@@ -33,7 +33,7 @@ ORGANISATIONS = 20
 
 def cases() -> list[tuple[str, str]]:
     """(label, URL) of every page measured, with ids taken from the loaded data."""
-    runs = "/admin/jobs/importrun/"
+    runs = "/admin/pipeline/importrun/"
     org = Organisation.objects.order_by("id").values_list("id", flat=True)[7]
     sample = ImportRun.objects.filter(status="succeeded").order_by("created_at")[5000]
     dead = (
@@ -72,13 +72,16 @@ def cases() -> list[tuple[str, str]]:
         ("run page (succeeded)", f"{runs}{sample.id}/change/"),
         ("dead letter groups", f"{runs}dead-letter/"),
         ("group retry confirmation", f"{runs}dead-letter/retry/?error_code=poison&stage=embed"),
-        ("attempts: no filter", "/admin/jobs/stageattempt/"),
+        ("attempts: no filter", "/admin/pipeline/stageattempt/"),
         (
             "attempts: outcome=transient_error",
-            "/admin/jobs/stageattempt/?outcome__exact=transient_error",
+            "/admin/pipeline/stageattempt/?outcome__exact=transient_error",
         ),
-        ("attempts: stage=embed", "/admin/jobs/stageattempt/?stage__exact=embed"),
-        ("attempts: error type", "/admin/jobs/stageattempt/?error_type=pypdf.errors.PdfReadError"),
+        ("attempts: stage=embed", "/admin/pipeline/stageattempt/?stage__exact=embed"),
+        (
+            "attempts: error type",
+            "/admin/pipeline/stageattempt/?error_type=pypdf.errors.PdfReadError",
+        ),
         ("pipeline dashboard", "/admin/pipeline/"),
         ("/metrics", "/metrics"),
     ]

@@ -68,12 +68,13 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from rq.worker import SimpleWorker  # noqa: E402
 
+from core.redis import redis_connection  # noqa: E402
 from documents.services.organisations import organisation_create  # noqa: E402
 from documents.services.tokens import api_token_create  # noqa: E402
-from jobs.models import ImportRun, RunSource, StageAttempt  # noqa: E402
-from jobs.pipeline import STAGES, all_queue_names, first_stage  # noqa: E402
-from jobs.queues import get_queue, redis_connection  # noqa: E402
-from jobs.sweeper import sweep_once  # noqa: E402
+from pipeline.models import ImportRun, RunSource, StageAttempt  # noqa: E402
+from pipeline.queues import all_queue_names, get_queue  # noqa: E402
+from pipeline.stage_list import STAGES, first_stage  # noqa: E402
+from pipeline.sweeper import sweep_once  # noqa: E402
 from tests.support.files import make_pdf  # noqa: E402
 
 

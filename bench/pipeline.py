@@ -76,8 +76,8 @@ from floor import run_floor
 from rq.suspension import resume, suspend
 from stage_costs import stage_costs
 
-from jobs.models import ImportRun, RunStatus, StageAttempt
-from jobs.queues import redis_connection
+from core.redis import redis_connection
+from pipeline.models import ImportRun, RunStatus, StageAttempt
 from tests.support.files import make_pdf
 from tests.support.processes import free_port, start_web_server
 

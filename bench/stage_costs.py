@@ -32,12 +32,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from redis.client import Pipeline, Redis
 
+from core.redis import redis_connection
 from documents.models import Organisation
 from documents.services.organisations import organisation_create
-from jobs.engine import execute_stage
-from jobs.models import ImportRun, RunSource
-from jobs.queues import redis_connection
-from jobs.services.accept import document_accept
+from pipeline.engine import execute_stage
+from pipeline.models import ImportRun, RunSource
+from pipeline.services.accept import document_accept
 from tests.support.files import make_pdf
 
 

@@ -6,11 +6,11 @@ from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from api.auth import ApiTokenAuth
+from api.documents import router as jobs_router
+from api.tokens import router as documents_router
+from api.uploads import router as uploads_router
 from core.errors import ServiceError
-from documents.api import router as documents_router
-from documents.auth import ApiTokenAuth
-from jobs.api import router as jobs_router
-from jobs.api_uploads import router as uploads_router
 
 api = NinjaAPI(
     title="Paperlane API",

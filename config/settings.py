@@ -45,16 +45,18 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_rq",
     "documents",
-    "jobs",
+    "pipeline",
+    "connectors",
+    "operations",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "jobs.uploads.RequestSizeLimitMiddleware",
+    "core.uploads.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "jobs.uploads.UploadNameMiddleware",
+    "core.uploads.UploadNameMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -115,7 +117,7 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "media")
 MEDIA_URL = "media/"
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "jobs:document_list"
+LOGIN_REDIRECT_URL = "web:document_list"
 LOGOUT_REDIRECT_URL = "login"
 
 # Storage: local files by default, S3 when a bucket is named.
@@ -150,7 +152,7 @@ PAPERLANE_REQUEST_REDIS_TIMEOUT_SECONDS = env.float(
 PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS = env.float(
     "PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS", default=15
 )
-# django-rq's RQ_QUEUES is derived from the stage list (jobs/pipeline.py) at start-up.
+# django-rq's RQ_QUEUES is derived from the stage list (pipeline/stage_list.py) at start-up.
 
 # --- Accept path -----------------------------------------------------------
 PAPERLANE_MAX_UPLOAD_BYTES = env.int("PAPERLANE_MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
@@ -169,7 +171,7 @@ PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = env.int(
 )
 PAPERLANE_ACCEPT_INSPECT_SECONDS = env.float("PAPERLANE_ACCEPT_INSPECT_SECONDS", default=2.0)
 FILE_UPLOAD_HANDLERS = [
-    "jobs.uploads.UploadLimitHandler",
+    "core.uploads.UploadLimitHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -309,7 +311,7 @@ PAPERLANE_MAX_CHUNKS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHUNKS_PER_DOCUMENT",
 # --- Text and embeddings ---------------------------------------------------
 PAPERLANE_CHUNK_CHARS = env.int("PAPERLANE_CHUNK_CHARS", default=1200)
 PAPERLANE_CHUNK_OVERLAP_CHARS = env.int("PAPERLANE_CHUNK_OVERLAP_CHARS", default=200)
-PAPERLANE_EMBEDDER = env("PAPERLANE_EMBEDDER", default="jobs.embedding.HashingEmbedder")
+PAPERLANE_EMBEDDER = env("PAPERLANE_EMBEDDER", default="retrieval.embedding.HashingEmbedder")
 PAPERLANE_EMBEDDING_DIMENSIONS = env.int("PAPERLANE_EMBEDDING_DIMENSIONS", default=384)
 PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
 # GET /search: the chunks found by their words that are ranked by embedding, and the
@@ -323,7 +325,7 @@ PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=300
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
 # A provider that fails this many calls in a row (every worker counted) pauses its stage's
 # workers for the pause, doubled each time it fails again after one, up to the longest
-# (jobs/breaker.py).
+# (core/provider_breaker.py).
 PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = env.int(
     "PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES", default=3
 )
@@ -331,15 +333,15 @@ PAPERLANE_PROVIDER_PAUSE_SECONDS = env.float("PAPERLANE_PROVIDER_PAUSE_SECONDS",
 PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS = env.float(
     "PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS", default=5.0
 )
-# jobs.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
-# (no fork per job); jobs.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
+# pipeline.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
+# (no fork per job); pipeline.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
 # job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane
-# order mixed in (jobs.lanes.LaneOrder).
-PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="jobs.lanes.LaneWorker")
+# order mixed in (pipeline.lanes.LaneOrder).
+PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="pipeline.lanes.LaneWorker")
 
 # --- Connected folders -----------------------------------------------------
 # The Fernet key (urlsafe base64 of 32 bytes) that encrypts connections' credentials at
-# rest. Unset, it is derived from SECRET_KEY (documents/secrets.py): changing SECRET_KEY
+# rest. Unset, it is derived from SECRET_KEY (connectors/secrets.py): changing SECRET_KEY
 # then makes stored credentials unreadable and every OneDrive connection must reconnect.
 PAPERLANE_CONNECTOR_KEY = env("PAPERLANE_CONNECTOR_KEY", default="")
 # How often each provider's connections are synced without being asked (seconds):
@@ -373,8 +375,8 @@ PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS = env.bool(
 PAPERLANE_LOCAL_STABLE_SECONDS = env.float("PAPERLANE_LOCAL_STABLE_SECONDS", default=2.0)
 # Where each provider's code lives (one more provider is one more line).
 PAPERLANE_CONNECTOR_PROVIDERS = {
-    "local": "jobs.connectors.local.LocalFolderProvider",
-    "onedrive": "jobs.connectors.onedrive.OneDriveProvider",
+    "local": "connectors.local.LocalFolderProvider",
+    "onedrive": "connectors.onedrive.OneDriveProvider",
 }
 
 # --- OneDrive (Microsoft Graph) ----------------------------------------------

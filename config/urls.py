@@ -3,8 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.api import api
-from jobs.admin_views import pipeline_dashboard_view
-from jobs.metrics import metrics_view
+from operations.dashboard import pipeline_dashboard_view
+from operations.metrics import metrics_view
 
 urlpatterns = [
     # Before admin.site.urls, whose catch-all would otherwise answer it.
@@ -19,7 +19,6 @@ urlpatterns = [
     path("metrics", metrics_view, name="pipeline_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("connections/", include("jobs.connector_urls")),
-    path("", include("documents.urls")),
-    path("", include("jobs.urls")),
+    path("connections/", include("web.connection_urls")),
+    path("", include("web.urls")),
 ]

@@ -1,4 +1,4 @@
-"""The one domain error type. The API (with `core.schemas.ErrorOut`) and the HTML views
+"""The one domain error type. The API (with `api.errors.ErrorOut`) and the HTML views
 render it centrally. Plain Python: importable where Django is not set up."""
 
 from typing import Any

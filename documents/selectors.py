@@ -10,15 +10,8 @@ from django.db.models import QuerySet, Sum
 from core.disposition import attachment
 from core.errors import Conflict, NotFound, StorageUnavailable
 from documents.formats.base import MEDIA_TYPES
-from documents.models import (
-    ApiToken,
-    Connection,
-    Document,
-    Organisation,
-    PendingUpload,
-    UsageEntry,
-)
-from documents.presigned import presigned_get, presigned_supported, stored_size
+from documents.models import ApiToken, Document, Organisation, PendingUpload, UsageEntry
+from documents.s3 import presigned_get, presigned_supported, stored_size
 from documents.storage import (
     STORAGE_ERRORS,
     STORAGE_RETRY_AFTER_SECONDS,
@@ -124,7 +117,3 @@ def api_token_get(*, organisation: Organisation, token_id: int) -> ApiToken:
         return ApiToken.objects.get(organisation=organisation, id=token_id)
     except ApiToken.DoesNotExist:
         raise NotFound("API token not found.") from None
-
-
-def connection_list(*, organisation: Organisation) -> QuerySet[Connection]:
-    return Connection.objects.filter(organisation=organisation).order_by("-created_at", "-id")

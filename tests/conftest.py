@@ -4,12 +4,13 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.test import Client
+from django.test import Client, override_settings
+from django.utils import formats
 from playwright.sync_api import sync_playwright
 
+from core.redis import redis_connection
 from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create
-from jobs.queues import redis_connection
 from tests.support.admin import operator_client
 from tests.support.s3 import s3_storage
 from tests.support.silent import silent_server
@@ -141,3 +142,14 @@ def page(browser):
     context = browser.new_context()
     yield context.new_page()
     context.close()
+
+
+@pytest.fixture
+def site_formats():
+    """The admin as config/settings.py will set it up (FORMAT_MODULE_PATH), in a time zone
+    far from UTC: a time shown without seconds, or in UTC, does not match."""
+    with override_settings(FORMAT_MODULE_PATH=["config.formats"], TIME_ZONE="Asia/Kathmandu"):
+        # Django caches formats per language and does not reset them for this setting.
+        formats.reset_format_cache()
+        yield
+    formats.reset_format_cache()

@@ -1,4 +1,4 @@
-"""A full-text index on the chunks' text for GET /search (jobs/search.py), PostgreSQL
+"""A full-text index on the chunks' text for GET /search (retrieval/search.py), PostgreSQL
 only: `to_tsvector('simple', text)`, the expression the search's query repeats word for
 word. Built concurrently, so uploads and workers go on writing chunks meanwhile. SQLite
 (the demo) has no such index; its search matches substrings."""

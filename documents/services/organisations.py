@@ -46,14 +46,15 @@ def organisation_get(*, slug: str) -> Organisation:
 
 
 OPERATORS_GROUP = "Operators"
+# Apps whose records operators do not manage from the admin.
+DJANGO_APPS = ("admin", "auth", "contenttypes", "sessions")
 
 
 def operators_group() -> Group:
-    """The group staff members join: every permission on documents, runs and RQ's pages."""
+    """The group staff members join: every permission on Paperlane's own records (documents,
+    runs, connections) and RQ's pages; none on Django's own (users, groups, sessions)."""
     group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
-    group.permissions.set(
-        Permission.objects.filter(content_type__app_label__in=["documents", "jobs", "django_rq"])
-    )
+    group.permissions.set(Permission.objects.exclude(content_type__app_label__in=DJANGO_APPS))
     return group
 
 

@@ -1,7 +1,7 @@
 """Direct uploads waiting to be completed: what a declared file is taken for, the bound of
 open uploads per organisation, marking one completed, and removing those whose time ran
 out. Asking for the URL and completing through the accept path are the pipeline's side
-(jobs/services/presigned.py).
+(pipeline/services/direct_uploads.py).
 """
 
 import logging

@@ -22,8 +22,8 @@ from bench._burst_figures import (
     stage_work,
 )
 from documents.models import Chunk, Document, Organisation, UsageEntry
-from jobs.models import ImportRun, StageAttempt
-from jobs.pipeline import STAGES
+from pipeline.models import ImportRun, StageAttempt
+from pipeline.stage_list import STAGES
 from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run

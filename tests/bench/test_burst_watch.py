@@ -19,7 +19,7 @@ def test_queue_lengths_sum_every_queue_of_a_stage(redis_conn):
     for name, jobs in (("extract", 2), ("extract-bulk", 1), ("embed", 1)):
         queue = Queue(name, connection=redis_conn)
         for number in range(jobs):
-            queue.enqueue("jobs.engine.execute_stage", f"run-{number}", name)
+            queue.enqueue("pipeline.engine.execute_stage", f"run-{number}", name)
     # The list a worker moves a job to while taking it is not a queue of waiting jobs.
     redis_conn.rpush("rq:queue:embed:intermediate", "taken")
     redis_conn.sadd("rq:queues", "rq:queue:embed:intermediate")

@@ -3,8 +3,8 @@
 import pytest
 
 from bench._embedders import OUTAGE_FLAG_ENV, OutageEmbedder
-from jobs.engine import execute_stage
-from jobs.models import StageAttempt
+from pipeline.engine import execute_stage
+from pipeline.models import StageAttempt
 from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run

@@ -27,7 +27,7 @@ from documents.models import UsageEntry
 from documents.services.organisations import organisation_create
 from documents.services.quota import quota_get, quota_settle
 from documents.services.tokens import api_token_create
-from jobs.models import StageAttempt
+from pipeline.models import StageAttempt
 from tests.support.files import make_docx, make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run

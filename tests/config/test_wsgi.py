@@ -10,7 +10,7 @@ PROBE = """
 import sys
 import config.wsgi
 from django.urls import get_resolver
-print("config.urls" in sys.modules, "jobs.api" in sys.modules, get_resolver()._populated)
+print("config.urls" in sys.modules, "api.documents" in sys.modules, get_resolver()._populated)
 """
 
 

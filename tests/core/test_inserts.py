@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from core import inserts
 from core.inserts import rows_insert
 from documents.models import Document, QuotaReservation
-from jobs.models import ImportRun, RunTransition
+from pipeline.models import ImportRun, RunTransition
 
 pytestmark = pytest.mark.django_db
 
@@ -99,7 +99,7 @@ def test_what_save_would_write_otherwise_is_refused(org):
     reservation, document, run, transition = _rows(org)
     run.due_at = Now()  # an expression: save() would compile it, this writes values only
 
-    with pytest.raises(TypeError, match="plain values only: jobs.ImportRun.due_at"):
+    with pytest.raises(TypeError, match="plain values only: pipeline.ImportRun.due_at"):
         rows_insert(reservation, document, run, transition)
 
 

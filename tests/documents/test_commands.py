@@ -30,7 +30,7 @@ def test_create_org_then_token_then_member():
     assert response.json()["page_limit"] == 250
     peter = User.objects.get(username="peter")
     assert peter.is_staff and peter.check_password("tps-report-1")
-    assert peter.has_perm("jobs.view_importrun")
+    assert peter.has_perm("pipeline.view_importrun")
     assert peter.memberships.get().organisation == org
 
 

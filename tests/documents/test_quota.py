@@ -13,7 +13,7 @@ from documents.models import Organisation, QuotaReservation, UsageEntry
 from documents.services.organisations import organisation_create
 from documents.services.quota import quota_release, quota_reserve, quota_settle
 from documents.services.tokens import api_token_create
-from jobs.models import ImportRun
+from pipeline.models import ImportRun
 from tests.support.files import make_pdf
 from tests.support.processes import web_server
 from tests.support.uploads import accepted_run

@@ -9,20 +9,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from documents.models import (
-    Chunk,
-    Connection,
-    ConnectorImport,
-    Document,
-    Organisation,
-    QuotaReservation,
-    UsageEntry,
-)
+from connectors.models import Connection, ConnectorImport
+from documents.models import Chunk, Document, Organisation, QuotaReservation, UsageEntry
 from documents.services.organisations import member_add
-from jobs.models import ImportRun, RunSource, RunStatus, StageAttempt
+from pipeline.models import ImportRun, RunSource, RunStatus, StageAttempt
 
-RUNS = "/admin/jobs/importrun/"
-RUN_LINK = re.compile(r'href="/admin/jobs/importrun/([0-9a-f-]{36})/change/')
+RUNS = "/admin/pipeline/importrun/"
+RUN_LINK = re.compile(r'href="/admin/pipeline/importrun/([0-9a-f-]{36})/change/')
 
 
 def operator_client(organisation: Organisation, username: str = "olga") -> Client:
@@ -108,7 +101,7 @@ def make_runs(
             started_at=now,
             finished_at=now,
             outcome="transient_error",
-            error_type="jobs.errors.TransientError",
+            error_type="pipeline.errors.TransientError",
             error_message="TransientError: provider answered 503",
             traceback="Traceback (most recent call last):\n  ...",
         )

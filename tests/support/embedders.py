@@ -9,9 +9,9 @@ import os
 import signal
 import time
 
-from jobs.embedding import HashingEmbedder
-from jobs.errors import TransientError
-from jobs.queues import redis_connection
+from core.redis import redis_connection
+from pipeline.errors import TransientError
+from retrieval.embedding import HashingEmbedder
 
 
 def _calls(texts: list[str], tag: str) -> int:

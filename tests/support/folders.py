@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from documents.models import Connection
-from documents.services.connections import connection_create_local
-from jobs.connectors.sync import SyncOutcome, connection_sync
+from connectors.models import Connection
+from connectors.services import connection_create_local
+from connectors.sync import SyncOutcome, connection_sync
 
 
 def write(folder: Path, relative: str, data: bytes) -> Path:

@@ -5,7 +5,7 @@ from collections import Counter
 from django.db.models import Count
 
 from documents.models import Chunk, Document, UsageEntry
-from jobs.models import ImportRun
+from pipeline.models import ImportRun
 
 
 def integrity_problems(runs: list[ImportRun], *, pages: int) -> dict[str, object]:

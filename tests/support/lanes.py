@@ -2,9 +2,9 @@
 
 from rq import Queue
 
-from jobs.dispatch import job_origin
-from jobs.pipeline import stage_queue_names
-from jobs.queues import get_queue, redis_connection
+from core.redis import redis_connection
+from pipeline.dispatch import job_origin
+from pipeline.queues import get_queue, stage_queue_names
 
 
 def waiting_job_ids(stage: str) -> list[str]:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from django.db import close_old_connections
 from django.db.models import Count
 
-from jobs.models import TERMINAL_STATUSES, ImportRun
+from pipeline.models import TERMINAL_STATUSES, ImportRun
 from tests.support.processes import process_env, run_workers_process
 
 # Fast failure detection for tests; the defaults are in config/settings.py.

@@ -10,7 +10,7 @@ exception to raise), served one listing per sync.
 import io
 from typing import BinaryIO
 
-from jobs.connectors.base import ChangePage
+from connectors.base import ChangePage
 
 
 class ScriptedProvider:

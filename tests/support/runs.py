@@ -11,9 +11,9 @@ from documents.models import Document, Organisation
 from documents.services.content import document_chunks_upsert
 from documents.services.quota import quota_reserve
 from documents.storage import document_storage_key, storage_delete, storage_put
-from jobs.embedding import get_embedder, pack_vector
-from jobs.engine import execute_stage
-from jobs.models import TERMINAL_STATUSES, ImportRun, RunSource
+from pipeline.engine import execute_stage
+from pipeline.models import TERMINAL_STATUSES, ImportRun, RunSource
+from retrieval.embedding import get_embedder, pack_vector
 
 
 def drive(run_id, *, max_steps: int = 50) -> ImportRun:

@@ -3,7 +3,7 @@
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from jobs.models import ImportRun
+from pipeline.models import ImportRun
 from tests.support.files import multipart_body
 
 URL = "/api/v1/documents"

@@ -9,9 +9,10 @@ import signal
 
 from rq.worker import SimpleWorker
 
-from jobs.models import RunSource
-from jobs.pipeline import first_stage, queue_stage
-from jobs.queues import redis_connection
+from core.redis import redis_connection
+from pipeline.models import RunSource
+from pipeline.queues import queue_stage
+from pipeline.stage_list import first_stage
 
 
 def _first_time(tag: str) -> bool:

@@ -1,4 +1,4 @@
-from documents.management.base import ServiceCommand
+from core.commands import ServiceCommand
 from documents.services.organisations import member_add, organisation_get
 
 

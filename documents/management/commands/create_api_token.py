@@ -1,4 +1,4 @@
-from documents.management.base import ServiceCommand
+from core.commands import ServiceCommand
 from documents.services.organisations import organisation_get
 from documents.services.tokens import api_token_create
 

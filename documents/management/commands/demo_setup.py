@@ -1,4 +1,4 @@
-from documents.management.base import ServiceCommand
+from core.commands import ServiceCommand
 from documents.models import ApiToken
 from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create, api_token_revoke

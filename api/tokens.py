@@ -1,0 +1,76 @@
+"""API: the organisation's quota and API tokens. Thin callers of services and selectors."""
+
+from ninja import Query, Router, Status
+
+from api.errors import ErrorOut
+from api.schemas import QuotaOut, TokenPage, TokenQuery
+from documents.models import ApiToken
+from documents.selectors import api_token_get, api_token_list
+from documents.services.quota import quota_get
+from documents.services.tokens import api_tokens_revoke
+
+router = Router(tags=["quota"])
+# Far past any real list, within PostgreSQL's bigint.
+MAX_OFFSET = 10**12
+
+
+@router.get("/quota", response=QuotaOut, url_name="quota_get")
+def quota(request):
+    snapshot = quota_get(organisation_id=request.organisation.id)
+    return {
+        "page_limit": snapshot.page_limit,
+        "pages_used": snapshot.pages_used,
+        "pages_reserved": snapshot.pages_reserved,
+        "pages_available": snapshot.pages_available,
+    }
+
+
+def _token_out(token: ApiToken, request) -> dict:
+    return {
+        "id": token.id,
+        "name": token.name,
+        "prefix": token.prefix,
+        "created_at": token.created_at,
+        "last_used_at": token.last_used_at,
+        "revoked_at": token.revoked_at,
+        "active": token.is_active,
+        "current": token.id == request.api_token.id,
+    }
+
+
+@router.get(
+    "/tokens",
+    response={200: TokenPage, 401: ErrorOut},
+    url_name="token_list",
+    summary="List the organisation's API tokens",
+    tags=["tokens"],
+)
+def tokens_list(request, query: Query[TokenQuery]):
+    """The organisation's API tokens, newest first, revoked ones included unless
+    `active=true`; `current` marks the one this request was made with. Secrets are
+    never shown again."""
+    limit = min(max(query.limit, 1), 200)
+    offset = min(max(query.offset, 0), MAX_OFFSET)
+    tokens = api_token_list(organisation=request.organisation, active=query.active)
+    return {
+        "items": [_token_out(token, request) for token in tokens[offset : offset + limit]],
+        "count": tokens.count(),
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+@router.delete(
+    "/tokens/{token_id}",
+    response={204: None, 401: ErrorOut, 404: ErrorOut},
+    url_name="token_revoke",
+    summary="Revoke an API token",
+    tags=["tokens"],
+)
+def tokens_revoke(request, token_id: int):
+    """Revoke one of the organisation's tokens, at once and for good; the token this
+    request uses too. Revoking a revoked token is a `204` that changes nothing (the
+    first revocation is kept); a token of another organisation is a `404`."""
+    token = api_token_get(organisation=request.organisation, token_id=token_id)
+    api_tokens_revoke(tokens=[token], revoked_by_token=request.api_token)
+    return Status(204, None)

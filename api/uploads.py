@@ -1,0 +1,88 @@
+"""API: direct uploads for large files (S3 only), thin callers of its services."""
+
+import uuid
+
+from django.urls import reverse
+from ninja import Router, Status
+
+from api.documents import ACCEPT_ERRORS, accept_out
+from api.errors import BusyErrorOut, ErrorOut, QuotaErrorOut
+from api.schemas import AcceptOut, UploadIn, UploadOut
+from core.errors import ServiceError
+from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
+from pipeline.services.direct_uploads import pending_upload_complete, pending_upload_create
+
+router = Router(tags=["uploads"])
+
+
+@router.post(
+    "/uploads",
+    response={
+        201: UploadOut,
+        400: ErrorOut,
+        402: QuotaErrorOut,
+        409: ErrorOut,
+        413: ErrorOut,
+        415: ErrorOut,
+        422: ErrorOut,
+        429: BusyErrorOut,
+        503: BusyErrorOut,
+    },
+    url_name="upload_create",
+    summary="Ask for a URL to PUT a large PDF or DOCX to",
+)
+def upload_create(request, payload: UploadIn):
+    """Declare a file (`filename`, exact `size_bytes`, optional `content_type`) and get a
+    presigned URL to PUT it to, with the headers the PUT must send as given. Then POST
+    `complete_url`. Refused at once, as `POST /documents` would refuse the file: `413`
+    too large, `415` not PDF or DOCX, `402` no pages left, `429` + `Retry-After` when
+    the pipeline is full. `409 presigned_unsupported` when this server does not store
+    documents in S3: upload with `POST /documents` instead."""
+    try:
+        grant = pending_upload_create(
+            organisation=request.organisation,
+            filename=payload.filename,
+            size_bytes=payload.size_bytes,
+            content_type=payload.content_type,
+            api_token=request.api_token,
+        )
+    except ServiceError as exc:
+        upload_count(channel="api", result=REFUSED, code=exc.code)
+        raise
+    pending = grant.pending
+    return Status(
+        201,
+        {
+            "upload_id": pending.id,
+            "url": grant.url,
+            "method": "PUT",
+            "headers": grant.headers,
+            "expires_at": pending.expires_at,
+            "complete_by": pending.complete_by,
+            "complete_url": reverse("api:upload_complete", kwargs={"upload_id": pending.id}),
+        },
+    )
+
+
+@router.post(
+    "/uploads/{upload_id}/complete",
+    response={202: AcceptOut, 404: ErrorOut, 409: ErrorOut, 410: ErrorOut, **ACCEPT_ERRORS},
+    url_name="upload_complete",
+    summary="Process the file PUT for an upload",
+)
+def upload_complete(request, upload_id: uuid.UUID):
+    """Check the file PUT to the upload's URL and accept it exactly as `POST /documents`
+    accepts one, with the same `202` body and the same errors for the same file; the
+    refused file is deleted (PUT a corrected one to the same URL while it is valid).
+    `409 upload_missing`: nothing was PUT yet. `422 size_mismatch`: the file is not the
+    size declared. `410 upload_expired`: too late; ask for a new upload. Completing
+    again answers the same `202`, and nothing new is made or charged."""
+    try:
+        acceptance = pending_upload_complete(
+            organisation=request.organisation, upload_id=upload_id, api_token=request.api_token
+        )
+    except ServiceError as exc:
+        upload_count(channel="api", result=REFUSED, code=exc.code)
+        raise
+    upload_count(channel="api", result=REPLAYED if acceptance.replayed else ACCEPTED)
+    return Status(202, accept_out(acceptance))

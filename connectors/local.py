@@ -1,0 +1,215 @@
+"""A local (or mounted) folder, polled: every file below it, by its relative path.
+
+A file's version is its size, modification time (ns) and a SHA-256 of its bytes.
+A file is listed only once it has stopped changing: the same size and mtime in
+two polls at least PAPERLANE_LOCAL_STABLE_SECONDS apart, and again after its
+bytes were hashed. The folder is only ever read: files are opened read-only
+without following links, and nothing is written, moved or deleted there.
+
+The cursor is this provider's memory between polls (JSON): the version of every
+file listed, and the files seen changing, with when they were first seen so.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+from typing import BinaryIO
+
+from django.conf import settings
+
+from connectors.base import ChangePage, ProviderError, RemoteFile
+from connectors.models import Connection
+
+logger = logging.getLogger(__name__)
+
+# Files listed per page (each page is recorded in one transaction).
+PAGE_SIZE = 500
+HASH_BLOCK = 1024 * 1024
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+# Non-blocking only for the open: a FIFO put where the file was then opens at once.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+# A name the file system gives as bytes that are not UTF-8 (a Latin-1 name on an old
+# share, say) cannot be stored or shown as it is: it is shown with those bytes escaped
+# ("caf\\xe9.pdf") and recorded as skipped, so the rest of the folder imports.
+NAME_PROBLEM = "The file name is not valid UTF-8 and cannot be imported; rename the file."
+
+
+def _shown(relative: str) -> str:
+    """The path as it can be stored: as it is, or with its undecodable bytes escaped."""
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(relative).decode("utf-8", "backslashreplace")
+    return relative
+
+
+def _skipped(name: str) -> bool:
+    # Hidden files, and the lock files editors keep next to an open document ("~$x.docx").
+    return name.startswith((".", "~$"))
+
+
+class LocalFolderProvider:
+    name = "local"
+
+    def _root(self, connection: Connection) -> str:
+        root = connection.folder_id
+        if not os.path.isdir(root):
+            raise ProviderError(f"The folder {root} does not exist or is not a folder.")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise ProviderError(f"The folder {root} cannot be read.")
+        return root
+
+    def _walk(self, root: str) -> Iterator[tuple[str, os.stat_result]]:
+        """(relative path, stat) of every regular file below `root`; links are not followed."""
+
+        def failed(error: OSError) -> None:
+            raise ProviderError(f"The folder {error.filename} cannot be read: {error.strerror}.")
+
+        for folder, subfolders, files in os.walk(root, onerror=failed, followlinks=False):
+            subfolders[:] = sorted(d for d in subfolders if not _skipped(d))
+            for name in sorted(files):
+                if _skipped(name):
+                    continue
+                full = os.path.join(folder, name)
+                try:
+                    info = os.lstat(full)
+                except FileNotFoundError:
+                    continue  # removed while listing: the next poll sees it gone
+                if stat.S_ISREG(info.st_mode):
+                    yield os.path.relpath(full, root).replace(os.sep, "/"), info
+
+    def _hash(self, root: str, relative: str) -> str | None:
+        digest = hashlib.sha256()
+        try:
+            with self.open_path(root, relative) as fh:
+                while block := fh.read(HASH_BLOCK):
+                    digest.update(block)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            # One unreadable file (permissions, a link) must not stop the folder's sync;
+            # it stays unlisted until it can be read.
+            logger.warning("cannot read %s in %s: %s", relative, root, exc)
+            return None
+        return digest.hexdigest()
+
+    def changes(self, connection: Connection, cursor: str | None) -> Iterator[ChangePage]:
+        root = self._root(connection)
+        try:
+            state = json.loads(cursor) if cursor else None
+        except ValueError:
+            state = None
+        restarted = state is None
+        state = state or {"files": {}, "pending": {}}
+        listed: dict = state["files"]
+        pending: dict = state["pending"]
+        now = time.time()
+        stable_after = settings.PAPERLANE_LOCAL_STABLE_SECONDS
+        changed: list[RemoteFile] = []
+        present: set[str] = set()
+        next_pending: dict = {}
+        for relative, info in self._walk(root):
+            present.add(relative)
+            shape = [info.st_size, info.st_mtime_ns]
+            known = listed.get(relative)
+            if known is not None and known[:2] == shape:
+                continue
+            shown = _shown(relative)
+            if shown != relative:  # reported once per size and mtime, never opened
+                listed[relative] = [*shape, ""]
+                changed.append(
+                    RemoteFile(
+                        file_id=shown,
+                        version=f"{info.st_size}-{info.st_mtime_ns}",
+                        name=PurePosixPath(shown).name,
+                        path=shown,
+                        size=info.st_size,
+                        problem=NAME_PROBLEM,
+                    )
+                )
+                continue
+            seen = pending.get(relative)
+            if seen is None or seen[:2] != shape:
+                # New or still changing: wait for it to stay the same.
+                next_pending[relative] = [*shape, now]
+                continue
+            if now - seen[2] < stable_after:
+                next_pending[relative] = seen
+                continue
+            digest = self._hash(root, relative)
+            try:
+                after = os.lstat(os.path.join(root, relative))
+            except FileNotFoundError:
+                continue
+            if digest is None or [after.st_size, after.st_mtime_ns] != shape:
+                next_pending[relative] = [after.st_size, after.st_mtime_ns, now]
+                continue
+            version = f"{info.st_size}-{info.st_mtime_ns}-{digest[:32]}"
+            listed[relative] = [*shape, version]
+            changed.append(
+                RemoteFile(
+                    file_id=relative,
+                    version=version,
+                    name=PurePosixPath(relative).name,
+                    path=relative,
+                    size=info.st_size,
+                )
+            )
+        for relative in sorted(set(listed) - present):
+            del listed[relative]
+            shown = _shown(relative)
+            name = PurePosixPath(shown).name
+            changed.append(
+                RemoteFile(file_id=shown, version="", name=name, path=shown, deleted=True)
+            )
+        state = {"files": listed, "pending": next_pending}
+        pages = [changed[i : i + PAGE_SIZE] for i in range(0, len(changed), PAGE_SIZE)] or [[]]
+        for number, files in enumerate(pages):
+            last = number == len(pages) - 1
+            yield ChangePage(
+                files=files,
+                cursor=json.dumps(state, separators=(",", ":")) if last else None,
+                restarted=restarted and number == 0,
+            )
+
+    @staticmethod
+    def open_path(root: str, relative: str) -> BinaryIO:
+        """Open a regular file below `root` read-only, refusing links and paths that leave
+        it. The path is walked one folder at a time from the root, each opened without
+        following a link (openat), so a folder on the way swapped for a link after the
+        listing is refused, not followed; and something swapped in for the file that is
+        not a regular file (a FIFO would block the reader) is refused without waiting."""
+        parts = PurePosixPath(relative).parts
+        if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
+            raise FileNotFoundError(relative)
+        folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            try:
+                # Reading leaves even the access time as it was, where we own the file.
+                fd = os.open(parts[-1], _FILE_FLAGS | getattr(os, "O_NOATIME", 0), dir_fd=folder)
+            except PermissionError:
+                fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=folder)  # O_NOATIME needs the owner
+        finally:
+            os.close(folder)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise FileNotFoundError(relative)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+
+    def open(self, connection: Connection, file_id: str) -> BinaryIO:
+        return self.open_path(connection.folder_id, file_id)
+
+    def maintain(self, connection: Connection) -> None:
+        """Nothing to keep up: no tokens, no subscriptions."""

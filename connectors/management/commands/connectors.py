@@ -1,0 +1,38 @@
+import logging
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import close_old_connections
+
+from connectors.loop import connectors_maintain, connectors_sync_due
+
+logger = logging.getLogger(__name__)
+
+
+class Command(BaseCommand):
+    help = (
+        "Sync the connected folders that are due (or, with --loop, keep syncing them every "
+        "PAPERLANE_CONNECTOR_LOOP_SECONDS, with providers' upkeep every "
+        "PAPERLANE_CONNECTOR_MAINTAIN_SECONDS)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--loop", action="store_true")
+
+    def handle(self, *args, loop, **options):
+        if not loop:
+            connectors_maintain()
+            self.stdout.write(f"connectors: {connectors_sync_due()} synced")
+            return
+        maintain_due = time.monotonic()
+        while True:
+            try:
+                close_old_connections()
+                if time.monotonic() >= maintain_due:
+                    maintain_due = time.monotonic() + settings.PAPERLANE_CONNECTOR_MAINTAIN_SECONDS
+                    connectors_maintain()
+                connectors_sync_due()
+            except Exception:  # keep syncing through database hiccups
+                logger.exception("connectors pass failed; trying again")
+            time.sleep(settings.PAPERLANE_CONNECTOR_LOOP_SECONDS)

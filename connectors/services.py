@@ -1,0 +1,179 @@
+"""Connections: made, paused, resumed, asked to sync; their credentials kept encrypted.
+
+The sync itself (listing changes, recording imports, starting runs) is the
+pipeline's (`connectors/sync.py`); these are what people and providers do
+to a connection.
+"""
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Case, F, Value, When
+from django.utils import timezone
+
+from connectors.models import Connection, ConnectionSync
+from connectors.secrets import credentials_decrypt, credentials_encrypt
+from core.errors import Conflict, InvalidUpload
+from documents.models import Organisation
+
+Status = Connection.Status
+
+
+def connection_create_local(
+    *, organisation: Organisation, path: str, created_by: AbstractBaseUser | None = None
+) -> Connection:
+    """Connect a local (or mounted) folder of this server: an operator's choice of path.
+
+    The folder must exist and be readable; it is only ever read. Connecting the same
+    folder to the same organisation again returns the existing connection.
+    """
+    folder = Path(path).expanduser()
+    if not folder.is_absolute():
+        folder = Path.cwd() / folder
+    folder = Path(os.path.realpath(folder))
+    if not folder.is_dir():
+        raise InvalidUpload(f"{folder} is not a folder.", code="folder_missing")
+    if not os.access(folder, os.R_OK | os.X_OK):
+        raise InvalidUpload(f"{folder} cannot be read.", code="folder_unreadable")
+    connection, _ = Connection.objects.get_or_create(
+        organisation=organisation,
+        provider=Connection.Provider.LOCAL,
+        folder_id=str(folder),
+        defaults={"folder_path": str(folder), "created_by": created_by},
+    )
+    return connection
+
+
+def connection_create(
+    *,
+    organisation: Organisation,
+    provider: str,
+    folder_id: str,
+    folder_path: str,
+    credentials: dict | None = None,
+    created_by: AbstractBaseUser | None = None,
+) -> Connection:
+    """Connect a provider's folder (e.g. after OneDrive's consent): credentials are stored
+    encrypted; the first sync starts at once."""
+    if provider not in Connection.Provider.values:
+        raise InvalidUpload(f"Unknown provider {provider!r}.", code="unknown_provider")
+    return Connection.objects.create(
+        organisation=organisation,
+        provider=provider,
+        folder_id=folder_id,
+        folder_path=folder_path,
+        credentials_encrypted=credentials_encrypt(credentials or {}),
+        created_by=created_by,
+        next_sync_at=timezone.now(),
+    )
+
+
+def connection_credentials(*, connection: Connection) -> dict:
+    """The connection's credentials, decrypted (CredentialsUnreadable if the key changed)."""
+    return credentials_decrypt(connection.credentials_encrypted)
+
+
+def connection_set_credentials(*, connection: Connection, credentials: dict) -> None:
+    """Store new credentials (encrypted), e.g. after a token refresh or a reconnect."""
+    connection.credentials_encrypted = credentials_encrypt(credentials)
+    connection.save(update_fields=["credentials_encrypted", "updated_at"])
+
+
+def _locked(connection: Connection) -> Connection:
+    return Connection.objects.select_for_update().get(id=connection.id)
+
+
+@transaction.atomic
+def connection_pause(*, connection: Connection, reason: str = "paused by a person") -> Connection:
+    """Stop syncing until resumed (runs already started go on). Pausing again changes nothing."""
+    connection = _locked(connection)
+    if connection.status != Status.PAUSED:
+        connection.status, connection.status_reason = Status.PAUSED, reason
+        connection.save(update_fields=["status", "status_reason", "updated_at"])
+    return connection
+
+
+def connection_make_active(*, connection: Connection, also_save: tuple[str, ...] = ()) -> None:
+    """Active, no failures counted, due to sync now; saves that and the `also_save`
+    fields the caller changed. The caller holds the row's lock."""
+    connection.status, connection.status_reason = Status.ACTIVE, ""
+    connection.consecutive_failures = 0
+    connection.next_sync_at = timezone.now()
+    connection.save(
+        update_fields=[
+            *also_save,
+            "status",
+            "status_reason",
+            "consecutive_failures",
+            "next_sync_at",
+            "updated_at",
+        ]
+    )
+
+
+@transaction.atomic
+def connection_resume(*, connection: Connection) -> Connection:
+    """Sync again now, with a clean failure count. A connection that needs reconnecting
+    must be connected again instead (409)."""
+    connection = _locked(connection)
+    if connection.status == Status.NEEDS_RECONNECT:
+        raise Conflict("This connection must be connected again before it can sync.")
+    if connection.status != Status.ACTIVE:
+        connection_make_active(connection=connection)
+    return connection
+
+
+def connection_request_sync(*, connection_id: int, by_person: bool = False) -> bool:
+    """Ask for a sync soon ("sync now", a change notification): one UPDATE, no lock, so
+    a burst of notifications costs a burst of cheap updates. False if no such connection.
+
+    A person asking (`by_person`) also ends the backoff that failed syncs earned: they
+    may just have mended what failed. A wait the provider asked for (busy, Retry-After)
+    still holds, for people as for notifications."""
+    now = timezone.now()
+    fields: dict = {"sync_requested_at": now}
+    if by_person:
+        fields["next_sync_at"] = Case(
+            When(last_sync_result=Connection.Result.FAILED, then=Value(now)),
+            default=F("next_sync_at"),
+        )
+    return Connection.objects.filter(id=connection_id).update(**fields) == 1
+
+
+@transaction.atomic
+def connection_reconnected(*, connection: Connection, credentials: dict) -> Connection:
+    """New credentials from a person connecting again: active, syncing now."""
+    connection = _locked(connection)
+    connection.credentials_encrypted = credentials_encrypt(credentials)
+    connection_make_active(connection=connection, also_save=("credentials_encrypted",))
+    return connection
+
+
+# The syncs of a connection its pages show (the newest), kept whatever their age.
+SYNCS_ALWAYS_KEPT = 20
+
+
+def connection_syncs_prune(*, older_than: datetime, limit: int) -> int:
+    """Delete finished syncs that started before `older_than`, but never a connection's
+    newest SYNCS_ALWAYS_KEPT; at most `limit` rows, each connection's oldest first.
+    Returns how many went. A folder synced every few seconds records thousands of syncs
+    a day, so the history is kept for a while, not for ever."""
+    deleted = 0
+    for connection_id in Connection.objects.order_by("id").values_list("id", flat=True):
+        if deleted >= limit:
+            break
+        syncs = ConnectionSync.objects.filter(connection_id=connection_id)
+        newest = syncs.order_by("-started_at", "-id").values_list("id", flat=True)
+        old = (
+            syncs.filter(started_at__lt=older_than, finished_at__isnull=False)
+            .exclude(id__in=list(newest[:SYNCS_ALWAYS_KEPT]))
+            .order_by("started_at", "id")
+            .values_list("id", flat=True)
+        )
+        ids = list(old[: limit - deleted])
+        if ids:
+            deleted += ConnectionSync.objects.filter(id__in=ids).delete()[0]
+    return deleted

@@ -1,0 +1,308 @@
+"""The first two stages of a connector's run: `create` makes (or finds) the document of
+the file, `store` fetches its bytes, counts its pages and holds them.
+
+Every version of one file is the same document: an edit is a new document version,
+stored under a key that its store alone writes and charged for its own pages. The
+pages are held as soon as the bytes are counted, before any extraction: a file that
+does not fit fails "over quota" at once and can be retried once the limit is raised.
+"""
+
+import hashlib
+import logging
+import os
+import tempfile
+import time
+import uuid
+
+from django.conf import settings
+
+from connectors.base import NeedsReconnect, ProviderBusy, ProviderError
+from connectors.models import Connection, ConnectorImport
+from connectors.registry import provider_for
+from core.errors import QuotaExceeded
+from documents.formats import inspect_upload
+from documents.formats.base import DOCX, PDF
+from documents.models import Document
+from documents.services.quota import quota_resize
+from documents.storage import (
+    document_storage_key,
+    document_write_key,
+    storage_delete,
+    storage_put,
+)
+from pipeline.errors import PermanentError, TransientError
+from pipeline.models import ACTIVE_STATUSES, ImportRun
+from pipeline.stages.context import StageContext
+
+logger = logging.getLogger(__name__)
+
+State = ConnectorImport.State
+READ_BLOCK = 1024 * 1024
+# Downloads up to this size stay in memory; larger ones spill to a temporary file.
+SPOOL_BYTES = 8 * 1024 * 1024
+
+
+def _import_of(run: ImportRun) -> ConnectorImport:
+    record = ConnectorImport.objects.select_related("connection").filter(run_id=run.id).first()
+    if record is None:
+        raise PermanentError(
+            "The connected file this import was for is no longer recorded "
+            "(its connection was removed).",
+            code="import_missing",
+        )
+    return record
+
+
+def _kind_by_name(name: str) -> str:
+    return DOCX if name.lower().endswith(".docx") else PDF
+
+
+def connector_create(ctx: StageContext) -> None:
+    """Link the run to the document of its file, made now for a file seen the first time."""
+    run = ctx.run
+    record = _import_of(run)
+    with ctx.complete():
+        # Every version of one file locks the file's first import: two versions created
+        # at once find one document, not two.
+        ConnectorImport.objects.select_for_update().filter(
+            connection_id=record.connection_id, file_id=record.file_id
+        ).order_by("id").first()
+        record = ConnectorImport.objects.get(id=record.id)
+        document = record.document
+        if document is None:
+            sibling = (
+                ConnectorImport.objects.filter(
+                    connection_id=record.connection_id,
+                    file_id=record.file_id,
+                    document__isnull=False,
+                )
+                .select_related("document")
+                .order_by("-id")
+                .first()
+            )
+            document = sibling.document if sibling else _new_document(record)
+            record.document = document
+            record.save(update_fields=["document", "updated_at"])
+        if document.deleted_at is not None:
+            raise _deleted_here(record)
+        run.document = document
+        run.save(update_fields=["document", "updated_at"])
+
+
+def _new_document(record: ConnectorImport) -> Document:
+    document_id = uuid.uuid4()
+    kind = _kind_by_name(record.name)
+    return Document.objects.create(
+        id=document_id,
+        organisation_id=record.organisation_id,
+        filename=record.name,
+        kind=kind,
+        # Known once the bytes are stored (the store stage); the remote size until then.
+        size_bytes=max(record.size_bytes or 1, 1),
+        sha256="",
+        storage_key=document_storage_key(
+            organisation_id=record.organisation_id,
+            document_id=document_id,
+            version=1,
+            kind=kind,
+        ),
+    )
+
+
+def _download(ctx: StageContext, connection: Connection, record: ConnectorImport):
+    """The file's bytes now, fetched fresh from the provider, within the size and time
+    limits: (spooled file, size, sha256)."""
+    limit = settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES
+    too_large = PermanentError(
+        f"{record.name} is larger than {limit:,} bytes, the limit for one file.",
+        code="file_too_large",
+    )
+    if record.size_bytes is not None and record.size_bytes > limit:
+        raise too_large
+    deadline = time.monotonic() + settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS
+    spooled = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+    digest, size = hashlib.sha256(), 0
+    try:
+        with provider_for(connection).open(connection, record.file_id) as source:
+            while block := source.read(READ_BLOCK):
+                size += len(block)
+                if size > limit:
+                    raise too_large
+                if time.monotonic() > deadline:
+                    raise TransientError(
+                        f"downloading {record.path} took longer than "
+                        f"{settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS:.0f} s",
+                        code="download_timeout",
+                    )
+                digest.update(block)
+                spooled.write(block)
+                ctx.check()
+    except FileNotFoundError:
+        spooled.close()
+        raise PermanentError(
+            f"{record.path} is no longer in the connected folder.", code="source_missing"
+        ) from None
+    except NeedsReconnect as exc:
+        spooled.close()
+        raise PermanentError(
+            f"The connection must be connected again: {exc.message}",
+            code="connection_needs_reconnect",
+        ) from exc
+    except ProviderBusy as exc:
+        spooled.close()
+        raise TransientError(exc.message, code="provider_busy") from exc
+    except ProviderError as exc:
+        spooled.close()
+        raise TransientError(exc.message, code="provider_error") from exc
+    except BaseException:
+        spooled.close()
+        raise
+    return spooled, size, digest.hexdigest()
+
+
+def connector_store(ctx: StageContext) -> None:
+    """Fetch the file's bytes, store them as the document's next version, count their
+    pages and hold them (QuotaExceeded fails this run alone, "over quota")."""
+    run = ctx.run
+    record = _import_of(run)
+    if record.state == State.DELETED:
+        raise PermanentError(
+            f"{record.path} was deleted at its source before it was imported.",
+            code="source_deleted",
+        )
+    newer = (
+        ConnectorImport.objects.filter(
+            connection_id=record.connection_id, file_id=record.file_id, id__gt=record.id
+        )
+        .exclude(state__in=[State.SKIPPED, State.DELETED])
+        .exists()
+    )
+    if newer:
+        raise PermanentError(
+            f"{record.path} changed again before this version was imported; the newer "
+            "version is imported instead.",
+            code="superseded",
+        )
+    spooled, size, sha256 = _download(ctx, record.connection, record)
+    with spooled:
+        if size == 0:
+            raise PermanentError(f"{record.name} is empty.", code="empty_file")
+        inspection = inspect_upload(spooled)
+        document = ctx.document
+        # The version this run's bytes become: the next one, unless none is stored yet.
+        version = document.version + 1 if document.sha256 else document.version
+        # A key of this write alone: another run of the same file (an older version still
+        # downloading, a retry of this one whose worker stalled) never writes or deletes
+        # it, and only the commit below points the document at it.
+        key = document_write_key(
+            organisation_id=document.organisation_id,
+            document_id=document.id,
+            version=version,
+            kind=inspection.kind,
+        )
+        storage_put(key=key, content=spooled)
+    committing = False
+    try:
+        with ctx.complete():
+            _become_version(
+                ctx,
+                record,
+                document,
+                version=version,
+                key=key,
+                kind=inspection.kind,
+                size=size,
+                sha256=sha256,
+            )
+            quota_resize(
+                reservation=run.reservation,
+                pages=inspection.pages,
+                estimated=inspection.estimated,
+            )
+            committing = True
+    except BaseException as exc:
+        if not committing:
+            # Rolled back before the commit, so nothing points at this key, nor ever
+            # will: no other write uses it. (A failed commit leaves it to the orphan sweep.)
+            _forget(key)
+        if isinstance(exc, QuotaExceeded):
+            raise PermanentError(
+                f"{record.path} has {inspection.pages} pages but only "
+                f"{exc.extra['pages_available']} pages of your quota are left. Raise the "
+                "page limit and retry it.",
+                code="quota_exceeded",
+            ) from exc
+        raise
+
+
+def _forget(key: str) -> None:
+    try:
+        storage_delete(key=key)
+    except Exception:  # the orphan sweep removes it later
+        logger.warning("could not delete %s, written by a store that did not commit", key)
+
+
+def _become_version(
+    ctx: StageContext,
+    record: ConnectorImport,
+    document: Document,
+    *,
+    version: int,
+    key: str,
+    kind: str,
+    size: int,
+    sha256: str,
+) -> None:
+    """Make the stored bytes the document's current version; runs of older versions still
+    in the pipeline are cancelled (their content is out of date)."""
+    # Imported here: the run services import the stage list (via dispatch), which
+    # imports the stage bodies, this module among them.
+    from pipeline.services.people import run_cancel
+    from pipeline.services.transitions import Actor
+
+    locked = Document.objects.select_for_update().get(id=document.id)
+    if locked.deleted_at is not None:  # deleted while this run fetched the file
+        raise _deleted_here(record)
+    if (locked.version, locked.sha256) != (document.version, document.sha256):
+        raise TransientError(
+            "another version of the file was stored meanwhile", code="version_changed"
+        )
+    older = ImportRun.objects.filter(document_id=document.id, status__in=ACTIVE_STATUSES).exclude(
+        id=ctx.run.id
+    )
+    for stale in older:
+        run_cancel(
+            run=stale,
+            actor=Actor(f"connector:{record.connection.provider}:{record.connection_id}"),
+            reason=f"a newer version of {record.path} replaced it",
+        )
+    Document.objects.filter(id=document.id).update(
+        version=version,
+        storage_key=key,
+        kind=kind,
+        size_bytes=size,
+        sha256=sha256,
+        filename=record.name,
+        page_count=None,
+        text_chars=0,
+        source_deleted_at=None,
+    )
+    # The stages after this one read the document as it is now.
+    document.refresh_from_db()
+    record.document_version = version
+    record.save(update_fields=["document_version", "updated_at"])
+
+
+def _deleted_here(record: ConnectorImport) -> PermanentError:
+    return PermanentError(
+        f"The document of {record.path} was deleted in Paperlane; it is not imported again.",
+        code="document_deleted",
+    )
+
+
+def connector_file_label(record: ConnectorImport) -> str:
+    """Where a connector's file came from, for people: "OneDrive: /Contracts/a.pdf"."""
+    return f"{record.connection.get_provider_display()}: {os.path.join('/', record.path)}"
+
+
+__all__ = ["connector_create", "connector_store", "connector_file_label"]

@@ -1,0 +1,116 @@
+"""A breaker for an outside provider that every worker shares (the embedding provider).
+
+When calls to the provider keep failing, the workers of the stage that calls it stop
+taking that stage's jobs for a while instead of spending a try of every waiting run on
+a provider that is down: the runs stay queued with their retry budget whole, and an
+outage that outlasts the retries no longer sends them to the dead letter. The pause
+starts after PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES failures in a row (across every
+worker and host), lasts PAPERLANE_PROVIDER_PAUSE_SECONDS and doubles each time it opens
+again, up to PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS. When it ends, the next job is the
+probe: a success closes the breaker, a failure opens it again at once, for longer.
+
+The state is one Redis hash per provider. Reading it costs the stage's workers one
+command per job; a worker that cannot read it takes jobs as usual (the stage's own
+retries still cover a failing provider).
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+from functools import cache
+
+from django.conf import settings
+from redis.exceptions import RedisError
+
+from core.redis import redis_connection
+
+logger = logging.getLogger(__name__)
+
+KEY = "paperlane:breaker:{name}"
+
+# KEYS: the hash. ARGV: now, failures that open it, first pause, longest pause, TTL.
+# Returns the pause it opened for, or 0. While it is open, a failure says nothing new
+# (a call begun before it opened); after a pause ("opens" > 0 and no success since), a
+# single failure opens it again.
+_FAILED = """
+if tonumber(ARGV[1]) < tonumber(redis.call('HGET', KEYS[1], 'until') or '0') then
+    return '0'
+end
+local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+local opens = tonumber(redis.call('HGET', KEYS[1], 'opens') or '0')
+local pause = 0
+if opens > 0 or failures >= tonumber(ARGV[2]) then
+    pause = math.min(tonumber(ARGV[3]) * 2 ^ opens, tonumber(ARGV[4]))
+    redis.call('HSET', KEYS[1], 'until', tonumber(ARGV[1]) + pause, 'opens', opens + 1,
+               'failures', 0)
+end
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return tostring(pause)
+"""
+
+
+@dataclass
+class Breaker:
+    name: str
+    # This process has seen the breaker not closed: its next success closes it (a
+    # success when it was closed costs no command).
+    _failing: bool = False
+
+    @property
+    def key(self) -> str:
+        return KEY.format(name=self.name)
+
+    def failed(self) -> float:
+        """Count a failed call; returns the pause it opened, or 0."""
+        self._failing = True
+        max_pause = settings.PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS
+        try:
+            pause = float(
+                redis_connection().eval(
+                    _FAILED,
+                    1,
+                    self.key,
+                    time.time(),
+                    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES,
+                    settings.PAPERLANE_PROVIDER_PAUSE_SECONDS,
+                    max_pause,
+                    int(max_pause * 4 + 60),
+                )
+            )
+        except RedisError:
+            logger.warning("could not count a failure of %s in Redis", self.name, exc_info=True)
+            return 0.0
+        if pause:
+            logger.warning(
+                "%s keeps failing: its stage's workers pause for %.0f s, then try one job",
+                self.name,
+                pause,
+            )
+        return pause
+
+    def succeeded(self) -> None:
+        """A call went through: the breaker closes (one command, only if it was failing)."""
+        if not self._failing:
+            return
+        try:
+            redis_connection().delete(self.key)
+            self._failing = False
+        except RedisError:
+            logger.warning("could not close the %s breaker", self.name, exc_info=True)
+
+    def paused_for(self) -> float:
+        """Seconds until the stage's jobs may be taken again (0: take them now)."""
+        try:
+            until, failures = redis_connection().hmget(self.key, "until", "failures")
+        except RedisError:
+            return 0.0
+        if until is None and failures is None:
+            return 0.0
+        self._failing = True
+        return max(float(until or 0) - time.time(), 0.0)
+
+
+@cache
+def breaker(name: str) -> Breaker:
+    """This process's handle on the named breaker (its state is in Redis)."""
+    return Breaker(name)

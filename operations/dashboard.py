@@ -1,0 +1,77 @@
+"""The pipeline dashboard in the admin: every stage, the workers, what needs attention.
+
+Staff only (config/urls.py wraps it in `admin.site.admin_view`). It reads the
+same selectors as /metrics and draws its charts as inline SVG.
+"""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib import admin
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from operations.charts import lag_chart, throughput_chart
+from operations.stats.attention import attention
+from operations.stats.history import lag_history, lag_sample_record, throughput_by_minute
+from operations.stats.snapshot import pipeline_snapshot
+from operations.stats.totals import attempt_totals, attempts_counted
+from pipeline.models import StageAttempt
+from pipeline.stage_list import STAGES
+
+ORGANISATIONS_SHOWN = 25
+REFRESH_SECONDS = 15
+OUTCOME_LABELS = dict(StageAttempt.Outcome.choices)
+STAGE_ORDER = {str(spec.name): number for number, spec in enumerate(STAGES)}
+
+
+def _outcome_rows(now) -> tuple[list[dict], dict[str, int]]:
+    """Finished attempts by stage, outcome and error code, the last hour and since counting
+    began; and retries by stage since counting began."""
+    recent = StageAttempt.objects.filter(finished_at__gte=now - timedelta(hours=1))
+    last_hour = attempts_counted(recent)
+    since_start = attempt_totals(now=now)
+    keys = set(last_hour.attempts) | set(since_start.attempts)
+    rows = [
+        {
+            "stage": stage,
+            "outcome": OUTCOME_LABELS.get(outcome, outcome),
+            "failed": outcome != StageAttempt.Outcome.SUCCEEDED,
+            "error": error,
+            "last_hour": last_hour.attempts.get((stage, outcome, error), 0),
+            "total": since_start.attempts.get((stage, outcome, error), 0),
+        }
+        for stage, outcome, error in keys
+    ]
+    rows.sort(key=lambda r: (STAGE_ORDER.get(r["stage"], 99), r["failed"], -r["total"]))
+    retries = {stage: since_start.retries.get(stage, 0) for stage in STAGE_ORDER}
+    return rows, retries
+
+
+def pipeline_dashboard_view(request: HttpRequest) -> TemplateResponse:
+    now = timezone.now()
+    snapshot = pipeline_snapshot(now=now, organisations_limit=ORGANISATIONS_SHOWN)
+    lag_sample_record(read_lags=lambda: {s.name: s.lag_seconds for s in snapshot.stages}, now=now)
+    minutes = throughput_by_minute(now=now)
+    outcomes, retries = _outcome_rows(now)
+    context = {
+        **admin.site.each_context(request),
+        "title": "Pipeline dashboard",
+        "snapshot": snapshot,
+        "attention": attention(snapshot),
+        "throughput": throughput_chart(minutes),
+        "lag": lag_chart(
+            lag_history(now=now),
+            starts=[m.start for m in minutes],
+            stages=[s.name for s in snapshot.stages],
+            limit=settings.PAPERLANE_ATTENTION_LAG_SECONDS,
+        ),
+        "outcomes": outcomes,
+        "retries": retries,
+        "refresh_seconds": REFRESH_SECONDS,
+        "lag_limit": settings.PAPERLANE_ATTENTION_LAG_SECONDS,
+        "failure_limit": settings.PAPERLANE_ATTENTION_FAILURE_RATE,
+        "stuck_after": settings.PAPERLANE_STUCK_AFTER_SECONDS,
+    }
+    return TemplateResponse(request, "admin/pipeline/dashboard.html", context)

@@ -1,0 +1,359 @@
+"""Deliver due stages to RQ. The database says what is due; Redis only delivers.
+
+Job ids are deterministic per (run, stage, attempt), so the accept path, the
+engine (after a stage's commit) and the sweeper can all ask for the same
+delivery and only one job exists. Enqueue failures are logged, never raised: the sweeper
+repairs them.
+"""
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from redis import Redis
+from redis.exceptions import RedisError
+from rq.exceptions import DuplicateJobError
+from rq.intermediate_queue import IntermediateQueue
+from rq.job import Job
+from rq.registry import ScheduledJobRegistry
+from rq.utils import utcparse
+
+from core.redis import redis_connection, request_breaker, request_connection
+from pipeline.lanes import lane_choose
+from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority
+from pipeline.queues import get_queue, is_served_queue, run_priority
+from pipeline.stage_list import stage_spec
+
+logger = logging.getLogger(__name__)
+
+EXECUTE = "pipeline.engine.execute_stage"
+
+
+def stage_job_id(*, run_id: uuid.UUID | str, stage: str, attempt: int, generation: int = 0) -> str:
+    return f"run-{run_id}-{generation}-{stage}-{attempt}"
+
+
+def _job_options(stage: str, job_id: str) -> dict:
+    spec = stage_spec(stage)
+    return {
+        "job_id": job_id,
+        # RQ's hard limit; the engine records a timeout as a failed attempt.
+        "job_timeout": spec.timeout,
+        # The outcome lives in StageAttempt rows; RQ need not keep job results.
+        "result_ttl": 0,
+        "failure_ttl": 7 * 24 * 3600,
+    }
+
+
+def stage_enqueue(
+    *,
+    run_id: uuid.UUID | str,
+    stage: str,
+    attempt: int,
+    generation: int = 0,
+    organisation_id: uuid.UUID | str | None = None,
+    priority: str = RunPriority.INTERACTIVE,
+    at: datetime | None = None,
+    in_request: bool = False,
+) -> bool:
+    """Enqueue one stage of a run (now, or at `at`). True if a new job was queued.
+
+    The job goes to a lane of the stage's `priority` queues: the organisation's
+    own while it holds jobs, else the shortest (pipeline/lanes.py).
+    `in_request`: someone waits for the answer, so Redis gets a short time and is
+    skipped while its breaker is open; the sweeper delivers what was not enqueued.
+    """
+    job_id = stage_job_id(run_id=run_id, stage=stage, attempt=attempt, generation=generation)
+    breaker = request_breaker() if in_request else None
+    if breaker is not None and breaker.open:
+        return False
+    connection = request_connection() if in_request else redis_connection()
+    try:
+        lane = lane_choose(
+            connection=connection,
+            stage=stage,
+            priority=priority,
+            organisation_id=str(organisation_id) if organisation_id else None,
+        )
+        queue = get_queue(lane, connection=connection)
+        if at is not None and at > timezone.now():
+            if Job.exists(job_id, connection=queue.connection):
+                return False
+            # RQ keeps whole seconds for scheduled times; round up so the job is
+            # never delivered before the run is due (the claim would drop it).
+            at = at.replace(microsecond=0) + timedelta(seconds=1)
+            queue.enqueue_at(at, EXECUTE, str(run_id), stage, **_job_options(stage, job_id))
+        else:
+            queue.enqueue(EXECUTE, str(run_id), stage, unique=True, **_job_options(stage, job_id))
+    except DuplicateJobError:
+        return False
+    except RedisError:
+        if breaker is not None:
+            breaker.trip(f"enqueuing {job_id}")
+        logger.warning("could not enqueue %s; the sweeper will retry", job_id, exc_info=True)
+        return False
+    return True
+
+
+def current_job_id(run: ImportRun) -> str:
+    """The job id of the delivery the run is waiting for now."""
+    return stage_job_id(
+        run_id=run.id, stage=run.stage, attempt=run.stage_attempts, generation=run.generation
+    )
+
+
+# The fields of a run that say which delivery it waits for, and where it goes.
+DISPATCH_FIELDS = (
+    "id",
+    "stage",
+    "stage_attempts",
+    "generation",
+    "due_at",
+    "organisation_id",
+    "source",
+    "priority",
+)
+
+
+def delivery_of(run: ImportRun) -> dict:
+    """The `stage_enqueue` arguments for the run's current stage, now or at its retry time."""
+    return {
+        "run_id": str(run.id),
+        "stage": run.stage,
+        "attempt": run.stage_attempts,
+        "generation": run.generation,
+        "organisation_id": str(run.organisation_id),
+        "priority": run_priority(source=run.source, priority=run.priority),
+        "at": run.due_at,
+    }
+
+
+def enqueue_current(run: ImportRun) -> bool:
+    """Enqueue the run's current stage, now or at its retry time."""
+    return stage_enqueue(**delivery_of(run))
+
+
+def next_delivery(run: ImportRun) -> dict | None:
+    """What the run waits for after a stage job, as the job's result for its callback."""
+    if run.status not in ACTIVE_STATUSES or run.lease_owner:
+        return None
+    return delivery_of(run)
+
+
+def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:
+    """RQ `on_success` callback of stage jobs enqueued before the engine enqueued the
+    next stage itself: enqueue what the job returned (a duplicate of the engine's
+    enqueue by its job id, so harmless)."""
+    delivery = (result or {}).get("next")
+    if delivery:
+        stage_enqueue(**delivery)
+
+
+# --- What RQ knows about a run's delivery (the admin, "stuck" runs, requeue) ------------
+
+# RQ statuses of a job that will still run without anyone's help.
+WAITING_STATUSES = frozenset({"queued", "scheduled", "deferred"})
+
+
+@dataclass(frozen=True)
+class JobState:
+    """The run's current stage job as RQ sees it.
+
+    `status` is RQ's own (queued, scheduled, deferred, started, finished, failed,
+    stopped, canceled), "missing" when Redis has no such job, or "none" when the run
+    has ended and waits for no job.
+    """
+
+    job_id: str
+    # The lane the job was enqueued to (its RQ `origin`), or the stage when Redis has no job.
+    queue: str
+    status: str
+    # 1 = next to be taken; None when the job is not in its queue's list.
+    position: int | None = None
+    # The job is marked queued but sits neither in its queue nor in the list a
+    # worker moves it to while taking it: nothing would ever run it.
+    stranded: bool = False
+    worker: str = ""
+    scheduled_for: datetime | None = None
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """True when the job will run (or is running) without an operator's help."""
+        if self.status == "scheduled":
+            # The scheduler moves it to its queue on time; long past that, it is not running.
+            return not _long_ago(self.scheduled_for)
+        if self.status in WAITING_STATUSES:
+            return not self.stranded
+        if self.status == "started":
+            # A worker claims the run first thing; one that has not for this long died.
+            return not _long_ago(self.started_at)
+        return False
+
+    def describe(self) -> str:
+        """One line for operators: where the job is and since when."""
+        text = {
+            "queued": f"queued in {self.queue}"
+            + (f" at position {self.position}" if self.position else ""),
+            "scheduled": f"scheduled in {self.queue}"
+            + (f" for {_local(self.scheduled_for)}" if self.scheduled_for else ""),
+            "deferred": f"deferred in {self.queue}",
+            "started": f"started by {self.worker or 'a worker'}"
+            + (f" at {_local(self.started_at)}" if self.started_at else ""),
+            "finished": "finished" + (f" at {_local(self.ended_at)}" if self.ended_at else ""),
+            "failed": "failed in RQ" + (f" at {_local(self.ended_at)}" if self.ended_at else ""),
+            "missing": f"missing from Redis (no job {self.job_id})",
+            "none": "none: the run has ended",
+        }.get(self.status, self.status)
+        if self.stranded:
+            text = f"marked queued but in no queue list of {self.queue}"
+        elif self.status == "started" and not self.waiting:
+            text += ", long ago, and the run was never claimed"
+        elif self.status == "scheduled" and not self.waiting:
+            text += ", long past (is the scheduler running?)"
+        return text
+
+
+def _long_ago(moment: datetime | None) -> bool:
+    # The sweeper's rule for a job that should have moved on by now.
+    limit = timedelta(seconds=settings.PAPERLANE_REDELIVER_AFTER_SECONDS)
+    return moment is None or timezone.now() - moment > limit
+
+
+def _local(value: datetime) -> str:
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def rq_time(value: bytes | None) -> datetime | None:
+    """A time as RQ stores it in a job's hash (None when absent)."""
+    return utcparse(value.decode()) if value else None
+
+
+def _awaited_job_id(run: ImportRun) -> str:
+    # A worker holding the stage runs the job named in its lease; otherwise the run
+    # waits for the delivery of its current try.
+    if run.lease_owner:
+        return run.lease_owner.partition("@")[0]
+    return current_job_id(run)
+
+
+_JOB_FIELDS = ("status", "enqueued_at", "started_at", "ended_at", "worker_name", "origin")
+
+
+def job_origin(connection: Redis, job_id: str) -> str | None:
+    """The queue (lane) a job was enqueued to, from its hash; None when Redis has no job."""
+    origin = connection.hget(Job.redis_job_namespace_prefix + job_id, "origin")
+    return origin.decode() if origin else None
+
+
+def job_delete(connection: Redis, job_id: str) -> None:
+    """Delete a job and take its id out of its lane and registries (found from its hash)."""
+    job = Job(job_id, connection=connection)
+    job.origin = job_origin(connection, job_id) or ""
+    job.delete(remove_from_queue=bool(job.origin))
+
+
+def _read_state(connection: Redis, job_id: str, stage: str, *, again: bool = True) -> JobState:
+    # The job's lane is in its hash; a job is never moved to another lane, so the
+    # MULTI below (a worker moving the job between lists cannot make it look lost)
+    # reads the lists of the lane it was found in.
+    origin = job_origin(connection, job_id)
+    queue = get_queue(origin or stage, connection=connection)
+    scheduled = ScheduledJobRegistry(queue=queue)
+    with connection.pipeline(transaction=True) as pipe:
+        pipe.hmget(Job.redis_job_namespace_prefix + job_id, *_JOB_FIELDS)
+        pipe.lpos(queue.key, job_id)
+        pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue.key), job_id)
+        pipe.zscore(scheduled.key, job_id)
+        (status, enqueued, started, ended, worker, now_origin), index, taking, at = pipe.execute()
+    if (now_origin.decode() if now_origin else None) != origin and again:
+        # Deleted or enqueued again between the two reads: read the new job's lane.
+        return _read_state(connection, job_id, stage, again=False)
+    status = status.decode() if status else "missing"
+    return JobState(
+        job_id=job_id,
+        queue=queue.name,
+        status=status,
+        position=None if index is None else index + 1,
+        # In no list a worker reads: neither its lane's lists nor a lane at all (a queue
+        # of an older layout, or a lane beyond a lowered PAPERLANE_LANES).
+        stranded=status == "queued"
+        and ((index is None and taking is None) or not is_served_queue(queue.name)),
+        worker=worker.decode() if worker else "",
+        scheduled_for=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
+        enqueued_at=rq_time(enqueued),
+        started_at=rq_time(started),
+        ended_at=rq_time(ended),
+    )
+
+
+def job_state(run: ImportRun) -> JobState:
+    """Where the run's current stage job is in RQ (two Redis round trips: its lane, then
+    the job and that lane's lists)."""
+    if run.status not in ACTIVE_STATUSES:
+        return JobState(job_id="", queue=run.stage, status="none")
+    return _read_state(redis_connection(), _awaited_job_id(run), run.stage)
+
+
+def job_states(runs: list[ImportRun]) -> list[JobState]:
+    """The jobs of many active runs in one pipelined round trip, without their queue
+    positions: a job marked queued but sitting in no queue list looks waiting here
+    (`job_state` of one run, and requeue, check the lists too)."""
+    if not runs:
+        return []
+    job_ids = [_awaited_job_id(run) for run in runs]
+    with redis_connection().pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.hmget(Job.redis_job_namespace_prefix + job_id, *_JOB_FIELDS)
+        answers = pipe.execute()
+    return [
+        JobState(
+            job_id=job_id,
+            queue=origin.decode() if origin else run.stage,
+            status=status.decode() if status else "missing",
+            worker=worker.decode() if worker else "",
+            # A retry is scheduled for the run's due time (rounded up to a second).
+            scheduled_for=run.due_at,
+            enqueued_at=rq_time(enqueued),
+            started_at=rq_time(started),
+            ended_at=rq_time(ended),
+        )
+        for run, job_id, (status, enqueued, started, ended, worker, origin) in zip(
+            runs, job_ids, answers, strict=True
+        )
+    ]
+
+
+def runs_without_waiting_job(runs: list[ImportRun]) -> list[ImportRun]:
+    """Those of `runs` (active, no lease) whose current job will not run by itself:
+    missing from Redis, ended, or started or scheduled long ago. One round trip."""
+    return [run for run, state in zip(runs, job_states(runs), strict=True) if not state.waiting]
+
+
+def stage_redeliver(*, delivery: dict) -> bool:
+    """Enqueue a run's current stage again because its job was lost. A job RQ still
+    keeps under the same id but that will not run (ended, stranded, started long ago)
+    is removed first; one that is waiting after all is left to run. True if a new job
+    was queued."""
+    connection = redis_connection()
+    job_id = stage_job_id(
+        run_id=delivery["run_id"],
+        stage=delivery["stage"],
+        attempt=delivery["attempt"],
+        generation=delivery["generation"],
+    )
+    try:
+        state = _read_state(connection, job_id, delivery["stage"])
+        if state.waiting:
+            return False
+        if state.status != "missing":
+            job_delete(connection, job_id)
+    except RedisError:
+        logger.warning("could not redeliver %s; the sweeper will retry", job_id, exc_info=True)
+        return False
+    return stage_enqueue(**delivery)

@@ -1,0 +1,316 @@
+"""Run one stage of one run: claim, work, record, hand over.
+
+`execute_stage` is the RQ job function. It claims the stage with a
+conditional UPDATE (a duplicate or late delivery drops itself), holds a lease
+while the stage body works, records every try as a StageAttempt, lets the
+stage commit its result together with "next stage due", then enqueues that
+next stage. Errors are classified here, once, for every stage.
+"""
+
+import logging
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import (
+    DatabaseError,
+    DataError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
+from redis.exceptions import RedisError
+from rq import get_current_job
+from rq.timeouts import JobTimeoutException
+
+from core.errors import ServiceError
+from core.isolation import isolated_cpu_seconds
+from core.text import storable
+from pipeline.dispatch import next_delivery, stage_enqueue
+from pipeline.errors import LeaseLost, PermanentError, TransientError
+from pipeline.hosts import process_name
+from pipeline.lease import keeper
+from pipeline.logcontext import run_log_context
+from pipeline.models import ImportRun, StageAttempt
+from pipeline.services.workers import (
+    Claim,
+    Failure,
+    run_claim,
+    run_complete_stage,
+    run_record_failure,
+    run_release,
+    run_set_progress,
+)
+from pipeline.stage_list import StageSpec, next_stage, stage_spec
+
+logger = logging.getLogger(__name__)
+
+Outcome = StageAttempt.Outcome
+
+# Seconds between two progress writes of one stage.
+PROGRESS_INTERVAL = 0.25
+
+# A database connection the previous job used this recently is taken as alive, without
+# the health check (a SELECT 1 round trip) Django would send before the job's first
+# query; one that died meanwhile (the server restarted) fails the claim, which is tried
+# once more on a new connection.
+FRESH_CONNECTION_SECONDS = 5.0
+
+# Errors of the infrastructure rather than the document: always worth a retry.
+TRANSIENT_TYPES = (
+    TransientError,
+    OperationalError,
+    InterfaceError,
+    RedisError,
+    ConnectionError,
+    TimeoutError,
+)
+
+
+class ClaimedStage:
+    """The StageContext a stage body gets: the claimed run and ways to report and finish."""
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self.completed = False
+        # The run as the stage's own transaction left it.
+        self.finished_run: ImportRun | None = None
+        # The stage's CPU: this thread's, and its isolated children's (the extraction).
+        self._cpu_started = time.thread_time() + isolated_cpu_seconds()
+        self._progress_at = time.monotonic()
+
+    def note_cpu(self) -> None:
+        spent = time.thread_time() + isolated_cpu_seconds() - self._cpu_started
+        self.claim.attempt.cpu_ms = int(spent * 1000)
+
+    @property
+    def run(self) -> ImportRun:
+        return self.claim.run
+
+    @property
+    def document(self):
+        return self.claim.run.document
+
+    def check(self) -> None:
+        if keeper.lost:
+            raise LeaseLost(str(self.run.id))
+
+    def progress(self, done: int, total: int) -> None:
+        self.check()
+        now = time.monotonic()
+        # Nobody sees a count that lasts milliseconds: a short stage (most small
+        # documents) writes none, a long one at most one every PROGRESS_INTERVAL.
+        if now - self._progress_at < PROGRESS_INTERVAL:
+            return
+        self._progress_at = now
+        run_set_progress(claim=self.claim, done=done, total=total)
+
+    @contextmanager
+    def checkpoint(self, done: int, total: int) -> Iterator[None]:
+        self.check()
+        with transaction.atomic():
+            # The progress is written first: its conditional UPDATE locks the run and
+            # proves the hold is still ours, as completing does, so the rows the stage
+            # saves in the block commit only while the run is this worker's (a cancel or
+            # a delete that took the run first leaves them unwritten).
+            run_set_progress(claim=self.claim, done=done, total=total)
+            yield
+        self._progress_at = time.monotonic()
+
+    @contextmanager
+    def complete(self) -> Iterator[None]:
+        self.check()
+        with transaction.atomic():
+            # Completing first locks the run before the stage's own rows (the order
+            # cancel uses too) and proves the hold is still ours; the stage's rows
+            # then commit with it, or nothing does.
+            self._finish()
+            yield
+        self.completed = True
+
+    def finish(self) -> None:
+        """Complete a stage that has nothing of its own to save: one statement, no
+        transaction around it."""
+        self.check()
+        self._finish()
+        self.completed = True
+
+    def _finish(self) -> None:
+        # The attempt's CPU and end are taken as the stage completes, before the
+        # stage's own rows are written in the same transaction.
+        self.note_cpu()
+        self.finished_run = run_complete_stage(
+            claim=self.claim, following=next_stage(self.run.stage, source=self.run.source)
+        )
+
+
+def worker_name() -> str:
+    job = get_current_job()
+    if job is not None and job.worker_name:
+        return job.worker_name
+    return process_name()
+
+
+def execute_stage(run_id: str, stage: str) -> dict:
+    """RQ job: do `stage` of run `run_id` if it is due.
+
+    Once the stage's outcome has committed, enqueues what the run waits for
+    next (the next stage, or the retry) under its deterministic job id; if the
+    worker dies before that, the sweeper delivers it. Returns what happened and
+    that delivery. Log lines written meanwhile carry the run, the stage and
+    (once claimed) the attempt number.
+    """
+    with run_log_context(run_id=run_id, stage=stage):
+        return _execute_stage(run_id, stage)
+
+
+def _execute_stage(run_id: str, stage: str) -> dict:
+    _connection_for_job()
+    job = get_current_job()
+    job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
+    claim = _claim(run_id=uuid.UUID(run_id), stage=stage, job_id=job_id, worker=worker_name())
+    if claim is None:
+        logger.info(
+            "run %s: %s is not due or is held elsewhere; dropping %s", run_id, stage, job_id
+        )
+        return {"outcome": "skipped", "next": None}
+    spec = stage_spec(stage)
+    with run_log_context(attempt=claim.attempt.number):
+        keeper.hold(run_id=claim.run.id, owner=claim.owner, timeout=spec.timeout)
+        try:
+            outcome, run = _run_body(claim, spec)
+        finally:
+            keeper.release()
+            close_old_connections()
+            _used[0] = time.monotonic()
+    delivery = next_delivery(run) if run is not None else None
+    if delivery is not None:
+        stage_enqueue(**delivery)
+    return {"outcome": outcome, "next": delivery}
+
+
+_used = [float("-inf")]  # when this process's connection last finished a stage
+
+
+def _connection_for_job() -> None:
+    """What Django does between requests (close a connection that errored or is past
+    CONN_MAX_AGE), without the health check for one used moments ago."""
+    close_old_connections()
+    if connection.connection is not None and time.monotonic() - _used[0] < FRESH_CONNECTION_SECONDS:
+        connection.health_check_done = True
+
+
+def _claim(**kwargs) -> Claim | None:
+    try:
+        return run_claim(**kwargs)
+    except (OperationalError, InterfaceError):
+        # The connection died while idle: once more on a new one (a second failure is
+        # the database's, and RQ records it; the sweeper delivers the stage again).
+        logger.warning("run %s: the database connection was lost; claiming again", kwargs["run_id"])
+        connection.close()
+        return run_claim(**kwargs)
+
+
+def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:
+    context = ClaimedStage(claim)
+    try:
+        spec.run(context)
+        if not context.completed:
+            # Nothing of its own to save: completing only marks the next stage due.
+            context.finish()
+        return Outcome.SUCCEEDED, context.finished_run
+    except BaseException as exc:
+        context.note_cpu()
+        return _handle_error(claim, spec, exc)
+
+
+def _handle_error(
+    claim: Claim, spec: StageSpec, exc: BaseException
+) -> tuple[str, ImportRun | None]:
+    """Classify what the stage raised, once for every stage. Called while handling it.
+
+    The run's error message is written for the uploader; the exception's own
+    text, class and traceback go to the attempt, for operators.
+    """
+    if isinstance(exc, LeaseLost):
+        logger.warning("run %s: lost the hold during %s; leaving it", claim.run.id, spec.name)
+        return "lease_lost", None
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        # The worker is being stopped: give the stage back so it resumes elsewhere now.
+        _safely(run_release, claim=claim, reason="worker stopped during the stage")
+        raise exc
+    if isinstance(exc, (PermanentError, ServiceError)):
+        # Bad input or a refusal (damaged file, over quota): retrying cannot help.
+        return _fail(claim, exc, Outcome.PERMANENT_ERROR, exc.code, exc.message, permanent=True)
+    if isinstance(exc, DataError):
+        # The database refuses what the stage made of this document; it would
+        # refuse it again on every try.
+        message = (
+            f"The {spec.name} step produced data that could not be saved, so the document "
+            "cannot be processed as it is. An operator can see the details."
+        )
+        code = "unstorable_data"
+        return _fail(claim, exc, Outcome.PERMANENT_ERROR, code, message, permanent=True)
+    if isinstance(exc, JobTimeoutException):
+        message = f"The {spec.name} step took longer than its limit of {spec.timeout} seconds."
+        return _fail(claim, exc, Outcome.TIMEOUT, "timeout", message, permanent=False)
+    message = f"A temporary problem interrupted the {spec.name} step; it will be tried again."
+    if isinstance(exc, TRANSIENT_TYPES):
+        code = getattr(exc, "code", "transient_error")
+        return _fail(claim, exc, Outcome.TRANSIENT_ERROR, code, message, permanent=False)
+    # A bug or an input we did not foresee: retried up to the bound, then an
+    # operator decides (dead letter) with the exception and traceback in hand.
+    return _fail(claim, exc, Outcome.TRANSIENT_ERROR, "unexpected_error", message, permanent=False)
+
+
+def _describe(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    return f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
+
+
+def _fail(
+    claim: Claim, exc: BaseException, outcome: str, code: str, message: str, *, permanent: bool
+) -> tuple[str, ImportRun | None]:
+    detail = _describe(exc)
+    # The message for the uploader can hold what the failing input held (a NUL in a PDF
+    # name, say): unstorable, it would fail the recording and leave the run to look like
+    # a crash. The attempt and the history make the detail and traceback storable.
+    message = storable(message)
+    logger.log(
+        logging.INFO if permanent else logging.WARNING,
+        "run %s: %s attempt %s %s: %s",
+        claim.run.id,
+        claim.run.stage,
+        claim.attempt.number,
+        outcome,
+        detail,
+    )
+    run = _safely(
+        run_record_failure,
+        claim=claim,
+        outcome=outcome,
+        code=code,
+        message=message,
+        failure=Failure(
+            detail=detail,
+            error_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+            traceback=traceback.format_exc(),
+        ),
+        permanent=permanent,
+    )
+    return outcome, run
+
+
+def _safely(fn, **kwargs):
+    # Recording must not turn one failure into two; if the database is away,
+    # the lease expires and the sweeper records the attempt instead.
+    try:
+        close_old_connections()
+        return fn(**kwargs)
+    except DatabaseError:
+        logger.exception("could not record the outcome of run %s", kwargs["claim"].run.id)
+        return None

@@ -1,0 +1,291 @@
+"""The accept path shared by the HTML upload page, the API and direct uploads.
+
+Validate by content, ask admission control (pipeline/services/admission.py) whether
+there is room, write the bytes once to their final key, then in one transaction
+create the document and the run (one statement on PostgreSQL, core/inserts.py),
+reserve quota and mark the first stage due. The first stage is enqueued after
+commit. Nothing here parses the whole file or calls anything but storage.
+
+A direct upload's bytes (pipeline/services/direct_uploads.py) are already at their final key
+when they get here: they are validated the same way, and not written again.
+"""
+
+import hashlib
+import logging
+import unicodedata
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.uploadedfile import UploadedFile
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from core.errors import (
+    Conflict,
+    FileTooLarge,
+    InvalidUpload,
+    ServiceError,
+    StorageUnavailable,
+    UnsupportedFileType,
+)
+from core.inserts import rows_insert
+from documents.formats import inspect_upload
+from documents.models import ApiToken, Document, Organisation, PendingUpload, QuotaReservation
+from documents.services.pending_uploads import pending_upload_mark_completed
+from documents.services.quota import quota_check, quota_take
+from documents.storage import (
+    STORAGE_ERRORS,
+    STORAGE_RETRY_AFTER_SECONDS,
+    document_storage_key,
+    storage_delete,
+    storage_put,
+)
+from pipeline.models import ImportRun, RunStatus
+from pipeline.services.admission import (
+    OrganisationAtBound,
+    admission_check,
+    admission_organisation_over,
+    admission_organisation_refusal,
+)
+from pipeline.services.transitions import Actor, dispatch_on_commit, run_transition
+from pipeline.stage_list import first_stage
+
+logger = logging.getLogger(__name__)
+
+IDEMPOTENCY_KEY_MAX = 255
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    run: ImportRun
+    document: Document
+    # True when an Idempotency-Key matched an earlier request: nothing new was made.
+    replayed: bool = False
+
+
+def filename_validate(name: str | None) -> str:
+    """Return a plain, safe file name or refuse it. Never used to build paths."""
+    name = unicodedata.normalize("NFC", (name or "").strip())
+    if not name:
+        raise InvalidUpload("The file has no name.", code="invalid_filename")
+    if "/" in name or "\\" in name or name in {".", ".."} or name.startswith(".."):
+        raise InvalidUpload(
+            "The file name must be a plain name without folders or '..'.", code="invalid_filename"
+        )
+    if any(unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} for ch in name):
+        raise InvalidUpload("The file name contains control characters.", code="invalid_filename")
+    if len(name) > settings.PAPERLANE_MAX_FILENAME_LENGTH:
+        raise InvalidUpload(
+            f"The file name is longer than {settings.PAPERLANE_MAX_FILENAME_LENGTH} characters.",
+            code="invalid_filename",
+        )
+    return name
+
+
+def _sha256(upload: UploadedFile) -> str:
+    digest = hashlib.sha256()
+    upload.seek(0)
+    for block in upload.chunks():
+        digest.update(block)
+    upload.seek(0)
+    return digest.hexdigest()
+
+
+def _replay(*, organisation: Organisation, key: str, sha256: str | None) -> Acceptance | None:
+    run = (
+        ImportRun.objects.select_related("document")
+        .filter(organisation=organisation, idempotency_key=key)
+        .first()
+    )
+    if run is None:
+        return None
+    if sha256 is not None and run.request_sha256 and run.request_sha256 != sha256:
+        raise ServiceError(
+            "This Idempotency-Key was already used for a different file.",
+            code="idempotency_key_reused",
+        )
+    return _replayed(run)
+
+
+def _replayed(run: ImportRun) -> Acceptance:
+    """The first answer again, unless its document has been deleted since: then the
+    request is refused, not answered with a document that is gone."""
+    if run.document is not None and run.document.deleted_at is not None:
+        raise Conflict(
+            "The document this request made has been deleted since; send the file again "
+            "as a new upload (with a new Idempotency-Key) to process it again.",
+            code="document_deleted",
+        )
+    return Acceptance(run=run, document=run.document, replayed=True)
+
+
+def upload_run(*, pending: PendingUpload) -> ImportRun | None:
+    """The run that completing the direct upload `pending` made, or None if no completion
+    of it has committed."""
+    return (
+        ImportRun.objects.select_related("document")
+        .filter(document_id=pending.reserved_document_id)
+        .order_by("created_at")
+        .first()
+    )
+
+
+def upload_acceptance(*, pending: PendingUpload) -> Acceptance | None:
+    """What completing the direct upload `pending` accepted (its document and run), or
+    None if no completion of it has committed; Conflict if that document was deleted."""
+    run = upload_run(pending=pending)
+    return None if run is None else _replayed(run)
+
+
+def _kind_mismatch(*, pending: PendingUpload, kind: str) -> UnsupportedFileType:
+    names = {"pdf": "a PDF", "docx": "a Word (.docx) document"}
+    return UnsupportedFileType(
+        f"The file is {names[kind]} but its upload was declared as {names[pending.kind]}; "
+        "ask for a new upload that declares it as what it is.",
+        code="type_mismatch",
+    )
+
+
+def _store(*, organisation: Organisation, key: str, upload: UploadedFile) -> None:
+    try:
+        storage_put(key=key, content=upload.file)
+    except STORAGE_ERRORS as exc:
+        logger.warning("could not store an upload of organisation %s: %s", organisation.id, exc)
+        raise StorageUnavailable(
+            "We could not store the file just now; nothing was kept. Please try again in a minute.",
+            retry_after=STORAGE_RETRY_AFTER_SECONDS,
+        ) from exc
+
+
+def file_too_large(size_bytes: int) -> FileTooLarge:
+    """413 for a file of `size_bytes`, over PAPERLANE_MAX_UPLOAD_BYTES."""
+    limit = settings.PAPERLANE_MAX_UPLOAD_BYTES
+    return FileTooLarge(
+        f"The file is {size_bytes} bytes; the limit is {limit} bytes.", max_bytes=limit
+    )
+
+
+def document_accept(
+    *,
+    organisation: Organisation,
+    upload: UploadedFile,
+    source: str,
+    filename: str | None = None,
+    user: AbstractBaseUser | None = None,
+    api_token: ApiToken | None = None,
+    idempotency_key: str | None = None,
+    pending: PendingUpload | None = None,
+) -> Acceptance:
+    """Accept an uploaded file for processing, or raise a ServiceError saying why not.
+
+    `filename` is the name the client sent, if it differs from `upload.name`.
+
+    `pending`: `upload` holds the bytes of that direct upload, read back from the key
+    they were PUT to, which is the stable key of the document they become. They are
+    checked exactly as any upload's (and must be of the kind declared, which named the
+    key); the document then points at them where they are. Nothing is written, and a
+    refusal leaves them where they are for the caller to deal with. Completing one
+    direct upload twice at once makes one document: the second is answered with it.
+    """
+    if idempotency_key is not None:
+        idempotency_key = idempotency_key.strip()
+        if not idempotency_key or len(idempotency_key) > IDEMPOTENCY_KEY_MAX:
+            raise InvalidUpload(
+                f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters.",
+                code="invalid_idempotency_key",
+            )
+    filename = filename_validate(filename if filename is not None else upload.name)
+    if upload.size is not None and upload.size > settings.PAPERLANE_MAX_UPLOAD_BYTES:
+        raise file_too_large(upload.size)
+    sha256 = None
+    if idempotency_key:
+        sha256 = _sha256(upload)
+        if found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256):
+            return found
+    # Before the file is read or stored: a refusal is instant and records nothing.
+    admission_check(organisation_id=organisation.id)
+    sha256 = sha256 or _sha256(upload)
+    inspection = inspect_upload(upload.file)
+    if pending is not None and inspection.kind != pending.kind:
+        raise _kind_mismatch(pending=pending, kind=inspection.kind)
+    quota_check(organisation=organisation, pages=inspection.pages)
+
+    if pending is None:
+        document_id = uuid.uuid4()
+        key = document_storage_key(
+            organisation_id=organisation.id,
+            document_id=document_id,
+            version=1,
+            kind=inspection.kind,
+        )
+        _store(organisation=organisation, key=key, upload=upload)
+    else:
+        document_id, key = pending.reserved_document_id, pending.storage_key
+
+    def discard() -> None:
+        # A direct upload's bytes stay: its client may still complete it.
+        if pending is None:
+            storage_delete(key=key)
+
+    try:
+        with transaction.atomic():
+            document = Document(
+                id=document_id,
+                organisation=organisation,
+                filename=filename,
+                kind=inspection.kind,
+                size_bytes=upload.size,
+                sha256=sha256,
+                storage_key=key,
+                uploaded_by=user,
+            )
+            reservation = QuotaReservation(
+                organisation=organisation, pages=inspection.pages, estimated=inspection.estimated
+            )
+            run = ImportRun(
+                organisation=organisation,
+                document=document,
+                reservation=reservation,
+                source=source,
+                idempotency_key=idempotency_key or None,
+                request_sha256=sha256,
+                status=RunStatus.QUEUED,
+                stage=first_stage(source),
+                due_at=timezone.now(),
+                created_by=user,
+                api_token=api_token,
+            )
+            actor = Actor.of(user=user, api_token=api_token)
+            accepted = run_transition(
+                run, from_status="", from_stage="", actor=actor, reason="accepted"
+            )
+            rows_insert(reservation, document, run, accepted)
+            if pending is not None:
+                pending_upload_mark_completed(upload=pending, document=document)
+            # The organisation's row is locked from here to the commit, as briefly as
+            # possible: concurrent uploads of one organisation take their pages and count
+            # its runs one after another, so the quota and its bound of runs hold exactly.
+            quota_take(reservation=reservation)
+            if admission_organisation_over(organisation_id=organisation.id):
+                raise OrganisationAtBound()
+            dispatch_on_commit(run)
+    except OrganisationAtBound:
+        discard()
+        raise admission_organisation_refusal(organisation_id=organisation.id) from None
+    except IntegrityError:
+        discard()
+        # Two requests with one Idempotency-Key raced; the other one won.
+        if idempotency_key and (
+            found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256)
+        ):
+            return found
+        # Two completions of one direct upload raced (one document id); the other one won.
+        if pending is not None and (found := upload_acceptance(pending=pending)):
+            return found
+        raise
+    except BaseException:
+        discard()
+        raise
+    return Acceptance(run=run, document=document)

@@ -1,0 +1,194 @@
+"""What people do to runs: members and integrations, and operators in the admin.
+
+Each action locks the run's row first and decides on what it finds there, so a
+double click, two operators or a retry racing a cancel apply one after the other;
+a repeat finds the work done and changes nothing. Each returns what it did.
+"""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import Conflict
+from documents.models import Document
+from documents.services.quota import quota_rehold, quota_release
+from pipeline.dispatch import delivery_of, job_state, stage_redeliver
+from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunStatus, StageAttempt
+from pipeline.services.admission import (
+    admission_check,
+    admission_organisation_over,
+    admission_organisation_refusal,
+)
+from pipeline.services.take_back import run_take_back_locked
+from pipeline.services.transitions import Actor, attempt_finish, dispatch_on_commit, run_save
+
+Outcome = StageAttempt.Outcome
+RETRYABLE = (RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED)
+OPERATOR_DEAD_LETTER = "dead_lettered_by_operator"
+
+
+@dataclass(frozen=True)
+class RunChange:
+    """What an action did to a run: `changed` False means it was left alone, `note` why."""
+
+    run: ImportRun
+    changed: bool
+    note: str
+
+
+def _lock(run: ImportRun) -> ImportRun:
+    return ImportRun.objects.select_for_update().select_related("reservation").get(id=run.id)
+
+
+def _ended(run: ImportRun) -> Conflict:
+    return Conflict(f"The run has already ended ({run.get_status_display().lower()}).")
+
+
+def _stop(run: ImportRun, status: str, *, actor: Actor, reason: str, why: str) -> None:
+    """End an active, locked run on someone's request: its worker (if any) loses the
+    lease, so whatever it does next is refused; its running attempt is closed as
+    skipped and its pages are given back."""
+    from_status, now = run.status, timezone.now()
+    run.status, run.finished_at, run.due_at = status, now, None
+    run.lease_owner, run.lease_expires_at = "", None
+    fields = ["status", "finished_at", "due_at", "lease_owner", "lease_expires_at"]
+    if status == RunStatus.DEAD_LETTER:
+        run.error_code = OPERATOR_DEAD_LETTER
+        run.error_message = "An operator stopped processing this document; it can be retried."
+        fields += ["error_code", "error_message"]
+    run_save(run, fields, from_status=from_status, actor=actor, reason=reason)
+    quota_release(reservation=run.reservation)
+    for attempt in StageAttempt.objects.filter(run=run, outcome=Outcome.RUNNING):
+        attempt_finish(attempt, Outcome.SKIPPED, message=why)
+
+
+@transaction.atomic
+def run_cancel(*, run: ImportRun, actor: Actor, reason: str = "cancelled") -> RunChange:
+    """Stop a run that has not ended and give its pages back. Ended runs are a 409."""
+    run = _lock(run)
+    if run.status == RunStatus.CANCELLED:
+        return RunChange(run, False, "it was already cancelled")
+    if run.status not in ACTIVE_STATUSES:
+        raise _ended(run)
+    _stop(run, RunStatus.CANCELLED, actor=actor, reason=reason, why="the run was cancelled")
+    return RunChange(run, True, f"cancelled; {run.reservation.pages} pages given back")
+
+
+@transaction.atomic
+def run_dead_letter(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
+    """Take a queued or processing run out of the pipeline on purpose, to be looked at
+    (and perhaps retried) later: like a cancel, but it stays in the dead letter list.
+
+    A worker finishing the stage at the same moment either committed first (then the
+    run moved on and is dead-lettered from there, or it succeeded and this is a 409) or
+    finds the lease gone: its completion is a conditional UPDATE on the lease and
+    changes nothing.
+    """
+    run = _lock(run)
+    if run.status == RunStatus.DEAD_LETTER:
+        return RunChange(run, False, "it is already dead-lettered")
+    if run.status not in ACTIVE_STATUSES:
+        raise _ended(run)
+    why = "an operator dead-lettered the run"
+    _stop(run, RunStatus.DEAD_LETTER, actor=actor, reason=reason, why=why)
+    return RunChange(run, True, f"dead-lettered; {run.reservation.pages} pages given back")
+
+
+@transaction.atomic
+def run_retry(
+    *, run: ImportRun, actor: Actor, reason: str = "retry requested", admit: bool = False
+) -> RunChange:
+    """Start an ended run again from the stage it stopped in, holding its pages again
+    (QuotaExceeded, and nothing changes, if they no longer fit).
+
+    With `admit` (a member or an integration asking), admission control decides for an
+    interactive run as for an upload: SystemBusy, and nothing changes, if the pipeline
+    or the organisation's bound of runs in flight is full. Operators are not held back.
+
+    Stages are idempotent, so work already done is not repeated in effect and a
+    document version is never charged twice. A deleted document's run is a 409
+    (`document_deleted`).
+    """
+    admit = admit and run.priority == RunPriority.INTERACTIVE
+    if admit:
+        admission_check(organisation_id=run.organisation_id)
+    run = _lock(run)
+    # Read under the run's lock: a deletion locks the document's runs before it marks it.
+    if Document.objects.filter(id=run.document_id, deleted_at__isnull=False).exists():
+        raise Conflict(
+            "The run's document was deleted; it cannot be processed again.", code="document_deleted"
+        )
+    if run.status in ACTIVE_STATUSES:
+        return RunChange(run, False, f"it is already in the pipeline ({run.status})")
+    if run.status not in RETRYABLE:
+        raise Conflict("Only failed, dead-lettered or cancelled runs can be retried.")
+    # Locks the organisation's row (when the pages were given back): the bound's count
+    # below sees every run committed before this one, as at accept.
+    quota_rehold(reservation=run.reservation)
+    from_status = run.status
+    run.status, run.due_at, run.finished_at = RunStatus.QUEUED, timezone.now(), None
+    run.stage_attempts = run.crashes = 0
+    run.generation += 1
+    run.error_code = run.error_message = ""
+    fields = ["status", "due_at", "finished_at", "stage_attempts", "crashes", "generation"]
+    run_save(
+        run,
+        [*fields, "error_code", "error_message"],
+        from_status=from_status,
+        actor=actor,
+        reason=reason,
+    )
+    if admit and admission_organisation_over(organisation_id=run.organisation_id):
+        raise admission_organisation_refusal(organisation_id=run.organisation_id)
+    dispatch_on_commit(run)
+    return RunChange(
+        run, True, f"queued again at {run.stage}; {run.reservation.pages} pages held again"
+    )
+
+
+@transaction.atomic
+def run_requeue(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
+    """Deliver a run's due stage again when its job is lost from Redis.
+
+    Left alone: an ended run (retry it instead), a stage running under a live lease,
+    and a job RQ will still run (queued, scheduled, started a moment ago). A stage
+    whose worker's lease expired is taken back first, as the sweeper would. The
+    decision is made under the row lock; the job is enqueued after commit under its
+    deterministic id, so a repeat or the sweeper doing the same is a duplicate RQ
+    refuses.
+    """
+    run = _lock(run)
+    if run.status not in ACTIVE_STATUSES:
+        return RunChange(run, False, f"it has ended ({run.status}); retry it instead")
+    now = timezone.now()
+    if run.lease_owner and run.lease_expires_at and run.lease_expires_at > now:
+        worker = run.lease_owner.partition("@")[2] or "a worker"
+        until = timezone.localtime(run.lease_expires_at).strftime("%H:%M:%S")
+        return RunChange(
+            run, False, f"its {run.stage} stage is running on {worker} (lease live until {until})"
+        )
+    if run.lease_owner:
+        run_take_back_locked(run=run, actor=actor, note=f"; requeued by an operator: {reason}")
+        if run.status == RunStatus.DEAD_LETTER:
+            return RunChange(
+                run, True, "its worker's lease had expired again: dead-lettered as poison"
+            )
+        return RunChange(
+            run, True, f"its worker's lease had expired: {run.stage} taken back and requeued"
+        )
+    state = job_state(run)
+    if state.waiting:
+        return RunChange(run, False, f"its job is {state.describe()}")
+    from_status = run.status
+    run_save(
+        run,
+        [],
+        from_status=from_status,
+        actor=actor,
+        reason=f"requeued {run.stage} (its job was {state.describe()}): {reason}",
+    )
+    delivery = delivery_of(run)
+    transaction.on_commit(lambda: stage_redeliver(delivery=delivery))
+    when = "now" if not run.due_at or run.due_at <= now else "for its retry time"
+    return RunChange(run, True, f"{run.stage} requeued {when}; its job was {state.describe()}")

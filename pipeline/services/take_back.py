@@ -1,0 +1,102 @@
+"""What the sweeper does to a run: take back a stage whose worker stopped renewing its hold."""
+
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from documents.services.quota import quota_release
+from pipeline.models import ImportRun, RunStatus, StageAttempt
+from pipeline.services.transitions import (
+    SWEEPER,
+    Actor,
+    attempt_finish,
+    dispatch_on_commit,
+    run_save,
+)
+
+Outcome = StageAttempt.Outcome
+
+
+@transaction.atomic
+def run_abandon_expired(*, run_id: uuid.UUID) -> ImportRun | None:
+    """A worker stopped renewing its hold: record the crash, then retry or dead letter."""
+    run = (
+        ImportRun.objects.select_for_update(skip_locked=True)
+        .select_related("reservation")
+        .filter(id=run_id, lease_expires_at__lt=timezone.now())
+        .exclude(lease_owner="")
+        .first()
+    )
+    if run is None:
+        return None
+    run_take_back_locked(run=run, actor=SWEEPER)
+    return run
+
+
+def runs_take_back_from_dead_worker(*, worker: str, why: str, actor: Actor) -> int:
+    """Take back at once every stage held by a worker process that has exited (its
+    supervisor saw it go), instead of waiting for the leases to expire. `worker` is
+    the process's name up to its pid, `host.pid.`. Safe even if something of it still
+    ran: every write a stage makes is guarded by its lease owner. Returns how many."""
+    held = f"@{worker}"
+    run_ids = list(
+        ImportRun.objects.filter(status=RunStatus.PROCESSING, lease_owner__contains=held)
+        .order_by("id")
+        .values_list("id", flat=True)[:100]
+    )
+    taken = 0
+    for run_id in run_ids:
+        with transaction.atomic():
+            run = (
+                ImportRun.objects.select_for_update()
+                .select_related("reservation")
+                .filter(id=run_id, lease_owner__contains=held)
+                .first()
+            )
+            if run is not None:
+                run_take_back_locked(run=run, actor=actor, note=f" ({why})")
+                taken += 1
+    return taken
+
+
+def run_take_back_locked(*, run: ImportRun, actor: Actor, note: str = "") -> None:
+    """Take back the stage of a run whose lease expired (the caller holds the row lock):
+    its running attempt is abandoned, the crash counted, and the stage is due again now,
+    or the run is dead-lettered as poison after PAPERLANE_POISON_CRASHES in a row."""
+    now = timezone.now()
+    job_id, _, worker = run.lease_owner.partition("@")
+    message = f"worker {worker or 'unknown'} stopped responding during {run.stage}"
+    for attempt in StageAttempt.objects.filter(
+        run=run, stage=run.stage, job_id=job_id, outcome=Outcome.RUNNING
+    ):
+        attempt_finish(attempt, Outcome.ABANDONED, code="worker_lost", message=message)
+    run.crashes += 1
+    run.lease_owner, run.lease_expires_at = "", None
+    from_status = run.status
+    if run.crashes >= settings.PAPERLANE_POISON_CRASHES:
+        run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
+        run.error_code = "poison"
+        run.error_message = (
+            f"The {run.stage} stage stopped its worker {run.crashes} times in a row; "
+            "an operator needs to look at this document."
+        )
+        reason = run.error_message
+    else:
+        run.due_at = now
+        run.error_code = "worker_lost"
+        run.error_message = f"The {run.stage} step was interrupted; it is resuming elsewhere."
+        reason = f"{message}; resuming elsewhere"
+    fields = ["crashes", "lease_owner", "lease_expires_at", "status", "finished_at", "due_at"]
+    run_save(
+        run,
+        [*fields, "error_code", "error_message"],
+        from_status=from_status,
+        actor=actor,
+        reason=f"{reason}{note}",
+    )
+    if run.status == RunStatus.DEAD_LETTER:
+        quota_release(reservation=run.reservation)
+    else:
+        dispatch_on_commit(run)

@@ -1,0 +1,305 @@
+"""What a stage worker does to a run: claim it, keep it, report, complete or fail the stage."""
+
+import copy
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from documents.services.quota import quota_release
+from pipeline.errors import LeaseLost
+from pipeline.models import ImportRun, RunStatus, StageAttempt
+from pipeline.retry import backoff_seconds, retries_left
+from pipeline.services.stage_sql import ClaimTake, StageDone, claim_statement, complete_statement
+from pipeline.services.transitions import (
+    Actor,
+    attempt_finish,
+    dispatch_on_commit,
+    run_record,
+    run_save,
+)
+
+Outcome = StageAttempt.Outcome
+
+
+@dataclass(frozen=True)
+class Claim:
+    run: ImportRun
+    attempt: StageAttempt
+    owner: str
+
+    @property
+    def actor(self) -> Actor:
+        return Actor.worker(self.attempt.worker)
+
+
+def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Claim | None:
+    """Take a due stage of a run for this worker, or return None if it is not ours to do.
+
+    One conditional UPDATE decides: a duplicate delivery, a late one, a run
+    another worker holds, or a run that moved on all change zero rows. With it
+    the attempt is recorded, a queued run's start written to the history, and
+    the run loaded with its document and reservation: on PostgreSQL in the same
+    statement, elsewhere (the SQLite demo) in one transaction.
+    """
+    now = timezone.now()
+    take = ClaimTake(
+        run_id=run_id,
+        stage=stage,
+        owner=f"{job_id}@{worker}",
+        expires=now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
+        now=now,
+        job_id=job_id,
+        worker=worker,
+        actor=Actor.worker(worker),
+    )
+    taken = claim_statement(take) if connection.vendor == "postgresql" else _claim_steps(take)
+    if taken is None:
+        return None
+    run, attempt_id = taken
+    attempt = StageAttempt(
+        id=attempt_id,
+        run=run,
+        stage=stage,
+        generation=run.generation,
+        number=run.stage_attempts,
+        job_id=job_id,
+        worker=worker,
+        started_at=now,
+    )
+    attempt._state.adding = False
+    return Claim(run=run, attempt=attempt, owner=take.owner)
+
+
+@transaction.atomic
+def _claim_steps(take: ClaimTake) -> tuple[ImportRun, int] | None:
+    # As stage_sql.DUE_SQL: due by the claiming host's clock or by the last writer's.
+    due = ImportRun.objects.filter(
+        Q(due_at__isnull=True) | Q(due_at__lte=F("updated_at")) | Q(due_at__lte=take.now),
+        id=take.run_id,
+        stage=take.stage,
+        lease_owner="",
+    )
+    changes = {
+        "status": RunStatus.PROCESSING,
+        "lease_owner": take.owner,
+        "lease_expires_at": take.expires,
+        "stage_attempts": F("stage_attempts") + 1,
+        "total_attempts": F("total_attempts") + 1,
+        "started_at": Coalesce("started_at", Value(take.now)),
+        "updated_at": take.now,
+    }
+    # Only queued -> processing changes the status: only it restarts the stage clock.
+    entered = {RunStatus.QUEUED: {"stage_entered_at": take.now}, RunStatus.PROCESSING: {}}
+    claimed_from = next(
+        (s for s in entered if due.filter(status=s).update(**changes, **entered[s]) == 1), None
+    )
+    if claimed_from is None:
+        return None
+    run = ImportRun.objects.select_related("document", "reservation").get(id=take.run_id)
+    attempt = StageAttempt.objects.create(
+        run=run,
+        stage=take.stage,
+        generation=run.generation,
+        number=run.stage_attempts,
+        job_id=take.job_id,
+        worker=take.worker,
+        started_at=take.now,
+    )
+    if claimed_from == RunStatus.QUEUED:
+        run_record(
+            run,
+            from_status=RunStatus.QUEUED,
+            from_stage=take.stage,
+            actor=take.actor,
+            reason=take.reason,
+        )
+    return run, attempt.id
+
+
+def run_renew_lease(*, run_id: uuid.UUID, owner: str) -> bool:
+    """Extend the hold on a run; False means the hold was lost."""
+    expires = timezone.now() + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS)
+    return (
+        ImportRun.objects.filter(id=run_id, lease_owner=owner).update(lease_expires_at=expires) == 1
+    )
+
+
+def run_set_progress(*, claim: Claim, done: int, total: int) -> None:
+    """Report `done` of `total` steps of the claimed stage; LeaseLost if it is not ours now."""
+    if not ImportRun.objects.filter(id=claim.run.id, lease_owner=claim.owner).update(
+        progress_done=min(done, total), progress_total=total, updated_at=timezone.now()
+    ):
+        raise LeaseLost(str(claim.run.id))
+
+
+def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
+    """Mark the claimed stage done and `following` due (or the run succeeded when None),
+    with its attempt and transition, in one statement: on its own it is atomic, and
+    inside the stage's transaction it commits with the stage's result (elsewhere
+    than PostgreSQL, three statements in a transaction).
+
+    Returns the run as the statement left it; `claim.run` stays the run as claimed.
+    LeaseLost if the run is no longer this worker's."""
+    run, attempt, now = claim.run, claim.attempt, timezone.now()
+    changes = {
+        "lease_owner": "",
+        "lease_expires_at": None,
+        "stage_attempts": 0,
+        "crashes": 0,
+        "error_code": "",
+        "error_message": "",
+        "updated_at": now,
+        # The stage (or, at the end, the status) changes.
+        "stage_entered_at": now,
+    }
+    if following is None:
+        changes.update(status=RunStatus.SUCCEEDED.value, finished_at=now, due_at=None)
+    else:
+        changes.update(stage=following, due_at=now, progress_done=0, progress_total=0)
+    finished = copy.copy(run)
+    for field, value in changes.items():
+        setattr(finished, field, value)
+    done = StageDone(
+        run_id=run.id,
+        owner=claim.owner,
+        attempt_id=attempt.id,
+        cpu_ms=attempt.cpu_ms,
+        changes=changes,
+        from_stage=run.stage,
+        actor=claim.actor,
+        now=now,
+    )
+    if connection.vendor == "postgresql":
+        completed = complete_statement(done)
+    else:
+        completed = _complete_steps(done, finished)
+    if not completed:
+        raise LeaseLost(str(run.id))
+    attempt.outcome, attempt.finished_at = Outcome.SUCCEEDED, now
+    return finished
+
+
+@transaction.atomic
+def _complete_steps(done: StageDone, finished: ImportRun) -> bool:
+    if not ImportRun.objects.filter(id=done.run_id, lease_owner=done.owner).update(**done.changes):
+        return False
+    StageAttempt.objects.filter(id=done.attempt_id).update(
+        outcome=Outcome.SUCCEEDED,
+        finished_at=done.now,
+        cpu_ms=done.cpu_ms,
+        error_code="",
+        error_type="",
+        error_message="",
+        traceback="",
+    )
+    run_record(
+        finished,
+        from_status=RunStatus.PROCESSING,
+        from_stage=done.from_stage,
+        actor=done.actor,
+        reason=done.reason,
+    )
+    return True
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What went wrong in an attempt, for operators: never shown to the uploader."""
+
+    detail: str
+    error_type: str = ""
+    traceback: str = ""
+
+
+def _timed_out_before(claim: Claim) -> bool:
+    return (
+        StageAttempt.objects.filter(
+            run_id=claim.run.id,
+            generation=claim.attempt.generation,
+            stage=claim.attempt.stage,
+            outcome=Outcome.TIMEOUT,
+        )
+        .exclude(id=claim.attempt.id)
+        .exists()
+    )
+
+
+@transaction.atomic
+def run_record_failure(
+    *, claim: Claim, outcome: str, code: str, message: str, failure: Failure, permanent: bool
+) -> ImportRun | None:
+    """Record a failed attempt and decide: retry later, fail, or dead letter.
+
+    `message` is for the uploader; `failure` is kept on the attempt. A stage
+    that times out a second time fails: it would most likely time out again.
+    Returns None when the run was no longer this worker's to change.
+    """
+    run = (
+        ImportRun.objects.select_for_update()
+        .select_related("reservation")
+        .filter(id=claim.run.id, lease_owner=claim.owner)
+        .first()
+    )
+    if run is None:
+        return None
+    claim.attempt.error_type = failure.error_type
+    attempt_finish(claim.attempt, outcome, code=code, message=failure.detail, tb=failure.traceback)
+    if outcome == Outcome.TIMEOUT and _timed_out_before(claim):
+        permanent, message = True, f"Processing took too long: {message[0].lower()}{message[1:]}"
+    now, from_status = timezone.now(), run.status
+    run.lease_owner, run.lease_expires_at = "", None
+    run.error_code, run.error_message = code, message
+    run.crashes = 0  # the worker lived to record this: the crash streak ends
+    if permanent:
+        run.status, run.finished_at, run.due_at = RunStatus.FAILED, now, None
+        reason = f"{run.stage} failed: {failure.detail}"
+    elif retries_left(
+        attempt=run.stage_attempts,
+        in_stage_seconds=(now - run.stage_entered_at).total_seconds(),
+    ):
+        delay = backoff_seconds(attempt=run.stage_attempts)
+        run.due_at = now + timedelta(seconds=delay)
+        reason = (
+            f"{run.stage} attempt {run.stage_attempts} failed ({failure.detail}); "
+            f"retry in {delay:.1f}s"
+        )
+    else:
+        run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
+        run.error_message = (
+            f"The {run.stage} step failed {run.stage_attempts} times in a row, over "
+            f"{(now - run.stage_entered_at).total_seconds():.0f} seconds; "
+            "an operator can look into it and retry."
+        )
+        reason = f"{run.stage} failed {run.stage_attempts} times; last error: {failure.detail}"
+    fields = ["lease_owner", "lease_expires_at", "error_code", "error_message", "status", "crashes"]
+    run_save(
+        run,
+        [*fields, "finished_at", "due_at"],
+        from_status=from_status,
+        actor=claim.actor,
+        reason=reason,
+    )
+    if run.status in (RunStatus.FAILED, RunStatus.DEAD_LETTER):
+        quota_release(reservation=run.reservation)
+    # A retry is delivered by the stage job's on_success callback (or the sweeper).
+    return run
+
+
+@transaction.atomic
+def run_release(*, claim: Claim, reason: str) -> bool:
+    """Give a claimed stage back at once (a worker stopping); it is due again now."""
+    run, now = claim.run, timezone.now()
+    if not ImportRun.objects.filter(id=run.id, lease_owner=claim.owner).update(
+        lease_owner="", lease_expires_at=None, due_at=now, updated_at=now
+    ):
+        return False
+    run.lease_owner, run.lease_expires_at, run.due_at = "", None, now
+    attempt_finish(claim.attempt, Outcome.ABANDONED, code="worker_stopped", message=reason)
+    dispatch_on_commit(run)
+    return True

@@ -1,0 +1,105 @@
+"""The pipeline as data: one line per stage, in order.
+
+Adding a stage is writing its function in `pipeline/stages/` and adding one line
+here. Queues (`pipeline/queues.py`), the django-rq queue settings and the workers
+`run_workers` starts are all derived from this list; timeouts and concurrency are
+settings with these defaults.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from core import isolation
+from pipeline.models import RunPriority, RunSource, Stage
+from pipeline.stages import create, embed, extract, settle, store
+from pipeline.stages.context import StageContext
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str
+    run: Callable[[StageContext], None]
+    default_timeout: int
+    default_concurrency: int
+    default_bulk_concurrency: int = 0
+    # Run once when a worker of the stage starts, so no document pays for it.
+    warm_up: Callable[[], None] | None = None
+    # The outside provider the stage calls, by its breaker's name (core/provider_breaker.py): the
+    # stage's workers take none of its jobs while that provider keeps failing.
+    provider: str | None = None
+
+    @property
+    def timeout(self) -> int:
+        return settings.PAPERLANE_STAGE_TIMEOUTS.get(self.name, self.default_timeout)
+
+    @property
+    def concurrency(self) -> int:
+        """Workers that take interactive work first."""
+        return settings.PAPERLANE_STAGE_CONCURRENCY.get(self.name, self.default_concurrency)
+
+    @property
+    def bulk_concurrency(self) -> int:
+        """Workers that take bulk work first."""
+        return settings.PAPERLANE_STAGE_BULK_CONCURRENCY.get(
+            self.name, self.default_bulk_concurrency
+        )
+
+    def workers(self, priority: str) -> int:
+        """Workers of this stage that take `priority` work first."""
+        return self.concurrency if priority == RunPriority.INTERACTIVE else self.bulk_concurrency
+
+
+STAGES: tuple[StageSpec, ...] = (
+    StageSpec(Stage.CREATE, create.run, default_timeout=30, default_concurrency=1),
+    StageSpec(Stage.STORE, store.run, default_timeout=120, default_concurrency=1),
+    StageSpec(
+        Stage.EXTRACT,
+        extract.run,
+        default_timeout=300,
+        default_concurrency=2,
+        # The extraction's fork server (about 0.7 s to start).
+        warm_up=isolation.warm_up,
+    ),
+    StageSpec(
+        Stage.EMBED,
+        embed.run,
+        default_timeout=600,
+        default_concurrency=2,
+        provider=embed.PROVIDER,
+    ),
+    StageSpec(Stage.SETTLE, settle.run, default_timeout=30, default_concurrency=1),
+)
+
+# The stages each source goes through, in order. An upload's document is made and its
+# bytes stored at accept, so `create` and `store` would only confirm them: uploads start
+# at `extract`, which checks the bytes against the size and SHA-256 taken at accept
+# before it reads them (as `store` would have).
+SOURCE_STAGES: dict[str, tuple[str, ...]] = {
+    RunSource.WEB: (Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
+    RunSource.API: (Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
+    RunSource.CONNECTOR: tuple(spec.name for spec in STAGES),
+}
+
+_BY_NAME = {spec.name: spec for spec in STAGES}
+
+
+def stage_spec(name: str) -> StageSpec:
+    return _BY_NAME[name]
+
+
+def first_stage(source: str) -> str:
+    """The stage a new run of `source` is due at."""
+    return SOURCE_STAGES[source][0]
+
+
+def next_stage(name: str, *, source: str) -> str | None:
+    """The stage after `name` for a run of `source`, or None when `name` is its last."""
+    stages = SOURCE_STAGES[source]
+    if name not in stages:
+        # A run that was due at a stage its source now skips (queued before the
+        # change) goes on in the full order.
+        stages = tuple(spec.name for spec in STAGES)
+    index = stages.index(name)
+    return stages[index + 1] if index + 1 < len(stages) else None

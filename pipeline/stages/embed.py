@@ -1,0 +1,80 @@
+"""embed: clean, split into chunks, embed in batches, upsert under stable ids.
+
+Each call to the provider is counted by its breaker (core/provider_breaker.py): while the
+provider keeps failing, the embed workers pause instead of failing a try of every run.
+
+Chunk ids come from (document, version, index), so a re-run (a retry, a
+worker killed half way) overwrites the rows it already wrote instead of adding
+new ones; every batch commits with the run's progress while the worker still holds
+the run, and the last batch and the removal of rows past the new end commit with the
+stage's completion.
+"""
+
+from django.conf import settings
+
+from core.provider_breaker import breaker
+from documents.services.content import (
+    document_chunks_finish,
+    document_chunks_upsert,
+    document_text_get,
+)
+from pipeline.errors import PermanentError, TransientError
+from pipeline.stages.context import StageContext
+from retrieval.chunking import clean_text, split_chunks
+from retrieval.embedding import Embedder, get_embedder, pack_vector, rate_limit_wait
+
+# The breaker (core/provider_breaker.py) that pauses this stage while the provider keeps failing.
+PROVIDER = "embedding-provider"
+
+
+def _embed(embedder: Embedder, batch: list[str]) -> list[list[float]]:
+    provider = breaker(PROVIDER)
+    try:
+        vectors = embedder.embed(batch)
+    except (TransientError, OSError):  # what a provider that is down or overloaded raises
+        provider.failed()
+        raise
+    provider.succeeded()
+    return vectors
+
+
+def run(ctx: StageContext) -> None:
+    document = ctx.document
+    extracted = document_text_get(document=document)
+    if extracted is None:
+        raise PermanentError("The document's text is missing; retry the run.", code="text_missing")
+    pieces = split_chunks(clean_text(extracted.text))
+    limit = settings.PAPERLANE_MAX_CHUNKS_PER_DOCUMENT
+    if len(pieces) > limit:
+        raise PermanentError(
+            f"The document's text makes {len(pieces):,} chunks; the limit is {limit:,} chunks "
+            "for one document.",
+            code="too_many_chunks",
+        )
+    embedder = get_embedder()
+    batch_size = settings.PAPERLANE_EMBED_BATCH_SIZE
+    ctx.progress(0, len(pieces))
+    for start in range(0, len(pieces), batch_size):
+        batch = pieces[start : start + batch_size]
+        rate_limit_wait()
+        vectors = _embed(embedder, batch)  # never inside a transaction: the provider is slow
+        chunks = {
+            "document": document,
+            "start": start,
+            "texts": batch,
+            "vectors": [pack_vector(vector) for vector in vectors],
+            "model": embedder.name,
+        }
+        if start + batch_size >= len(pieces):
+            # The last batch commits with the completion: one transaction fewer, and the
+            # only one for most documents.
+            with ctx.complete():
+                document_chunks_upsert(**chunks)
+                document_chunks_finish(document=document, count=len(pieces))
+            return
+        # Committed with the progress, only while the run is still ours: a run cancelled
+        # (or its document deleted) meanwhile gets no chunk back from a late batch.
+        with ctx.checkpoint(start + len(batch), len(pieces)):
+            document_chunks_upsert(**chunks)
+    with ctx.complete():  # no text, no chunks
+        document_chunks_finish(document=document, count=0)

@@ -1,0 +1,80 @@
+"""extract: clean text and the real page count (documents.formats), in a child process
+under memory and CPU limits, then the quota held for the run is set to the real count.
+The bytes are first checked against the size and SHA-256 taken when they were accepted.
+
+Damaged, encrypted or unreadable input, and a document over a limit, are
+permanent errors with a message the uploader can act on. A document whose real
+page count no longer fits the quota fails here, before any embedding work, and
+its pages are given back.
+"""
+
+from django.conf import settings
+
+from core.errors import QuotaExceeded
+from core.isolation import LimitExceeded, Limits, run_isolated
+from documents.formats import extract, extract_limits
+from documents.services.content import document_text_save
+from documents.services.quota import quota_resize
+from pipeline.errors import PermanentError
+from pipeline.models import Stage
+from pipeline.stages.context import StageContext
+from pipeline.stages.stored_file import read_stored
+
+PROGRESS_EVERY_PAGES = 10
+
+
+def isolation_limits() -> Limits:
+    """The child's limits. Its wall clock ends before the stage's own timeout (less a
+    tenth, at least 10 s, for reading the bytes and saving the text): a document that
+    takes too long then fails at once as over the limit, instead of timing the stage
+    out and being tried again."""
+    from pipeline.stage_list import stage_spec  # the stage list imports this module
+
+    cpu = settings.PAPERLANE_EXTRACT_CPU_SECONDS
+    timeout = stage_spec(Stage.EXTRACT).timeout
+    return Limits(
+        memory_bytes=settings.PAPERLANE_EXTRACT_MEMORY_MB * 1024 * 1024,
+        cpu_seconds=cpu,
+        wall_seconds=max(min(cpu * 1.5 + 10, timeout - max(10, timeout / 10)), 1),
+    )
+
+
+def run(ctx: StageContext) -> None:
+    document = ctx.document
+    data = read_stored(document)
+
+    def on_page(done: int, total: int) -> None:
+        if done == total or done % PROGRESS_EVERY_PAGES == 0:
+            ctx.progress(done, total)
+
+    try:
+        extracted = run_isolated(
+            extract,
+            document.kind,
+            data,
+            extract_limits(),
+            limits=isolation_limits(),
+            on_progress=on_page,
+            reuse=settings.PAPERLANE_EXTRACT_CHILD_DOCUMENTS,
+        )
+    except LimitExceeded as exc:
+        raise PermanentError(
+            f"Extracting the text {exc}, the limit for one document.",
+            code=f"extract_{exc.limit}_limit",
+        ) from exc
+
+    try:
+        with ctx.complete():
+            document_text_save(
+                document=document,
+                text=extracted.text,
+                page_count=extracted.page_count,
+                unreadable_pages=extracted.unreadable_pages,
+            )
+            quota_resize(reservation=ctx.run.reservation, pages=extracted.page_count)
+    except QuotaExceeded as exc:
+        raise PermanentError(
+            f"The document has {extracted.page_count} pages, more than were held for it "
+            f"at upload, and your quota has only {exc.extra['pages_available']} pages left.",
+            code="quota_exceeded",
+        ) from exc

@@ -1,0 +1,315 @@
+"""The sweeper: the database is the truth, so repair whatever Redis lost.
+
+One pass:
+1. runs whose worker stopped renewing its lease: record the crash, then
+   resume the stage elsewhere (or dead-letter a poison run);
+2. runs with a stage due (or a retry scheduled) but no job waiting in Redis
+   (Redis flushed, a callback that never ran, an enqueue that failed at
+   accept, a job stuck with a dead worker, a job marked queued whose id is in
+   no list a worker reads, or was left half taken by a worker that died): enqueue it
+   again. With a sweeper on every host (`sweep --loop`), one of them looks each
+   interval (a lock in Redis), not all;
+3. ended runs that still hold pages: release them;
+4. direct uploads whose time to be completed is over: removed, with the object of
+   each one never completed (documents/services/pending_uploads.py);
+5. only when asked, the housekeeping (`sweep --loop` does it every
+   PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, on one host each interval: a lock in
+   Redis): stored files no document points to, older than
+   PAPERLANE_ORPHAN_GRACE_SECONDS, are deleted, looking at
+   PAPERLANE_ORPHAN_KEYS_PER_PASS keys a pass and going on from where the last pass
+   stopped (kept in Redis), and so are connections' syncs older than
+   PAPERLANE_SYNC_HISTORY_DAYS (each connection's newest 20 stay).
+
+Each step looks at a bounded number of runs (or files), oldest first, so a
+pass stays short and whatever it leaves is the oldest work of the next pass.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from redis import Redis
+from redis.exceptions import RedisError
+from rq.intermediate_queue import IntermediateQueue
+from rq.job import Job
+from rq.queue import Queue
+
+from connectors.services import connection_syncs_prune
+from core.redis import redis_connection
+from documents.models import QuotaReservation
+from documents.services.orphans import stored_orphans_remove
+from documents.services.pending_uploads import pending_uploads_remove_expired
+from documents.services.quota import quota_release
+from pipeline.dispatch import (
+    DISPATCH_FIELDS,
+    WAITING_STATUSES,
+    current_job_id,
+    enqueue_current,
+    job_delete,
+    rq_time,
+)
+from pipeline.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
+from pipeline.queues import is_served_queue
+from pipeline.services.take_back import run_abandon_expired
+
+logger = logging.getLogger(__name__)
+
+# Runs one pass may repair per step (abandon a lease, release pages): a transaction each.
+REPAIRS_PER_PASS = 500
+# Runs one pass may check for a lost job: only read, so many more, asked of Redis in batches.
+DELIVERIES_CHECKED_PER_PASS = 10_000
+# Expired direct uploads one pass may remove: a transaction each, and a storage DELETE
+# for each one never completed.
+UPLOADS_PER_PASS = 200
+# Stored files one orphan pass may delete.
+ORPHANS_PER_PASS = 1_000
+# Syncs one housekeeping pass may delete.
+SYNCS_PER_PASS = 10_000
+# Jobs asked about in one Redis round trip.
+REDIS_BATCH = 500
+# A key the sweepers keep in the workers' Redis. Gone means Redis lost its data (flushed,
+# or restarted without persistence), and every waiting job with it: a sweeper that sees
+# it gone passes at once rather than at its next interval (`sweep --loop`).
+MARKER_KEY = "paperlane:sweeper:marker"
+# Held by the sweeper (of whichever host) that checks Redis for lost jobs, for most of an
+# interval: with a sweeper on every host, one of them looks each interval, not all.
+CHECK_LOCK_KEY = "paperlane:sweeper:checking"
+CHECK_LOCK_SHARE = 0.8  # of PAPERLANE_SWEEP_INTERVAL_SECONDS
+# The same for the housekeeping, for most of PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS.
+HOUSEKEEPING_LOCK_KEY = "paperlane:sweeper:housekeeping"
+HOUSEKEEPING_LOCK_MAX_SECONDS = 24 * 3600
+# The last stored key the orphan pass looked at: the next pass goes on after it. Lost with
+# Redis's data, the walk starts again from the first key.
+ORPHANS_RESUME_KEY = "paperlane:sweeper:orphans_after"
+
+
+@dataclass
+class SweepReport:
+    abandoned: int = 0
+    redelivered: int = 0
+    released: int = 0
+    uploads_expired: int = 0
+    orphans_removed: int = 0
+    syncs_pruned: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"abandoned {self.abandoned}, redelivered {self.redelivered}, "
+            f"released {self.released}, uploads expired {self.uploads_expired}, "
+            f"orphans removed {self.orphans_removed}, "
+            f"syncs pruned {self.syncs_pruned}"
+        )
+
+
+def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> SweepReport:
+    """One pass; with `housekeeping`, also delete stored files no document points to (a
+    walk over a share of the storage, so callers do it far less often than the rest) and
+    connections' old syncs. `one_of_many`: a sweeper runs on every host (`sweep
+    --loop`), so this one asks Redis about due runs only if no other sweeper did in
+    the last interval, and does the housekeeping only if no other did in its interval;
+    the database steps, which cost a query when there is nothing to do, run on every
+    host."""
+    report = SweepReport()
+    report.abandoned = _abandon_expired_leases()
+    if not one_of_many or _take_the_check():
+        report.redelivered = _redeliver_lost_jobs()
+    report.released = _release_ended_reservations()
+    report.uploads_expired = pending_uploads_remove_expired(limit=UPLOADS_PER_PASS)
+    if housekeeping and (not one_of_many or _take_the_housekeeping()):
+        report.orphans_removed = _remove_orphaned_files()
+        report.syncs_pruned = _prune_sync_history()
+    if any(vars(report).values()):
+        logger.info("sweep: %s", report)
+    return report
+
+
+def redis_lost_data() -> bool:
+    """True if the marker was missing, and sets it again: the first call against a new
+    Redis, or the first since Redis lost its data."""
+    return bool(redis_connection().set(MARKER_KEY, b"1", nx=True))
+
+
+def _take_the_check() -> bool:
+    """Whether this sweeper is the one to check Redis for lost jobs this interval. A Redis
+    that does not answer says yes: then nobody holds the check, and the check fails anyway.
+    A Redis that lost its data lost the key with it, so the pass that follows checks."""
+    return _take(CHECK_LOCK_KEY, seconds=settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)
+
+
+def _take_the_housekeeping() -> bool:
+    """Whether this sweeper is the one to do the housekeeping this interval (a Redis that
+    does not answer says yes: the housekeeping needs only the storage and the database)."""
+    # At most a day: a host configured with a far longer interval must not hold it for all.
+    interval = min(settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, HOUSEKEEPING_LOCK_MAX_SECONDS)
+    return _take(HOUSEKEEPING_LOCK_KEY, seconds=interval)
+
+
+def _take(key: str, *, seconds: float) -> bool:
+    hold = max(int(seconds * CHECK_LOCK_SHARE * 1000), 1)
+    try:
+        return bool(redis_connection().set(key, b"1", nx=True, px=hold))
+    except RedisError:
+        return True
+
+
+def _abandon_expired_leases() -> int:
+    expired = (
+        ImportRun.objects.filter(status__in=ACTIVE_STATUSES, lease_expires_at__lt=timezone.now())
+        .exclude(lease_owner="")
+        .order_by("lease_expires_at", "id")
+        .values_list("id", flat=True)[:REPAIRS_PER_PASS]
+    )
+    return sum(1 for run_id in expired if run_abandon_expired(run_id=run_id) is not None)
+
+
+def _redeliver_lost_jobs() -> int:
+    now = timezone.now()
+    # Leave a moment for the accept path and callbacks to enqueue on their own.
+    settled_before = now - timedelta(seconds=2)
+    stale_before = now - timedelta(seconds=settings.PAPERLANE_REDELIVER_AFTER_SECONDS)
+    stranded_before = now - timedelta(seconds=settings.PAPERLANE_STRANDED_AFTER_SECONDS)
+    runs = list(
+        ImportRun.objects.filter(
+            status__in=ACTIVE_STATUSES, lease_owner="", updated_at__lt=settled_before
+        )
+        .order_by("updated_at", "id")
+        .only(*DISPATCH_FIELDS)[:DELIVERIES_CHECKED_PER_PASS]
+    )
+    connection = redis_connection()
+    return sum(
+        _redeliver_batch(
+            connection, runs[offset : offset + REDIS_BATCH], stale_before, stranded_before
+        )
+        for offset in range(0, len(runs), REDIS_BATCH)
+    )
+
+
+def _redeliver_batch(
+    connection: Redis, runs: list[ImportRun], stale_before: datetime, stranded_before: datetime
+) -> int:
+    job_ids = [current_job_id(run) for run in runs]
+    with connection.pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            key = Job.redis_job_namespace_prefix + job_id
+            pipe.hmget(key, "status", "enqueued_at", "started_at", "origin")
+        states = pipe.execute()
+    # LPOS walks the list, so only jobs queued longer than PAPERLANE_STRANDED_AFTER_SECONDS
+    # are looked for: in a healthy system none, in a backlog the oldest, which LPOS finds
+    # near the head. A worker killed between taking a job off its lanes and starting it
+    # leaves one: a host lost, a worker killed under load; found within seconds, not minutes.
+    long_queued = [
+        (job_id, origin.decode())
+        for job_id, (status, enqueued, _, origin) in zip(job_ids, states, strict=True)
+        if status == b"queued" and enqueued and rq_time(enqueued) < stranded_before and origin
+    ]
+    stranded = _in_no_queue(connection, long_queued)
+    redelivered = 0
+    for run, job_id, (status, enqueued, started, _) in zip(runs, job_ids, states, strict=True):
+        if status == b"scheduled" and run.due_at and run.due_at < stale_before:
+            # A retry whose time passed long ago: the scheduler is not running,
+            # so deliver it straight to its queue instead of scheduling it again.
+            job_delete(connection, job_id)
+            run.due_at = None
+        elif job_id in stranded:
+            # Marked queued but in no list a worker reads, or left half taken by a
+            # worker that died: nothing would ever run it.
+            job_delete(connection, job_id)
+        elif status is not None and status.decode() in WAITING_STATUSES:
+            continue
+        elif status is not None:
+            # The job ran or started without moving the run on (a worker
+            # died before claiming): only redeliver once it is clearly stale.
+            stamp = started or enqueued
+            if stamp and rq_time(stamp) > stale_before:
+                continue
+            job_delete(connection, job_id)
+        if enqueue_current(run):
+            redelivered += 1
+    return redelivered
+
+
+def _in_no_queue(connection: Redis, queued: list[tuple[str, str]]) -> set[str]:
+    """The job ids, of those given with the lane they were enqueued to, that Redis
+    marks queued but that sit in no list a worker reads: neither in their lane nor in
+    the list a worker moves a job to while taking it, or in a queue that is no lane."""
+    if not queued:
+        return set()
+    # One MULTI: a worker moving the id between the two lists (and marking the job
+    # started) cannot fall between the reads and make a taken job look lost.
+    with connection.pipeline(transaction=True) as pipe:
+        for job_id, origin in queued:
+            queue_key = Queue.redis_queue_namespace_prefix + origin
+            pipe.hmget(Job.redis_job_namespace_prefix + job_id, "status", "origin")
+            pipe.lpos(queue_key, job_id)
+            pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue_key), job_id)
+        answers = pipe.execute()
+    stranded = set()
+    for (job_id, origin), (status, now_origin), in_queue, being_taken in zip(
+        queued, answers[0::3], answers[1::3], answers[2::3], strict=True
+    ):
+        # A job enqueued again (to another lane) between the reads is left for the next pass.
+        if status != b"queued" or now_origin != origin.encode():
+            continue
+        if not is_served_queue(origin):
+            stranded.add(job_id)
+        elif in_queue is None and (
+            being_taken is None or _left_half_taken(connection, origin, job_id)
+        ):
+            stranded.add(job_id)
+    return stranded
+
+
+def _left_half_taken(connection: Redis, origin: str, job_id: str) -> bool:
+    """A live worker moves a job out of the list it takes it into within milliseconds;
+    one still there a sweep interval after a pass first saw it belonged to a worker
+    that died between taking it and starting it (a host lost)."""
+    taking = IntermediateQueue(Queue.redis_queue_namespace_prefix + origin, connection=connection)
+    if taking.set_first_seen(job_id):
+        return False
+    first_seen = taking.get_first_seen(job_id)
+    interval = timedelta(seconds=max(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS, 1.0))
+    if first_seen is None or timezone.now() - first_seen < interval:
+        return False
+    # Out of RQ's list too: its own clean-up would otherwise fail the job delivered again.
+    taking.remove(job_id)
+    connection.delete(taking.get_first_seen_key(job_id))
+    return True
+
+
+def _release_ended_reservations() -> int:
+    stuck = (
+        ImportRun.objects.filter(
+            status__in=[s for s in TERMINAL_STATUSES if s != RunStatus.SUCCEEDED],
+            reservation__status=QuotaReservation.Status.HELD,
+        )
+        .select_related("reservation")
+        .order_by("updated_at", "id")[:REPAIRS_PER_PASS]
+    )
+    return sum(1 for run in stuck if quota_release(reservation=run.reservation))
+
+
+def _prune_sync_history() -> int:
+    older_than = timezone.now() - timedelta(days=settings.PAPERLANE_SYNC_HISTORY_DAYS)
+    return connection_syncs_prune(older_than=older_than, limit=SYNCS_PER_PASS)
+
+
+def _remove_orphaned_files() -> int:
+    grace = timedelta(seconds=settings.PAPERLANE_ORPHAN_GRACE_SECONDS)
+    redis = redis_connection()
+    try:
+        after = (redis.get(ORPHANS_RESUME_KEY) or b"").decode()
+    except RedisError:
+        after = ""  # from the first key, as after a loss of Redis's data
+    done = stored_orphans_remove(
+        older_than=timezone.now() - grace,
+        limit=ORPHANS_PER_PASS,
+        examine=settings.PAPERLANE_ORPHAN_KEYS_PER_PASS,
+        after=after,
+    )
+    try:
+        redis.set(ORPHANS_RESUME_KEY, done.resume_after.encode())
+    except RedisError:
+        logger.warning("could not keep where the orphan walk stopped; it starts over next time")
+    return done.removed

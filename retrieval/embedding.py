@@ -1,0 +1,103 @@
+"""Embedding providers and the shared rate limit in front of them.
+
+The default provider is local, deterministic and offline: signed feature
+hashing of words and word pairs into a fixed number of dimensions, L2
+normalised. It needs no model download and gives the same vector for the same
+text on every machine, which makes re-runs and tests exact. A hosted model
+plugs in by naming another class in PAPERLANE_EMBEDDER.
+"""
+
+import hashlib
+import math
+import re
+import struct
+import time
+from functools import cache
+from typing import Protocol
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from core.redis import redis_connection
+
+
+class Embedder(Protocol):
+    name: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    def __init__(self, dimensions: int | None = None) -> None:
+        self.dimensions = dimensions or settings.PAPERLANE_EMBEDDING_DIMENSIONS
+        self.name = f"hashing-v1-{self.dimensions}"
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimensions
+        words = _WORD.findall(text.lower())
+        features = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+        for feature in features:
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            value = int.from_bytes(digest, "little")
+            vector[value % self.dimensions] += 1.0 if value >> 63 else -1.0
+        norm = math.sqrt(sum(x * x for x in vector))
+        return [x / norm for x in vector] if norm else vector
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(text) for text in texts]
+
+
+@cache
+def _embedder(path: str) -> Embedder:
+    return import_string(path)()
+
+
+def get_embedder() -> Embedder:
+    return _embedder(settings.PAPERLANE_EMBEDDER)
+
+
+def pack_vector(vector: list[float]) -> bytes:
+    return struct.pack(f"<{len(vector)}f", *vector)
+
+
+def unpack_vector(data: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(data) // 4}f", data))
+
+
+# A token bucket in Redis, shared by every worker: (tokens, last refill time).
+_TAKE = """
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or burst
+local at = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + (now - at) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
+redis.call('EXPIRE', KEYS[1], 60)
+return tostring(wait)
+"""
+
+
+def rate_limit_wait(*, key: str = "paperlane:ratelimit:embed") -> float:
+    """Take one request from the shared embedding budget, sleeping if it is spent.
+
+    Returns the seconds slept. With PAPERLANE_EMBED_RATE_PER_SECOND = 0 there
+    is no limit.
+    """
+    rate = settings.PAPERLANE_EMBED_RATE_PER_SECOND
+    if rate <= 0:
+        return 0.0
+    slept = 0.0
+    while True:
+        wait = float(redis_connection().eval(_TAKE, 1, key, rate, max(rate, 1), time.time()))
+        if wait <= 0:
+            return slept
+        time.sleep(min(wait, 1.0))
+        slept += min(wait, 1.0)

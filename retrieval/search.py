@@ -1,0 +1,273 @@
+"""Search an organisation's documents: candidate chunks found by their words, ranked by
+their embeddings.
+
+On PostgreSQL the full-text index on the chunks' text (`to_tsvector('simple', text)`,
+migration documents 0006) finds the chunks that hold every word of the query, in
+`websearch_to_tsquery` syntax ("a quoted phrase", `or`, `-word`), and keeps the
+PAPERLANE_SEARCH_CANDIDATES best by text rank, within PAPERLANE_SEARCH_TIMEOUT_MS. On
+SQLite (the demo) the candidates are the chunks that contain every word. The candidates
+are then ranked by their text rank fused with the cosine similarity of their embedding
+and the query's, embedded by the provider that embedded the chunks; each document
+appears once, with its best chunk. If the provider cannot embed the query (down, or
+its breaker open), the text rank alone orders the results, and the answer says so.
+
+Candidates come from words: with the default hashing embedder, whose vectors are made
+of words and word pairs, a chunk without a word of the query scores about zero anyway.
+A semantic provider could rank chunks that share no word with the query; finding those
+needs a vector index (pgvector), which the portable float32 embeddings do not have.
+"""
+
+import logging
+import operator
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.utils import OperationalError
+
+from core.errors import ServiceError
+from core.provider_breaker import breaker
+from documents.models import Chunk, Document, Organisation
+from pipeline.stages.embed import PROVIDER
+from retrieval.chunking import clean_text
+from retrieval.embedding import get_embedder, unpack_vector
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 500
+MAX_LIMIT = 50
+# Characters of a chunk shown around the first word of the query it holds.
+SNIPPET_CHARS = 240
+_WORD = re.compile(r"\w+")  # over the query only, never over a document's text
+# Reciprocal rank fusion's constant: 60, as in its paper and most search engines.
+_FUSION_K = 60
+
+
+class SearchTooSlow(ServiceError):
+    status_code = 503
+    code = "search_timeout"
+
+
+@dataclass(frozen=True)
+class Hit:
+    document_id: object
+    filename: str
+    pages: int | None
+    chunk_index: int
+    snippet: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Results:
+    hits: list[Hit]
+    # "embedding" when the query's embedding ranked them, "text" when the provider could not.
+    ranking: str
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    document_id: object
+    index: int
+    text: str
+    embedding: bytes
+    model: str
+
+
+def documents_search(*, organisation: Organisation, query: str, limit: int = 10) -> Results:
+    """The organisation's documents that best match `query`, best first, at most `limit`."""
+    query = query.strip()
+    if len(query) > MAX_QUERY_CHARS:
+        raise ServiceError(
+            f"A search is at most {MAX_QUERY_CHARS} characters.", code="query_too_long"
+        )
+    words, unwanted = _terms(query)
+    if not words:
+        raise ServiceError(
+            "Send the words to search for in `q` (a search of only -words finds nothing).",
+            code="query_empty",
+        )
+    limit = min(max(limit, 1), MAX_LIMIT)
+    if connection.vendor == "postgresql":
+        candidates = _candidates_postgresql(organisation.id, query)
+    else:
+        candidates = _candidates_by_substring(organisation.id, words, unwanted)
+    vector = _query_vector(" ".join(words))  # without the syntax: quotes, or, -words
+    ranked = _rank(candidates, vector)
+    best: dict[object, tuple[float, _Candidate]] = {}
+    for score, candidate in ranked:
+        best.setdefault(candidate.document_id, (score, candidate))
+        if len(best) == limit:
+            break
+    documents = Document.objects.only("filename", "page_count").in_bulk(list(best))
+    hits = [
+        Hit(
+            document_id=document_id,
+            filename=documents[document_id].filename,
+            pages=documents[document_id].page_count,
+            chunk_index=candidate.index,
+            snippet=snippet(candidate.text, words),
+            score=round(score, 4),
+        )
+        for document_id, (score, candidate) in best.items()
+        if document_id in documents
+    ]
+    return Results(hits=hits, ranking="text" if vector is None else "embedding")
+
+
+# The expression must be the index's (documents 0006), word for word, for the planner to use it.
+CANDIDATES_SQL = f"""
+    SELECT m.document_id, m.index, m.text, m.embedding, m.embedding_model
+    FROM (
+        SELECT c.document_id, c.index, c.text, c.embedding, c.embedding_model, q.q
+        FROM {Chunk._meta.db_table} c
+        JOIN {Document._meta.db_table} d ON d.id = c.document_id,
+             websearch_to_tsquery('simple', %s) q(q)
+        WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+          AND to_tsvector('simple', c.text) @@ q.q
+          -- A query the index cannot answer (only -words: every chunk but some) finds nothing.
+          AND querytree(q.q) NOT IN ('T', '')
+        -- Ranking reads each match's text again: a word in every chunk must not mean
+        -- ranking them all, so at most this many matches are ranked.
+        LIMIT %s
+    ) m
+    ORDER BY ts_rank_cd(to_tsvector('simple', m.text), m.q) DESC
+    LIMIT %s
+"""
+
+
+def _candidates_postgresql(organisation_id: int, query: str) -> list[_Candidate]:
+    timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
+            cursor.execute(
+                CANDIDATES_SQL,
+                [
+                    query,
+                    organisation_id,
+                    settings.PAPERLANE_SEARCH_MATCHES_RANKED,
+                    settings.PAPERLANE_SEARCH_CANDIDATES,
+                ],
+            )
+            rows = cursor.fetchall()
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) != "57014":  # query_canceled
+            raise
+        raise SearchTooSlow(
+            f"The search took longer than {timeout_ms / 1000:g} s. Add words, or put a phrase "
+            'in "quotes", to narrow it.'
+        ) from None
+    return [_Candidate(row[0], row[1], row[2], bytes(row[3]), row[4]) for row in rows]
+
+
+def _candidates_by_substring(
+    organisation_id: int, words: list[str], unwanted: list[str]
+) -> list[_Candidate]:
+    chunks = Chunk.objects.filter(
+        document__organisation_id=organisation_id, document__deleted_at__isnull=True
+    )
+    for word in dict.fromkeys(words):
+        chunks = chunks.filter(text__icontains=word)
+    for word in dict.fromkeys(unwanted):
+        chunks = chunks.exclude(text__icontains=word)
+    rows = chunks.order_by("-document__created_at", "index").values_list(
+        "document_id", "index", "text", "embedding", "embedding_model"
+    )
+    candidates = [
+        _Candidate(row[0], row[1], row[2], bytes(row[3]), row[4])
+        for row in rows[: settings.PAPERLANE_SEARCH_CANDIDATES]
+    ]
+    # PostgreSQL's text rank, roughly: how often the words occur (a plain count, no pattern).
+    return sorted(candidates, key=lambda c: -sum(c.text.lower().count(w) for w in words))
+
+
+def _terms(query: str) -> tuple[list[str], list[str]]:
+    """The query's words to find and its -words, lower case: for the snippet and SQLite
+    (PostgreSQL reads the whole syntax itself). `or` is an operator, not a word; a phrase
+    in quotes counts as its words."""
+    words: list[str] = []
+    unwanted: list[str] = []
+    for token in query.split():
+        if token.lower() == "or":
+            continue
+        found = [word.lower() for word in _WORD.findall(token)]
+        (unwanted if token.startswith("-") else words).extend(found)
+    return words, unwanted
+
+
+def _query_vector(query: str) -> tuple[str, list[float]] | None:
+    """The query's embedding and the model that made it; None if the provider cannot."""
+    provider = breaker(PROVIDER)
+    if provider.paused_for() > 0:
+        return None
+    embedder = get_embedder()
+    try:
+        [vector] = embedder.embed([clean_text(query)])
+    except Exception as exc:  # whatever a provider raises: the words still find and rank
+        logger.warning("search: the embedding provider failed, ranking by text: %s", exc)
+        return None
+    return embedder.name, vector
+
+
+def _rank(
+    candidates: list[_Candidate], query: tuple[str, list[float]] | None
+) -> list[tuple[float, _Candidate]]:
+    """(score, candidate), best first: the candidates' order by text, fused with their
+    order by cosine similarity to the query's embedding (reciprocal rank fusion), scaled
+    so that first by both is 1. A chunk embedded by another model, or every chunk when the
+    query has no embedding, is ranked by its text alone.
+
+    Fusing the two orders rather than trusting the cosine alone: a hashed embedding of a
+    long chunk is noisy (its words share dimensions), and a chunk that holds the query's
+    words densely should not fall behind one whose collisions happen to line up."""
+    by_vector: dict[int, int] = {}
+    if query is not None:
+        model, vector = query
+        similarity = [
+            (_cosine(candidate.embedding, vector), position)
+            for position, candidate in enumerate(candidates)
+            if candidate.model == model
+        ]
+        similarity.sort(key=lambda item: item[0], reverse=True)
+        by_vector = {position: rank for rank, (_, position) in enumerate(similarity, start=1)}
+    best = 2 / (_FUSION_K + 1) if query is not None else 1 / (_FUSION_K + 1)
+    scored = []
+    for position, candidate in enumerate(candidates):
+        fused = 1 / (_FUSION_K + position + 1)
+        if position in by_vector:
+            fused += 1 / (_FUSION_K + by_vector[position])
+        scored.append((fused / best, position, candidate))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [(score, candidate) for score, _, candidate in scored]
+
+
+def _cosine(embedding: bytes, vector: list[float]) -> float:
+    values = unpack_vector(embedding)
+    if len(values) != len(vector):
+        return 0.0
+    norms = _norm(values) * _norm(vector)
+    return sum(map(operator.mul, values, vector)) / norms if norms else 0.0
+
+
+def _norm(vector) -> float:
+    return sum(x * x for x in vector) ** 0.5
+
+
+def snippet(text: str, words: list[str]) -> str:
+    """About SNIPPET_CHARS of `text` around the first of `words` it holds (plain find,
+    no pattern over the document's text), whitespace collapsed, cut at spaces."""
+    lowered = text.lower()
+    found = [at for at in (lowered.find(word) for word in words) if at >= 0]
+    first = min(found) if found else 0
+    start = max(0, first - SNIPPET_CHARS // 3)
+    end = min(len(text), start + SNIPPET_CHARS)
+    if start > 0:
+        space = text.find(" ", start, first)
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", max(first, start), end)
+        end = space if space > first else end
+    piece = " ".join(text[start:end].split())
+    return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")

@@ -1,0 +1,103 @@
+"""Connections' credentials at rest, and the connection services people call."""
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection as db
+
+from connectors.models import Connection
+from connectors.secrets import CredentialsUnreadable
+from connectors.services import (
+    connection_create,
+    connection_create_local,
+    connection_credentials,
+    connection_pause,
+    connection_reconnected,
+    connection_resume,
+    connection_set_credentials,
+)
+from core.errors import Conflict, InvalidUpload
+
+pytestmark = pytest.mark.django_db
+
+SECRET = {"refresh_token": "M.R3_BAY.very-secret-refresh-token", "access_token": "EwB-access"}
+
+
+def stored_column(connection: Connection) -> str:
+    with db.cursor() as cursor:
+        cursor.execute(
+            "SELECT credentials_encrypted FROM documents_connection WHERE id = %s",
+            [connection.id],
+        )
+        return cursor.fetchone()[0]
+
+
+def onedrive(org) -> Connection:
+    return connection_create(
+        organisation=org,
+        provider="onedrive",
+        folder_id="01ABCDEF",
+        folder_path="/Documents/Contracts",
+        credentials=SECRET,
+    )
+
+
+def test_credentials_are_encrypted_at_rest_and_read_back(org):
+    connection = onedrive(org)
+
+    raw = stored_column(connection)
+    assert raw and "very-secret" not in raw and "refresh_token" not in raw
+    assert connection_credentials(connection=Connection.objects.get(id=connection.id)) == SECRET
+    connection_set_credentials(connection=connection, credentials={"refresh_token": "new"})
+    assert stored_column(connection) != raw
+    assert connection_credentials(connection=connection) == {"refresh_token": "new"}
+
+
+def test_credentials_written_under_another_key_cannot_be_read(org, settings):
+    connection = onedrive(org)
+    settings.SECRET_KEY = "a-different-secret-key"
+
+    with pytest.raises(CredentialsUnreadable):
+        connection_credentials(connection=connection)
+
+
+def test_a_key_of_its_own_is_used_when_set_and_checked(org, settings):
+    settings.PAPERLANE_CONNECTOR_KEY = "Zm9yLXRlc3RzLW9ubHktMzItYnl0ZXMta2V5LXBscyE="
+    connection = onedrive(org)
+    settings.SECRET_KEY = "rotated-secret-key"
+    assert connection_credentials(connection=connection) == SECRET
+
+    settings.PAPERLANE_CONNECTOR_KEY = "not-a-fernet-key"
+    with pytest.raises(ImproperlyConfigured, match="PAPERLANE_CONNECTOR_KEY"):
+        connection_credentials(connection=connection)
+
+
+def test_a_connection_that_needs_reconnecting_resumes_only_by_reconnecting(org):
+    connection = onedrive(org)
+    Connection.objects.filter(id=connection.id).update(status="needs_reconnect")
+
+    with pytest.raises(Conflict):
+        connection_resume(connection=connection)
+    back = connection_reconnected(connection=connection, credentials={"refresh_token": "again"})
+
+    assert back.status == "active" and connection_credentials(connection=back) == {
+        "refresh_token": "again"
+    }
+
+
+def test_pause_and_resume_are_idempotent(org, tmp_path):
+    connection = connection_create_local(organisation=org, path=str(tmp_path))
+    Connection.objects.filter(id=connection.id).update(consecutive_failures=4)
+    connection_pause(connection=connection, reason="first")
+    again = connection_pause(connection=connection, reason="second")
+    assert (again.status, again.status_reason) == ("paused", "first")
+    resumed = connection_resume(connection=connection)
+    resumed.refresh_from_db()
+    assert resumed.status == "active" and resumed.consecutive_failures == 0
+    assert connection_resume(connection=connection).status == "active"
+
+
+def test_a_local_folder_must_exist_and_is_connected_once(org, tmp_path):
+    with pytest.raises(InvalidUpload, match="is not a folder"):
+        connection_create_local(organisation=org, path=str(tmp_path / "missing"))
+    first = connection_create_local(organisation=org, path=str(tmp_path))
+    assert connection_create_local(organisation=org, path=f"{tmp_path}/./").id == first.id

@@ -1,0 +1,165 @@
+"""HTML pages for members: their organisation's connected folders, their syncs and the
+files that failed; pause, resume, "sync now". Thin callers of services."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_POST
+
+from connectors.models import ConnectorImport
+from connectors.selectors import connection_get, connection_list
+from connectors.services import (
+    SYNCS_ALWAYS_KEPT,
+    connection_create_local,
+    connection_pause,
+    connection_request_sync,
+    connection_resume,
+)
+from connectors.sync import connection_refresh_imports
+from core.errors import NotFound, ServiceError
+from documents.selectors import organisations_for_user
+from pipeline.models import ImportRun
+from pipeline.services.people import run_retry
+from pipeline.services.transitions import Actor
+from web.organisation_views import current_organisation
+
+FAILED_ROWS = 100
+
+
+class LocalFolderForm(forms.Form):
+    path = forms.CharField(label="Folder on this server", max_length=1024)
+
+
+def onedrive_connect_url() -> str | None:
+    """The OneDrive connect page, where that connector is installed."""
+    try:
+        return reverse("connections:onedrive_connect")
+    except NoReverseMatch:
+        return None
+
+
+def _page_context(request: HttpRequest, organisation) -> dict:
+    return {
+        "organisation": organisation,
+        "organisations": organisations_for_user(user=request.user),
+    }
+
+
+@login_required
+def connection_list_view(request: HttpRequest) -> HttpResponse:
+    organisation = current_organisation(request)
+    context = {
+        **_page_context(request, organisation),
+        "connections": list(connection_list(organisation=organisation)),
+        "onedrive_connect_url": onedrive_connect_url(),
+        # A server path is the operator's choice, not a member's.
+        "local_form": LocalFolderForm() if _may_connect_server_folders(request.user) else None,
+    }
+    return render(request, "web/connection_list.html", context)
+
+
+@login_required
+def connection_detail_view(request: HttpRequest, connection_id: int) -> HttpResponse:
+    organisation = current_organisation(request)
+    connection = _get(organisation, connection_id)
+    failed = (
+        ConnectorImport.objects.filter(connection=connection, state=ConnectorImport.State.FAILED)
+        .select_related("run")
+        .order_by("-updated_at", "-id")[:FAILED_ROWS]
+    )
+    context = {
+        **_page_context(request, organisation),
+        "connection": connection,
+        "syncs": connection.syncs.all()[:SYNCS_ALWAYS_KEPT],
+        "failed": failed,
+        "onedrive_connect_url": onedrive_connect_url(),
+    }
+    return render(request, "web/connection_detail.html", context)
+
+
+def _get(organisation, connection_id: int):
+    try:
+        return connection_get(organisation=organisation, connection_id=connection_id)
+    except NotFound:
+        raise PermissionDenied("No such connection in your organisation.") from None
+
+
+@login_required
+@require_POST
+def connection_action_view(request: HttpRequest, connection_id: int, action: str) -> HttpResponse:
+    """Pause, resume or "sync now" one of the member's organisation's connections."""
+    organisation = current_organisation(request)
+    connection = _get(organisation, connection_id)
+    try:
+        if action == "pause":
+            connection_pause(connection=connection, reason=f"paused by {request.user}")
+            messages.success(request, "The connection is paused; nothing new is imported.")
+        elif action == "resume":
+            connection_resume(connection=connection)
+            messages.success(request, "The connection is active again and syncs now.")
+        else:
+            connection_request_sync(connection_id=connection.id, by_person=True)
+            if connection.status in ("active", "error"):
+                messages.success(request, "A sync will start in a moment.")
+            else:
+                messages.warning(
+                    request,
+                    f"The connection is {connection.get_status_display().lower()}: "
+                    "it syncs once it is resumed.",
+                )
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    return redirect("connections:detail", connection_id=connection.id)
+
+
+@login_required
+@require_POST
+def import_retry_view(request: HttpRequest, connection_id: int, import_id: int) -> HttpResponse:
+    """Retry the run of a file that failed (e.g. over quota, after the limit was raised)."""
+    organisation = current_organisation(request)
+    connection = _get(organisation, connection_id)
+    run = ImportRun.objects.filter(
+        connector_import__id=import_id, connector_import__connection=connection
+    ).first()
+    if run is None:
+        raise PermissionDenied("No such file in this connection.")
+    try:
+        change = run_retry(run=run, actor=Actor.of(user=request.user))
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        connection_refresh_imports(connection=connection)
+        messages.success(request, f"{run.connector_import.path}: {change.note}.")
+    return redirect("connections:detail", connection_id=connection.id)
+
+
+def _may_connect_server_folders(user) -> bool:
+    """Staff allowed to add connections (the Operators group is): reading the server's
+    folders is an operator's decision, not every staff account's."""
+    return user.is_staff and user.has_perm("connectors.add_connection")
+
+
+@login_required
+@require_POST
+def connection_create_local_view(request: HttpRequest) -> HttpResponse:
+    """Operators connect a folder of this server to the organisation they work in."""
+    if not _may_connect_server_folders(request.user):
+        raise PermissionDenied("Only operators connect folders of the server.")
+    organisation = current_organisation(request)
+    form = LocalFolderForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Give the folder's path.")
+        return redirect("connections:list")
+    try:
+        connection = connection_create_local(
+            organisation=organisation, path=form.cleaned_data["path"], created_by=request.user
+        )
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("connections:list")
+    messages.success(request, f"{connection.folder_path} is connected.")
+    return redirect("connections:detail", connection_id=connection.id)
