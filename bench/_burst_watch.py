@@ -29,7 +29,7 @@ from rq.queue import Queue
 
 from bench._procs import is_stage_worker
 from documents.models import Organisation
-from operations.stats.snapshot import stage_lags
+from pipeline.lag import stage_lags
 from pipeline.models import ACTIVE_STATUSES, ImportRun
 from pipeline.stage_list import STAGES
 

@@ -118,7 +118,7 @@ from django.utils import timezone
 
 from documents.services.organisations import organisation_create
 from documents.services.tokens import api_token_authenticate, api_token_create
-from operations.stats.snapshot import stage_lags
+from pipeline.lag import stage_lags
 from tests.support.pipeline import runs_not_ended
 from tests.support.processes import free_port, stop_group
 

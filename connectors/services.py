@@ -6,9 +6,10 @@ to a connection.
 """
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Case, F, Value, When
@@ -154,6 +155,8 @@ def connection_reconnected(*, connection: Connection, credentials: dict) -> Conn
 
 # The syncs of a connection its pages show (the newest), kept whatever their age.
 SYNCS_ALWAYS_KEPT = 20
+# Syncs one housekeeping pass may delete.
+SYNCS_PER_PASS = 10_000
 
 
 def connection_syncs_prune(*, older_than: datetime, limit: int) -> int:
@@ -177,3 +180,10 @@ def connection_syncs_prune(*, older_than: datetime, limit: int) -> int:
         if ids:
             deleted += ConnectionSync.objects.filter(id__in=ids).delete()[0]
     return deleted
+
+
+def connection_syncs_prune_old() -> int:
+    """The sweeper's housekeeping (registered in connectors/apps.py): syncs older than
+    PAPERLANE_SYNC_HISTORY_DAYS go, SYNCS_PER_PASS at most. Returns how many went."""
+    older_than = timezone.now() - timedelta(days=settings.PAPERLANE_SYNC_HISTORY_DAYS)
+    return connection_syncs_prune(older_than=older_than, limit=SYNCS_PER_PASS)

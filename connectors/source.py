@@ -1,5 +1,6 @@
-"""The first two stages of a connector's run: `create` makes (or finds) the document of
-the file, `store` fetches its bytes, counts its pages and holds them.
+"""Connected folders as a source of runs (pipeline/sources.py): `create` makes (or finds)
+the document of the file, `store` fetches its bytes, counts its pages and holds them,
+and a document deleted here keeps its file's imports out.
 
 Every version of one file is the same document: an edit is a new document version,
 stored under a key that its store alone writes and charged for its own pages. The
@@ -9,12 +10,12 @@ does not fit fails "over quota" at once and can be retried once the limit is rai
 
 import hashlib
 import logging
-import os
 import tempfile
 import time
 import uuid
 
 from django.conf import settings
+from django.utils import timezone
 
 from connectors.base import NeedsReconnect, ProviderBusy, ProviderError
 from connectors.models import Connection, ConnectorImport
@@ -32,11 +33,15 @@ from documents.storage import (
 )
 from pipeline.errors import PermanentError, TransientError
 from pipeline.models import ACTIVE_STATUSES, ImportRun
+from pipeline.services.people import run_cancel
+from pipeline.services.transitions import Actor
 from pipeline.stages.context import StageContext
 
 logger = logging.getLogger(__name__)
 
 State = ConnectorImport.State
+# The reason a connected file's imports give once its document was deleted here.
+DELETED_HERE = "Its document was deleted in Paperlane; new versions are not imported."
 READ_BLOCK = 1024 * 1024
 # Downloads up to this size stay in memory; larger ones spill to a temporary file.
 SPOOL_BYTES = 8 * 1024 * 1024
@@ -255,11 +260,6 @@ def _become_version(
 ) -> None:
     """Make the stored bytes the document's current version; runs of older versions still
     in the pipeline are cancelled (their content is out of date)."""
-    # Imported here: the run services import the stage list (via dispatch), which
-    # imports the stage bodies, this module among them.
-    from pipeline.services.people import run_cancel
-    from pipeline.services.transitions import Actor
-
     locked = Document.objects.select_for_update().get(id=document.id)
     if locked.deleted_at is not None:  # deleted while this run fetched the file
         raise _deleted_here(record)
@@ -300,9 +300,21 @@ def _deleted_here(record: ConnectorImport) -> PermanentError:
     )
 
 
-def connector_file_label(record: ConnectorImport) -> str:
-    """Where a connector's file came from, for people: "OneDrive: /Contracts/a.pdf"."""
-    return f"{record.connection.get_provider_display()}: {os.path.join('/', record.path)}"
+class ConnectedFolderSource:
+    """What the pipeline calls for a connector's run (registered in connectors/apps.py)."""
 
+    # A run's file, with its connection: where the run came from, on its pages.
+    run_related = ("connector_import__connection",)
 
-__all__ = ["connector_create", "connector_store", "connector_file_label"]
+    def create(self, ctx: StageContext) -> None:
+        connector_create(ctx)
+
+    def store(self, ctx: StageContext) -> None:
+        connector_store(ctx)
+
+    def document_deleted(self, *, document: Document) -> None:
+        """The file's imports are skipped from now on: new versions of it are recorded,
+        not imported (the sync reads this reason)."""
+        ConnectorImport.objects.filter(document=document).exclude(state=State.DELETED).update(
+            state=State.SKIPPED, reason=DELETED_HERE, updated_at=timezone.now()
+        )

@@ -24,6 +24,7 @@ from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
 from connectors.folders import files_left_under, folders_forget_unseen, folders_record
 from connectors.models import Connection, ConnectionSync, ConnectorImport
 from connectors.registry import provider_for
+from connectors.source import DELETED_HERE
 from documents.services.content import (
     document_has_chunks,
     document_mark_source_deleted,
@@ -31,7 +32,6 @@ from documents.services.content import (
     document_rename,
 )
 from documents.services.quota import quota_hold_later
-from documents.services.removal import DELETED_HERE
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus, Stage
 from pipeline.services.transitions import Actor, dispatch_on_commit, run_record, run_save
 

@@ -34,6 +34,17 @@ def redis_connection() -> Redis:
 
 
 @cache
+def _stats_connection(url: str) -> Redis:
+    # Shorter waits than the workers' client: a page must not hang on a silent Redis.
+    return Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+
+
+def stats_connection() -> Redis:
+    """A pooled client for the operators' reads and the samples they chart."""
+    return _stats_connection(settings.REDIS_URL)
+
+
+@cache
 def _request_connection(url: str, timeout: float) -> Redis:
     return Redis.from_url(
         url,

@@ -10,7 +10,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from operations.stats.history import LagSample, Minute
+from operations.stats.history import Minute
+from pipeline.lag import LagSample
 
 WIDTH, HEIGHT = 720, 180
 LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 22

@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from operations.charts import lag_chart, throughput_chart
 from operations.stats.attention import attention
-from operations.stats.history import lag_history, lag_sample_record, throughput_by_minute
+from operations.stats.history import MINUTES, throughput_by_minute
 from operations.stats.snapshot import pipeline_snapshot
 from operations.stats.totals import attempt_totals, attempts_counted
+from pipeline.lag import lag_history, lag_sample_record
 from pipeline.models import StageAttempt
 from pipeline.stage_list import STAGES
 
@@ -62,7 +63,7 @@ def pipeline_dashboard_view(request: HttpRequest) -> TemplateResponse:
         "attention": attention(snapshot),
         "throughput": throughput_chart(minutes),
         "lag": lag_chart(
-            lag_history(now=now),
+            lag_history(now=now, minutes=MINUTES),
             starts=[m.start for m in minutes],
             stages=[s.name for s in snapshot.stages],
             limit=settings.PAPERLANE_ATTENTION_LAG_SECONDS,

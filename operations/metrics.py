@@ -22,11 +22,11 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from redis.exceptions import RedisError
 
+from core.redis import stats_connection
 from core.upload_counts import upload_counts
-from operations.stats.base import stats_connection
-from operations.stats.history import lag_sample_record
 from operations.stats.snapshot import PipelineSnapshot, StageStats, pipeline_snapshot
 from operations.stats.totals import DURATION_BUCKETS, AttemptTotals, attempt_totals
+from pipeline.lag import lag_sample_record
 from pipeline.services.admission import admission_refusal_counts
 
 # stage gauge name -> (help, the StageStats field it reports)

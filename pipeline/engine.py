@@ -74,8 +74,9 @@ TRANSIENT_TYPES = (
 class ClaimedStage:
     """The StageContext a stage body gets: the claimed run and ways to report and finish."""
 
-    def __init__(self, claim: Claim) -> None:
+    def __init__(self, claim: Claim, spec: StageSpec) -> None:
         self.claim = claim
+        self.spec = spec
         self.completed = False
         # The run as the stage's own transaction left it.
         self.finished_run: ImportRun | None = None
@@ -94,6 +95,10 @@ class ClaimedStage:
     @property
     def document(self):
         return self.claim.run.document
+
+    @property
+    def timeout(self) -> int:
+        return self.spec.timeout
 
     def check(self) -> None:
         if keeper.lost:
@@ -216,7 +221,7 @@ def _claim(**kwargs) -> Claim | None:
 
 
 def _run_body(claim: Claim, spec: StageSpec) -> tuple[str, ImportRun | None]:
-    context = ClaimedStage(claim)
+    context = ClaimedStage(claim, spec)
     try:
         spec.run(context)
         if not context.completed:

@@ -73,9 +73,8 @@ STAGES: tuple[StageSpec, ...] = (
 )
 
 # The stages each source goes through, in order. An upload's document is made and its
-# bytes stored at accept, so `create` and `store` would only confirm them: uploads start
-# at `extract`, which checks the bytes against the size and SHA-256 taken at accept
-# before it reads them (as `store` would have).
+# bytes stored at accept, so uploads start at `extract`, which checks the bytes against
+# the size and SHA-256 taken at accept before it reads them.
 SOURCE_STAGES: dict[str, tuple[str, ...]] = {
     RunSource.WEB: (Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
     RunSource.API: (Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
@@ -97,9 +96,5 @@ def first_stage(source: str) -> str:
 def next_stage(name: str, *, source: str) -> str | None:
     """The stage after `name` for a run of `source`, or None when `name` is its last."""
     stages = SOURCE_STAGES[source]
-    if name not in stages:
-        # A run that was due at a stage its source now skips (queued before the
-        # change) goes on in the full order.
-        stages = tuple(spec.name for spec in STAGES)
     index = stages.index(name)
     return stages[index + 1] if index + 1 < len(stages) else None

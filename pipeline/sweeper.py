@@ -17,15 +17,16 @@ One pass:
    Redis): stored files no document points to, older than
    PAPERLANE_ORPHAN_GRACE_SECONDS, are deleted, looking at
    PAPERLANE_ORPHAN_KEYS_PER_PASS keys a pass and going on from where the last pass
-   stopped (kept in Redis), and so are connections' syncs older than
-   PAPERLANE_SYNC_HISTORY_DAYS (each connection's newest 20 stay).
+   stopped (kept in Redis); then what other apps registered to be done with it
+   (`sweeper_housekeeping_register`: the connectors' old syncs).
 
 Each step looks at a bounded number of runs (or files), oldest first, so a
 pass stays short and whatever it leaves is the oldest work of the next pass.
 """
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -36,7 +37,6 @@ from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job
 from rq.queue import Queue
 
-from connectors.services import connection_syncs_prune
 from core.redis import redis_connection
 from documents.models import QuotaReservation
 from documents.services.orphans import stored_orphans_remove
@@ -65,8 +65,6 @@ DELIVERIES_CHECKED_PER_PASS = 10_000
 UPLOADS_PER_PASS = 200
 # Stored files one orphan pass may delete.
 ORPHANS_PER_PASS = 1_000
-# Syncs one housekeeping pass may delete.
-SYNCS_PER_PASS = 10_000
 # Jobs asked about in one Redis round trip.
 REDIS_BATCH = 500
 # A key the sweepers keep in the workers' Redis. Gone means Redis lost its data (flushed,
@@ -92,21 +90,36 @@ class SweepReport:
     released: int = 0
     uploads_expired: int = 0
     orphans_removed: int = 0
-    syncs_pruned: int = 0
+    # What each registered housekeeping task did, by its name ("syncs pruned": 12).
+    housekeeping: dict[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
+        done = "".join(f", {name} {count}" for name, count in self.housekeeping.items())
         return (
             f"abandoned {self.abandoned}, redelivered {self.redelivered}, "
             f"released {self.released}, uploads expired {self.uploads_expired}, "
-            f"orphans removed {self.orphans_removed}, "
-            f"syncs pruned {self.syncs_pruned}"
+            f"orphans removed {self.orphans_removed}{done}"
         )
+
+    def did_anything(self) -> bool:
+        counts = [v for name, v in vars(self).items() if name != "housekeeping"]
+        return any(counts) or any(self.housekeeping.values())
+
+
+# Housekeeping that other apps add to the sweeper's (from their AppConfig.ready()): a
+# name and a task that removes a bounded number of old rows and says how many.
+_HOUSEKEEPING: dict[str, Callable[[], int]] = {}
+
+
+def sweeper_housekeeping_register(name: str, task: Callable[[], int]) -> None:
+    """Run `task` with each housekeeping pass; its count is reported under `name`."""
+    _HOUSEKEEPING[name] = task
 
 
 def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> SweepReport:
     """One pass; with `housekeeping`, also delete stored files no document points to (a
     walk over a share of the storage, so callers do it far less often than the rest) and
-    connections' old syncs. `one_of_many`: a sweeper runs on every host (`sweep
+    the registered housekeeping. `one_of_many`: a sweeper runs on every host (`sweep
     --loop`), so this one asks Redis about due runs only if no other sweeper did in
     the last interval, and does the housekeeping only if no other did in its interval;
     the database steps, which cost a query when there is nothing to do, run on every
@@ -119,8 +132,8 @@ def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> Swee
     report.uploads_expired = pending_uploads_remove_expired(limit=UPLOADS_PER_PASS)
     if housekeeping and (not one_of_many or _take_the_housekeeping()):
         report.orphans_removed = _remove_orphaned_files()
-        report.syncs_pruned = _prune_sync_history()
-    if any(vars(report).values()):
+        report.housekeeping = {name: task() for name, task in _HOUSEKEEPING.items()}
+    if report.did_anything():
         logger.info("sweep: %s", report)
     return report
 
@@ -288,11 +301,6 @@ def _release_ended_reservations() -> int:
         .order_by("updated_at", "id")[:REPAIRS_PER_PASS]
     )
     return sum(1 for run in stuck if quota_release(reservation=run.reservation))
-
-
-def _prune_sync_history() -> int:
-    older_than = timezone.now() - timedelta(days=settings.PAPERLANE_SYNC_HISTORY_DAYS)
-    return connection_syncs_prune(older_than=older_than, limit=SYNCS_PER_PASS)
 
 
 def _remove_orphaned_files() -> int:

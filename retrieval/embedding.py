@@ -28,6 +28,10 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
+# The name of the provider's breaker (core/provider_breaker.py), shared by every caller:
+# the embed stage's workers pause while it is open, and search ranks by text alone.
+PROVIDER = "embedding-provider"
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 

@@ -29,9 +29,8 @@ from django.db.utils import OperationalError
 from core.errors import ServiceError
 from core.provider_breaker import breaker
 from documents.models import Chunk, Document, Organisation
-from pipeline.stages.embed import PROVIDER
 from retrieval.chunking import clean_text
-from retrieval.embedding import get_embedder, unpack_vector
+from retrieval.embedding import PROVIDER, get_embedder, unpack_vector
 
 logger = logging.getLogger(__name__)
 

@@ -10,21 +10,16 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from connectors.models import ConnectorImport
 from documents.models import Chunk, Document, DocumentText
 from documents.storage import document_folder, storage_delete, stored_keys
 
 logger = logging.getLogger(__name__)
 
-# The reason a connected file's imports give once its document was deleted here.
-DELETED_HERE = "Its document was deleted in Paperlane; new versions are not imported."
-
 
 @transaction.atomic(savepoint=False)
 def document_mark_deleted(*, document: Document, deleted_by: str) -> None:
     """Mark the document deleted and remove its extracted text and chunks (out of search).
-    Its connected file's imports are skipped from now on. Call with the document's row
-    locked, after its runs were stopped."""
+    Call with the document's row locked, after its runs were stopped."""
     now = timezone.now()
     document.deleted_at, document.deleted_by = now, deleted_by[:200]
     document.chunk_count = document.text_chars = 0
@@ -33,9 +28,6 @@ def document_mark_deleted(*, document: Document, deleted_by: str) -> None:
     )
     Chunk.objects.filter(document=document).delete()
     DocumentText.objects.filter(document=document).delete()
-    ConnectorImport.objects.filter(document=document).exclude(
-        state=ConnectorImport.State.DELETED
-    ).update(state=ConnectorImport.State.SKIPPED, reason=DELETED_HERE, updated_at=now)
 
 
 def document_files_remove(*, document: Document) -> int:

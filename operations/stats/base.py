@@ -1,10 +1,7 @@
 """What the stats modules share: which attempt outcomes count as what, durations, Redis."""
 
-from functools import cache
 
-from django.conf import settings
 from django.db.models import Aggregate, DurationField, ExpressionWrapper, F, FloatField
-from redis import Redis
 
 from pipeline.models import StageAttempt
 
@@ -44,17 +41,6 @@ class PercentileCont(Aggregate):
             raise ValueError("a percentile is a fraction between 0 and 1")
         output = extra.pop("output_field", FloatField())
         super().__init__(expression, fraction=repr(fraction), output_field=output, **extra)
-
-
-@cache
-def _client(url: str) -> Redis:
-    # Shorter waits than the workers' client: a page must not hang on a silent Redis.
-    return Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
-
-
-def stats_connection() -> Redis:
-    """A pooled Redis client for the operators' reads (one pool per process)."""
-    return _client(settings.REDIS_URL)
 
 
 def seconds_text(value: float | None) -> str:

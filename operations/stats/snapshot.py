@@ -16,16 +16,12 @@ from django.db.models import Count, DurationField, Min, Q
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from core.redis import stats_connection
 from documents.models import Organisation
 from documents.services.quota import QuotaSnapshot
-from operations.stats.base import (
-    FAILED_OUTCOMES,
-    TIMED_OUTCOMES,
-    PercentileCont,
-    attempt_duration,
-    stats_connection,
-)
+from operations.stats.base import FAILED_OUTCOMES, TIMED_OUTCOMES, PercentileCont, attempt_duration
 from operations.stats.rq_state import RedisState, WorkerState, read_redis_state, workers_from
+from pipeline.lag import due_now_q
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunStatus, StageAttempt
 from pipeline.queues import PRIORITIES
 from pipeline.stage_list import STAGES
@@ -156,17 +152,10 @@ def stuck_runs_q(now: datetime) -> Q:
     return Q(status__in=ACTIVE_STATUSES) & (no_progress_q(now) | lease_expired_q(now))
 
 
-def _due_now_q(now: datetime) -> Q:
-    """Runs whose stage is due and that no worker holds: waiting for a worker."""
-    return Q(status__in=ACTIVE_STATUSES, lease_owner="") & (
-        Q(due_at__isnull=True) | Q(due_at__lte=now)
-    )
-
-
 def _run_counts(now: datetime) -> dict[str, dict]:
     since = now - timedelta(hours=1)
     active, unleased = Q(status__in=ACTIVE_STATUSES), Q(lease_owner="")
-    due_now = _due_now_q(now)
+    due_now = due_now_q(now)
     ended_recently = Q(status__in=(RunStatus.FAILED, RunStatus.DEAD_LETTER), finished_at__gte=since)
     rows = (
         ImportRun.objects.filter(active | ended_recently)
@@ -357,16 +346,3 @@ def pipeline_snapshot(
         organisations=organisations,
         organisations_total=organisations_total,
     )
-
-
-def stage_lags(*, now: datetime | None = None) -> dict[str, float | None]:
-    """Each stage's lag alone (the age of its oldest due run with no worker): one query."""
-    now = now or timezone.now()
-    rows = dict(
-        ImportRun.objects.filter(_due_now_q(now))
-        .values("stage")
-        .order_by()
-        .annotate(oldest=Min("due_at"))
-        .values_list("stage", "oldest")
-    )
-    return {spec.name: _age(now, rows.get(spec.name)) for spec in STAGES}

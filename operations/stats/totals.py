@@ -18,7 +18,8 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 from redis.exceptions import RedisError, WatchError
 
-from operations.stats.base import TIMED_OUTCOMES, attempt_duration, stats_connection
+from core.redis import stats_connection
+from operations.stats.base import TIMED_OUTCOMES, attempt_duration
 from pipeline.models import StageAttempt
 
 logger = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ from documents.services.removal import document_files_remove, document_mark_dele
 from pipeline.models import ACTIVE_STATUSES, ImportRun
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import Actor
+from pipeline.sources import sources
 
 Held = QuotaReservation.Status
 # PostgreSQL's "deadlock detected", and how many times a deletion it ended is tried.
@@ -83,5 +84,7 @@ def _delete(*, document: Document, actor: Actor) -> Deletion:
                 quota_release(reservation=run.reservation)
             released += held
         document_mark_deleted(document=document, deleted_by=actor.label)
+        for source in sources():
+            source.document_deleted(document=document)
         transaction.on_commit(lambda: document_files_remove(document=document))
     return Deletion(document=document, runs_cancelled=cancelled, pages_released=released)

@@ -15,6 +15,10 @@ class StageContext(Protocol):
     @property
     def document(self) -> Document | None: ...
 
+    @property
+    def timeout(self) -> int:
+        """The stage's time limit in seconds (its job is stopped past it)."""
+
     def check(self) -> None:
         """Stop (LeaseLost) if this worker no longer holds the run: cancelled or taken over."""
 

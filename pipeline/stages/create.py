@@ -1,23 +1,13 @@
-"""create: make sure the run has its document record, with stable ids.
+"""create: the run's document record, with stable ids, made or found by the run's source.
 
-An upload made the document at accept time (its id is in the 202 answer),
-so here it is only confirmed; it must belong to the run's organisation.
-A connector's run makes (or finds) its file's document here
-(`connectors/source.py`).
+An upload's document is made at accept (its id is in the 202 answer) and its run starts
+at `extract`; a run of another source (a connected folder) gets its document here from
+that source (pipeline/sources.py).
 """
 
-from connectors.source import connector_create
-from pipeline.errors import PermanentError
-from pipeline.models import RunSource
+from pipeline.sources import source_for
 from pipeline.stages.context import StageContext
 
 
 def run(ctx: StageContext) -> None:
-    if ctx.run.source == RunSource.CONNECTOR:
-        connector_create(ctx)
-        return
-    document = ctx.document
-    if document is None or document.organisation_id != ctx.run.organisation_id:
-        raise PermanentError(
-            "The document record for this upload is missing.", code="document_missing"
-        )
+    source_for(ctx.run.source).create(ctx)

@@ -21,10 +21,7 @@ from documents.services.content import (
 from pipeline.errors import PermanentError, TransientError
 from pipeline.stages.context import StageContext
 from retrieval.chunking import clean_text, split_chunks
-from retrieval.embedding import Embedder, get_embedder, pack_vector, rate_limit_wait
-
-# The breaker (core/provider_breaker.py) that pauses this stage while the provider keeps failing.
-PROVIDER = "embedding-provider"
+from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
 
 
 def _embed(embedder: Embedder, batch: list[str]) -> list[list[float]]:

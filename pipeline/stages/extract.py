@@ -16,22 +16,18 @@ from documents.formats import extract, extract_limits
 from documents.services.content import document_text_save
 from documents.services.quota import quota_resize
 from pipeline.errors import PermanentError
-from pipeline.models import Stage
 from pipeline.stages.context import StageContext
 from pipeline.stages.stored_file import read_stored
 
 PROGRESS_EVERY_PAGES = 10
 
 
-def isolation_limits() -> Limits:
-    """The child's limits. Its wall clock ends before the stage's own timeout (less a
+def isolation_limits(*, timeout: int) -> Limits:
+    """The child's limits. Its wall clock ends before the stage's own `timeout` (less a
     tenth, at least 10 s, for reading the bytes and saving the text): a document that
     takes too long then fails at once as over the limit, instead of timing the stage
     out and being tried again."""
-    from pipeline.stage_list import stage_spec  # the stage list imports this module
-
     cpu = settings.PAPERLANE_EXTRACT_CPU_SECONDS
-    timeout = stage_spec(Stage.EXTRACT).timeout
     return Limits(
         memory_bytes=settings.PAPERLANE_EXTRACT_MEMORY_MB * 1024 * 1024,
         cpu_seconds=cpu,
@@ -53,7 +49,7 @@ def run(ctx: StageContext) -> None:
             document.kind,
             data,
             extract_limits(),
-            limits=isolation_limits(),
+            limits=isolation_limits(timeout=ctx.timeout),
             on_progress=on_page,
             reuse=settings.PAPERLANE_EXTRACT_CHILD_DOCUMENTS,
         )

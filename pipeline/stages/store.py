@@ -1,27 +1,13 @@
-"""store: make sure the bytes are at the document's stable key and are the ones accepted.
+"""store: the run's bytes at its document's stable key, fetched by the run's source.
 
-A connector's run fetches them from its provider here, counts their pages and
-holds them (`connectors/source.py`). Uploads skip this stage (their bytes are
-stored at accept and checked by `extract`); an upload's run that was due here before
-they did still passes through it.
+An upload's bytes are stored at accept (and checked against the size and SHA-256 taken
+then by `extract`); a run of another source (a connected folder) has them fetched,
+stored and their pages held here by that source (pipeline/sources.py).
 """
 
-import hashlib
-
-from connectors.source import connector_store
-from pipeline.models import RunSource
+from pipeline.sources import source_for
 from pipeline.stages.context import StageContext
-from pipeline.stages.stored_file import open_stored, verify_stored
 
 
 def run(ctx: StageContext) -> None:
-    if ctx.run.source == RunSource.CONNECTOR:
-        connector_store(ctx)
-        return
-    document = ctx.document
-    digest, size = hashlib.sha256(), 0
-    with open_stored(document) as fh:
-        while block := fh.read(1024 * 1024):
-            digest.update(block)
-            size += len(block)
-    verify_stored(document, size=size, sha256=digest.hexdigest())
+    source_for(ctx.run.source).store(ctx)

@@ -12,7 +12,7 @@ from core.redis import redis_connection
 from pipeline.lanes import LaneWorker
 from pipeline.models import RunPriority
 from pipeline.queues import get_queue, priority_queue_names
-from pipeline.stages.embed import PROVIDER
+from retrieval.embedding import PROVIDER
 from tests.pipeline.test_lanes import enqueue_pick
 from tests.support.lanes import picks
 

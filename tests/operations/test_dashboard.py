@@ -14,7 +14,7 @@ from core.redis import redis_connection
 from pipeline.models import ImportRun, StageAttempt
 from pipeline.queues import get_queue, stage_queue_names
 from pipeline.stage_list import STAGES
-from pipeline.stages.embed import PROVIDER
+from retrieval.embedding import PROVIDER
 from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run

@@ -237,14 +237,14 @@ def test_lanes_are_summed_per_stage_and_shown_per_priority(token, org, other_org
     samples = scrape(token=TOKEN)
 
     # Two organisations: two interactive lanes; the bulk run: a bulk lane.
-    assert len({lane_of(f"run-{r.id}-0-create-0").name for r in [*interactive, bulk]}) == 3
-    assert value(samples, "paperlane_stage_waiting_jobs", stage="create") == 3
+    assert len({lane_of(f"run-{r.id}-0-extract-0").name for r in [*interactive, bulk]}) == 3
+    assert value(samples, "paperlane_stage_waiting_jobs", stage="extract") == 3
     assert (
-        value(samples, "paperlane_queue_waiting_jobs", stage="create", priority="interactive") == 2
+        value(samples, "paperlane_queue_waiting_jobs", stage="extract", priority="interactive") == 2
     )
-    assert value(samples, "paperlane_queue_waiting_jobs", stage="create", priority="bulk") == 1
+    assert value(samples, "paperlane_queue_waiting_jobs", stage="extract", priority="bulk") == 1
     assert value(samples, "paperlane_queue_waiting_jobs", stage="store", priority="bulk") == 0
-    [interactive_stats, bulk_stats] = pipeline_snapshot().stage("create").priorities
+    [interactive_stats, bulk_stats] = pipeline_snapshot().stage("extract").priorities
     assert (interactive_stats.waiting, bulk_stats.waiting) == (2, 1)
 
 

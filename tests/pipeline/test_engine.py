@@ -20,7 +20,7 @@ from pipeline.services.workers import run_claim, run_complete_stage, run_release
 from pipeline.stage_list import first_stage, next_stage
 from tests.support.files import make_pdf
 from tests.support.lanes import lane_of, waiting_job_ids
-from tests.support.runs import drive, unchecked_run
+from tests.support.runs import drive
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -89,30 +89,6 @@ def test_an_upload_has_no_create_or_store_attempt_and_still_succeeds(api):
     attempts = list(StageAttempt.objects.filter(run=run).values_list("stage", "outcome"))
     assert attempts == [(s, "succeeded") for s in ("extract", "embed", "settle")]
     assert UsageEntry.objects.filter(document=run.document_id).count() == 1
-
-
-def test_an_upload_queued_at_create_before_uploads_skipped_it_goes_on_to_store(org):
-    run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
-    assert (run.source, run.stage) == ("api", "create")
-
-    assert drive(run.id).status == "succeeded"
-    stages = list(StageAttempt.objects.filter(run=run).values_list("stage", flat=True))
-    assert stages == ["create", "store", "extract", "embed", "settle"]
-
-
-def test_an_upload_queued_at_store_before_uploads_skipped_it_goes_on_to_extract(api, redis_conn):
-    run = accepted_run(api, make_pdf(1))
-    # As accepted before: due at store, with no extract job queued for it yet.
-    ImportRun.objects.filter(id=run.id).update(stage="store")
-    redis_conn.flushdb()
-
-    result = execute_stage(str(run.id), "store")
-
-    assert (result["outcome"], result["next"]["stage"]) == ("succeeded", "extract")
-    assert waiting_job_ids("extract") == [stage_job_id(run_id=run.id, stage="extract", attempt=0)]
-    assert drive(run.id).status == "succeeded"
-    stages = list(StageAttempt.objects.filter(run=run).values_list("stage", flat=True))
-    assert stages == ["store", "extract", "embed", "settle"]
 
 
 def test_the_claim_drops_a_duplicate_delivery(api):

@@ -93,7 +93,7 @@ def test_connector_imports_and_bulk_runs_go_to_bulk_lanes(org, redis_conn, sourc
     assert enqueue_current(run)
 
     lane = queue_lane(lane_of(delivery_job(run)).name)
-    assert (lane.stage, lane.priority) == ("create", BULK)
+    assert (lane.stage, lane.priority) == (run.stage, BULK)
 
 
 def test_an_organisation_keeps_its_lane_while_it_holds_jobs_and_others_get_their_own(
@@ -203,7 +203,7 @@ def test_redelivery_finds_a_job_gone_from_its_lane_and_queues_it_again(org, redi
 
     assert stage_redeliver(delivery=delivery_of(run))
 
-    assert waiting_job_ids("create") == [job_id]
+    assert waiting_job_ids(run.stage) == [job_id]
     assert job_state(run).waiting
 
 
@@ -215,15 +215,15 @@ def test_a_job_in_a_queue_no_worker_reads_is_stranded_and_redelivered_to_a_lane(
     job_id = delivery_job_of(run)
     # Queued before lanes existed (a queue named after the stage), or in a lane a
     # lowered PAPERLANE_LANES no longer has.
-    get_queue("create").enqueue(
-        "pipeline.engine.execute_stage", str(run.id), "create", job_id=job_id
+    get_queue(run.stage).enqueue(
+        "pipeline.engine.execute_stage", str(run.id), run.stage, job_id=job_id
     )
     assert job_state(run).stranded
 
     assert stage_redeliver(delivery=delivery_of(run))
 
-    assert waiting_job_ids("create") == [job_id]
-    assert get_queue("create").job_ids == []
+    assert waiting_job_ids(run.stage) == [job_id]
+    assert get_queue(run.stage).job_ids == []
     assert queue_lane(Job.fetch(job_id, connection=redis_conn).origin).priority == INTERACTIVE
 
 

@@ -13,7 +13,7 @@ from pipeline.engine import execute_stage
 from pipeline.models import ImportRun
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import Actor
-from pipeline.stages.embed import PROVIDER
+from retrieval.embedding import PROVIDER
 from tests.support.embedders import HookedEmbedder
 from tests.support.files import make_pdf
 from tests.support.runs import drive

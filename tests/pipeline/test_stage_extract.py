@@ -17,6 +17,7 @@ from documents.models import (
 from documents.storage import storage_delete
 from pipeline.engine import execute_stage
 from pipeline.models import RunTransition, StageAttempt
+from pipeline.stage_list import stage_spec
 from pipeline.stages import extract as extract_stage
 from tests.support import hostile
 from tests.support.files import make_damaged_pdf, make_encrypted_pdf, make_pdf
@@ -273,4 +274,5 @@ def test_the_extraction_childs_clock_ends_before_the_stage_times_out(settings, t
     settings.PAPERLANE_EXTRACT_CPU_SECONDS = 240
     settings.PAPERLANE_STAGE_TIMEOUTS = {"extract": timeout} if timeout else {}
 
-    assert extract_stage.isolation_limits().wall_seconds == wall
+    timeout = stage_spec("extract").timeout
+    assert extract_stage.isolation_limits(timeout=timeout).wall_seconds == wall

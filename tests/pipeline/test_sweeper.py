@@ -524,6 +524,11 @@ def _local_connection(org, folder):
     return connection_create_local(organisation=org, path=str(folder))
 
 
+def pruned(report) -> int:
+    """The syncs the connectors' housekeeping (registered with the sweeper) deleted."""
+    return report.housekeeping.get("syncs pruned", 0)
+
+
 def test_the_housekeeping_prunes_old_syncs_but_keeps_each_connections_newest(
     org, tmp_path, settings
 ):
@@ -535,22 +540,22 @@ def test_the_housekeeping_prunes_old_syncs_but_keeps_each_connections_newest(
     _syncs(busy, 5, days_ago=1)
     _syncs(quiet, 3, days_ago=100)  # an idle connection keeps its last syncs
 
-    assert sweep_once().syncs_pruned == 0
+    assert pruned(sweep_once()) == 0
     # The 5 recent ones and the 15 newest old ones stay.
-    assert sweep_once(housekeeping=True).syncs_pruned == 40 - (SYNCS_ALWAYS_KEPT - 5)
+    assert pruned(sweep_once(housekeeping=True)) == 40 - (SYNCS_ALWAYS_KEPT - 5)
 
     kept = ConnectionSync.objects.filter(connection=busy)
     assert kept.count() == SYNCS_ALWAYS_KEPT + 1
     newest = set(kept.order_by("-started_at")[:SYNCS_ALWAYS_KEPT])
     assert set(kept) - newest == set(kept.filter(finished_at__isnull=True))
     assert ConnectionSync.objects.filter(connection=quiet).count() == 3
-    assert sweep_once(housekeeping=True).syncs_pruned == 0
+    assert pruned(sweep_once(housekeeping=True)) == 0
 
 
 def test_one_housekeeping_pass_prunes_a_bounded_number_of_syncs_oldest_first(
     org, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr("pipeline.sweeper.SYNCS_PER_PASS", 7)
+    monkeypatch.setattr("connectors.services.SYNCS_PER_PASS", 7)
     connection = _local_connection(org, tmp_path / "folder")
     _syncs(connection, 50, days_ago=60)
     oldest = list(
@@ -559,7 +564,7 @@ def test_one_housekeeping_pass_prunes_a_bounded_number_of_syncs_oldest_first(
         .values_list("id", flat=True)[:7]
     )
 
-    assert sweep_once(housekeeping=True).syncs_pruned == 7
+    assert pruned(sweep_once(housekeeping=True)) == 7
     assert not ConnectionSync.objects.filter(id__in=oldest).exists()
 
 

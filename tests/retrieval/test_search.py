@@ -7,8 +7,7 @@ from django.utils import timezone
 
 from core.provider_breaker import breaker
 from documents.models import Document
-from pipeline.stages.embed import PROVIDER
-from retrieval.embedding import get_embedder
+from retrieval.embedding import PROVIDER, get_embedder
 from retrieval.search import CANDIDATES_SQL, _terms, snippet
 from tests.support.files import make_pdf
 from tests.support.runs import document_with_chunks, drive

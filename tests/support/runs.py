@@ -13,6 +13,7 @@ from documents.services.quota import quota_reserve
 from documents.storage import document_storage_key, storage_delete, storage_put
 from pipeline.engine import execute_stage
 from pipeline.models import TERMINAL_STATUSES, ImportRun, RunSource
+from pipeline.stage_list import first_stage
 from retrieval.embedding import get_embedder, pack_vector
 
 
@@ -58,6 +59,7 @@ def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: 
         document=document,
         reservation=quota_reserve(organisation_id=organisation.id, pages=pages, estimated=False),
         source=RunSource.API,
+        stage=first_stage(RunSource.API),
         due_at=timezone.now(),
     )
 

@@ -6,8 +6,7 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 from redis.exceptions import RedisError
 
-from operations.stats.history import lag_sample_record
-from operations.stats.snapshot import stage_lags
+from pipeline.lag import lag_sample_record, stage_lags
 from pipeline.sweeper import redis_lost_data, sweep_once
 
 logger = logging.getLogger(__name__)
