@@ -32,8 +32,8 @@ from documents.services.content import (
     document_rename,
 )
 from documents.services.quota import quota_hold_later
-from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus, Stage
-from pipeline.services.transitions import Actor, dispatch_on_commit, run_record, run_save
+from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus
+from pipeline.services.transitions import Actor, run_begin, run_move
 
 logger = logging.getLogger(__name__)
 
@@ -135,24 +135,17 @@ def _release(connection: Connection, owner: str) -> None:
 def _start_run(connection: Connection, *, path: str, version: str) -> ImportRun:
     """The run that imports the file at `path` in its `version`: bulk priority, from
     `create`; its pages are held once its bytes are stored and counted (the store stage)."""
-    run = ImportRun.objects.create(
+    run, found = run_begin(
+        actor=connector_actor(connection),
+        reason=f"found {path} (version {version})",
         organisation_id=connection.organisation_id,
         document=None,
         reservation=quota_hold_later(organisation_id=connection.organisation_id),
         source=RunSource.CONNECTOR,
         priority=RunPriority.BULK,
-        status=RunStatus.QUEUED,
-        stage=Stage.CREATE,
-        due_at=timezone.now(),
     )
-    run_record(
-        run,
-        from_status="",
-        from_stage="",
-        actor=connector_actor(connection),
-        reason=f"found {path} (version {version})",
-    )
-    dispatch_on_commit(run)
+    run.save(force_insert=True)
+    found.save(force_insert=True)
     return run
 
 
@@ -366,32 +359,12 @@ def _search_again(connection: Connection, record: ConnectorImport) -> None:
     document = run.document
     if record.document_version != document.version or document_has_chunks(document=document):
         return
-    from_status, from_stage = run.status, run.stage
-    run.status, run.stage = RunStatus.QUEUED, Stage.EMBED
-    run.due_at, run.finished_at = timezone.now(), None
-    run.stage_attempts = run.crashes = 0
-    run.progress_done = run.progress_total = 0
-    # Its deliveries get new job ids (those of its first pass may still be in Redis).
-    run.generation += 1
-    run_save(
-        run,
-        [
-            "status",
-            "stage",
-            "due_at",
-            "finished_at",
-            "stage_attempts",
-            "crashes",
-            "progress_done",
-            "progress_total",
-            "generation",
-        ],
-        from_status=from_status,
-        from_stage=from_stage,
+    run_move(
+        run=run,
+        move="reembed",
         actor=connector_actor(connection),
         reason=f"{record.path} is back at its source: its chunks are made again",
     )
-    dispatch_on_commit(run)
 
 
 def connection_save_cursor(*, connection: Connection, owner: str, cursor: str) -> None:

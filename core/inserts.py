@@ -40,27 +40,43 @@ def _value(obj: Model, field):
     return field.get_db_prep_save(value, connection=connection)
 
 
+def insert_values(
+    obj: Model, *, computed: dict[str, str] | None = None
+) -> tuple[list[str], list[str], list]:
+    """What `save()` would insert for the unsaved `obj`: its quoted columns, the SQL of
+    each value and their parameters. `computed` gives SQL for some columns (by field
+    name) in place of the instance's values, e.g. a key read from another statement."""
+    meta = obj._meta
+    if meta.parents:
+        raise TypeError(f"rows_insert() cannot write {meta.label}: it has a parent model")
+    computed = computed or {}
+    columns, values, params = [], [], []
+    for field in meta.concrete_fields:
+        if field.primary_key and obj.pk is None:
+            continue  # the database assigns it; RETURNING gives it back
+        columns.append(connection.ops.quote_name(field.column))
+        if field.name in computed:
+            values.append(computed[field.name])
+            continue
+        values.append("%s")
+        params.append(_value(obj, field))
+    return columns, values, params
+
+
 def _statement(objs: list[Model]) -> tuple[str, list, list]:
     """The statement, its parameters, and the (row, foreign key) pairs it reads back."""
     parts, params, read_back = [], [], []
     for position, obj in enumerate(objs):
-        meta = obj._meta
-        if meta.parents:
-            raise TypeError(f"rows_insert() cannot write {meta.label}: it has a parent model")
-        columns, values = [], []
-        for field in meta.concrete_fields:
-            if field.primary_key and obj.pk is None:
-                continue  # the database assigns it; RETURNING gives it back
+        computed = {}
+        for field in obj._meta.concrete_fields:
             earlier = _key_of(obj, field, objs[:position]) if field.is_relation else None
-            columns.append(connection.ops.quote_name(field.column))
             if earlier is not None:
-                values.append(f"(SELECT {_pk(objs[earlier])} FROM row_{earlier})")
+                computed[field.name] = f"(SELECT {_pk(objs[earlier])} FROM row_{earlier})"
                 read_back.append((obj, field))
-                continue
-            values.append("%s")
-            params.append(_value(obj, field))
+        columns, values, row_params = insert_values(obj, computed=computed)
+        params += row_params
         parts.append(
-            f"row_{position} AS (INSERT INTO {connection.ops.quote_name(meta.db_table)} "
+            f"row_{position} AS (INSERT INTO {connection.ops.quote_name(obj._meta.db_table)} "
             f"({', '.join(columns)}) VALUES ({', '.join(values)}) RETURNING {_pk(obj)})"
         )
     keys = ", ".join(f"(SELECT {_pk(obj)} FROM row_{i})" for i, obj in enumerate(objs))

@@ -1,9 +1,14 @@
 """Deliver due stages to RQ. The database says what is due; Redis only delivers.
 
-Job ids are deterministic per (run, stage, attempt), so the accept path, the
-engine (after a stage's commit) and the sweeper can all ask for the same
-delivery and only one job exists. Enqueue failures are logged, never raised: the sweeper
-repairs them.
+Stages are chained through RQ's callbacks: a stage job returns what the run waits
+for next once its outcome has committed, and its `on_success` callback enqueues that
+(the next stage, or the retry at its time); a job that raised instead (its worker
+stopping gave the stage back) has its `on_failure` callback deliver what the run is
+due for. Job ids are deterministic per (run, stage, attempt), so the accept path,
+the callbacks and the sweeper (which repairs a callback that never ran: a worker
+killed between the commit and its callback) can all ask for the same delivery and
+only one job exists. Enqueue failures are logged, never raised: the sweeper repairs
+them.
 """
 
 import logging
@@ -17,7 +22,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 from rq.exceptions import DuplicateJobError
 from rq.intermediate_queue import IntermediateQueue
-from rq.job import Job
+from rq.job import Callback, Job
 from rq.registry import ScheduledJobRegistry
 from rq.utils import utcparse
 
@@ -30,6 +35,9 @@ from pipeline.stage_list import stage_spec
 logger = logging.getLogger(__name__)
 
 EXECUTE = "pipeline.engine.execute_stage"
+# Called by RQ in the worker when a stage job has returned, or has raised.
+ON_SUCCESS = "pipeline.dispatch.on_stage_job_success"
+ON_FAILURE = "pipeline.dispatch.on_stage_job_failure"
 
 
 def stage_job_id(*, run_id: uuid.UUID | str, stage: str, attempt: int, generation: int = 0) -> str:
@@ -45,6 +53,8 @@ def _job_options(stage: str, job_id: str) -> dict:
         # The outcome lives in StageAttempt rows; RQ need not keep job results.
         "result_ttl": 0,
         "failure_ttl": 7 * 24 * 3600,
+        "on_success": Callback(ON_SUCCESS),
+        "on_failure": Callback(ON_FAILURE),
     }
 
 
@@ -143,13 +153,39 @@ def next_delivery(run: ImportRun) -> dict | None:
     return delivery_of(run)
 
 
-def on_stage_job_success(job: Job, connection, result, *args, **kwargs) -> None:
-    """RQ `on_success` callback of stage jobs enqueued before the engine enqueued the
-    next stage itself: enqueue what the job returned (a duplicate of the engine's
-    enqueue by its job id, so harmless)."""
+def on_stage_job_success(job: Job, connection: Redis, result, *args, **kwargs) -> None:
+    """RQ's `on_success` callback of a stage job, run in its worker once the job has
+    returned: enqueue what the job says the run waits for next (the next stage now, or
+    the retry at its time). Never raises, which would mark the job failed; a delivery
+    that fails is the sweeper's to repair."""
     delivery = (result or {}).get("next")
     if delivery:
+        _deliver(delivery)
+
+
+def on_stage_job_failure(job: Job, connection: Redis, *exc_info) -> None:
+    """RQ's `on_failure` callback of a stage job that raised instead of returning (its
+    worker, being stopped, gave the stage back; or the database went away while the
+    outcome was recorded): deliver what the run is due for now, as the sweeper would
+    later. Never raises."""
+    try:
+        run = (
+            ImportRun.objects.only("status", "lease_owner", *DISPATCH_FIELDS)
+            .filter(id=job.args[0])
+            .first()
+        )
+    except Exception:  # the database is away: the sweeper delivers it once it is back
+        logger.warning("could not read run %s after its job %s failed", job.args[0], job.id)
+        return
+    if run is not None and (delivery := next_delivery(run)):
+        _deliver(delivery)
+
+
+def _deliver(delivery: dict) -> None:
+    try:
         stage_enqueue(**delivery)
+    except Exception:  # stage_enqueue logs Redis' failures; anything else is logged here
+        logger.exception("could not deliver %s; the sweeper will", delivery)
 
 
 # --- What RQ knows about a run's delivery (the admin, "stuck" runs, requeue) ------------
@@ -281,7 +317,7 @@ def _read_state(connection: Redis, job_id: str, stage: str, *, again: bool = Tru
         status=status,
         position=None if index is None else index + 1,
         # In no list a worker reads: neither its lane's lists nor a lane at all (a queue
-        # of an older layout, or a lane beyond a lowered PAPERLANE_LANES).
+        # named after a stage alone, or a lane beyond a lowered PAPERLANE_LANES).
         stranded=status == "queued"
         and ((index is None and taking is None) or not is_served_queue(queue.name)),
         worker=worker.decode() if worker else "",

@@ -3,8 +3,9 @@
 `execute_stage` is the RQ job function. It claims the stage with a
 conditional UPDATE (a duplicate or late delivery drops itself), holds a lease
 while the stage body works, records every try as a StageAttempt, lets the
-stage commit its result together with "next stage due", then enqueues that
-next stage. Errors are classified here, once, for every stage.
+stage commit its result together with "next stage due", and returns that next
+delivery: the job's `on_success` callback enqueues it (pipeline/dispatch.py).
+Nothing here enqueues. Errors are classified here, once, for every stage.
 """
 
 import logging
@@ -30,7 +31,7 @@ from rq.timeouts import JobTimeoutException
 from core.errors import ServiceError
 from core.isolation import isolated_cpu_seconds
 from core.text import storable
-from pipeline.dispatch import next_delivery, stage_enqueue
+from pipeline.dispatch import next_delivery
 from pipeline.errors import LeaseLost, PermanentError, TransientError
 from pipeline.hosts import process_name
 from pipeline.lease import keeper
@@ -45,7 +46,7 @@ from pipeline.services.workers import (
     run_release,
     run_set_progress,
 )
-from pipeline.stage_list import StageSpec, next_stage, stage_spec
+from pipeline.stage_list import StageSpec, stage_spec
 
 logger = logging.getLogger(__name__)
 
@@ -148,9 +149,7 @@ class ClaimedStage:
         # The attempt's CPU and end are taken as the stage completes, before the
         # stage's own rows are written in the same transaction.
         self.note_cpu()
-        self.finished_run = run_complete_stage(
-            claim=self.claim, following=next_stage(self.run.stage, source=self.run.source)
-        )
+        self.finished_run = run_complete_stage(claim=self.claim)
 
 
 def worker_name() -> str:
@@ -163,11 +162,11 @@ def worker_name() -> str:
 def execute_stage(run_id: str, stage: str) -> dict:
     """RQ job: do `stage` of run `run_id` if it is due.
 
-    Once the stage's outcome has committed, enqueues what the run waits for
-    next (the next stage, or the retry) under its deterministic job id; if the
-    worker dies before that, the sweeper delivers it. Returns what happened and
-    that delivery. Log lines written meanwhile carry the run, the stage and
-    (once claimed) the attempt number.
+    Returns what happened and, once the stage's outcome has committed, what the run
+    waits for next (the next stage, or the retry): the job's `on_success` callback
+    enqueues it under its deterministic job id, and if the worker dies before that,
+    the sweeper delivers it. Log lines written meanwhile carry the run, the stage
+    and (once claimed) the attempt number.
     """
     with run_log_context(run_id=run_id, stage=stage):
         return _execute_stage(run_id, stage)
@@ -192,10 +191,7 @@ def _execute_stage(run_id: str, stage: str) -> dict:
             keeper.release()
             close_old_connections()
             _used[0] = time.monotonic()
-    delivery = next_delivery(run) if run is not None else None
-    if delivery is not None:
-        stage_enqueue(**delivery)
-    return {"outcome": outcome, "next": delivery}
+    return {"outcome": outcome, "next": next_delivery(run) if run is not None else None}
 
 
 _used = [float("-inf")]  # when this process's connection last finished a stage

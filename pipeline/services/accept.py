@@ -20,7 +20,6 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from core.errors import (
     Conflict,
@@ -42,15 +41,14 @@ from documents.storage import (
     storage_delete,
     storage_put,
 )
-from pipeline.models import ImportRun, RunStatus
+from pipeline.models import ImportRun
 from pipeline.services.admission import (
     OrganisationAtBound,
     admission_check,
     admission_organisation_over,
     admission_organisation_refusal,
 )
-from pipeline.services.transitions import Actor, dispatch_on_commit, run_transition
-from pipeline.stage_list import first_stage
+from pipeline.services.transitions import Actor, run_begin
 
 logger = logging.getLogger(__name__)
 
@@ -244,22 +242,18 @@ def document_accept(
             reservation = QuotaReservation(
                 organisation=organisation, pages=inspection.pages, estimated=inspection.estimated
             )
-            run = ImportRun(
+            # Enqueued once the transaction commits.
+            run, accepted = run_begin(
+                actor=Actor.of(user=user, api_token=api_token),
+                reason="accepted",
                 organisation=organisation,
                 document=document,
                 reservation=reservation,
                 source=source,
                 idempotency_key=idempotency_key or None,
                 request_sha256=sha256,
-                status=RunStatus.QUEUED,
-                stage=first_stage(source),
-                due_at=timezone.now(),
                 created_by=user,
                 api_token=api_token,
-            )
-            actor = Actor.of(user=user, api_token=api_token)
-            accepted = run_transition(
-                run, from_status="", from_stage="", actor=actor, reason="accepted"
             )
             rows_insert(reservation, document, run, accepted)
             if pending is not None:
@@ -270,7 +264,6 @@ def document_accept(
             quota_take(reservation=reservation)
             if admission_organisation_over(organisation_id=organisation.id):
                 raise OrganisationAtBound()
-            dispatch_on_commit(run)
     except OrganisationAtBound:
         discard()
         raise admission_organisation_refusal(organisation_id=organisation.id) from None

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from core.errors import Conflict
 from documents.models import Document
-from documents.services.quota import quota_rehold, quota_release
+from documents.services.quota import quota_rehold
 from pipeline.dispatch import delivery_of, job_state, stage_redeliver
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunStatus, StageAttempt
 from pipeline.services.admission import (
@@ -21,7 +21,7 @@ from pipeline.services.admission import (
     admission_organisation_refusal,
 )
 from pipeline.services.take_back import run_take_back_locked
-from pipeline.services.transitions import Actor, attempt_finish, dispatch_on_commit, run_save
+from pipeline.services.transitions import Actor, attempt_finish, run_move
 
 Outcome = StageAttempt.Outcome
 RETRYABLE = (RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED)
@@ -45,20 +45,17 @@ def _ended(run: ImportRun) -> Conflict:
     return Conflict(f"The run has already ended ({run.get_status_display().lower()}).")
 
 
-def _stop(run: ImportRun, status: str, *, actor: Actor, reason: str, why: str) -> None:
+def _stop(run: ImportRun, move: str, *, actor: Actor, reason: str, why: str) -> None:
     """End an active, locked run on someone's request: its worker (if any) loses the
     lease, so whatever it does next is refused; its running attempt is closed as
     skipped and its pages are given back."""
-    from_status, now = run.status, timezone.now()
-    run.status, run.finished_at, run.due_at = status, now, None
-    run.lease_owner, run.lease_expires_at = "", None
-    fields = ["status", "finished_at", "due_at", "lease_owner", "lease_expires_at"]
-    if status == RunStatus.DEAD_LETTER:
-        run.error_code = OPERATOR_DEAD_LETTER
-        run.error_message = "An operator stopped processing this document; it can be retried."
-        fields += ["error_code", "error_message"]
-    run_save(run, fields, from_status=from_status, actor=actor, reason=reason)
-    quota_release(reservation=run.reservation)
+    changes = {}
+    if move == "dead_letter":
+        changes["error_code"] = OPERATOR_DEAD_LETTER
+        changes["error_message"] = (
+            "An operator stopped processing this document; it can be retried."
+        )
+    run_move(run=run, move=move, actor=actor, reason=reason, changes=changes)
     for attempt in StageAttempt.objects.filter(run=run, outcome=Outcome.RUNNING):
         attempt_finish(attempt, Outcome.SKIPPED, message=why)
 
@@ -71,7 +68,7 @@ def run_cancel(*, run: ImportRun, actor: Actor, reason: str = "cancelled") -> Ru
         return RunChange(run, False, "it was already cancelled")
     if run.status not in ACTIVE_STATUSES:
         raise _ended(run)
-    _stop(run, RunStatus.CANCELLED, actor=actor, reason=reason, why="the run was cancelled")
+    _stop(run, "cancel", actor=actor, reason=reason, why="the run was cancelled")
     return RunChange(run, True, f"cancelled; {run.reservation.pages} pages given back")
 
 
@@ -91,7 +88,7 @@ def run_dead_letter(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
     if run.status not in ACTIVE_STATUSES:
         raise _ended(run)
     why = "an operator dead-lettered the run"
-    _stop(run, RunStatus.DEAD_LETTER, actor=actor, reason=reason, why=why)
+    _stop(run, "dead_letter", actor=actor, reason=reason, why=why)
     return RunChange(run, True, f"dead-lettered; {run.reservation.pages} pages given back")
 
 
@@ -126,22 +123,9 @@ def run_retry(
     # Locks the organisation's row (when the pages were given back): the bound's count
     # below sees every run committed before this one, as at accept.
     quota_rehold(reservation=run.reservation)
-    from_status = run.status
-    run.status, run.due_at, run.finished_at = RunStatus.QUEUED, timezone.now(), None
-    run.stage_attempts = run.crashes = 0
-    run.generation += 1
-    run.error_code = run.error_message = ""
-    fields = ["status", "due_at", "finished_at", "stage_attempts", "crashes", "generation"]
-    run_save(
-        run,
-        [*fields, "error_code", "error_message"],
-        from_status=from_status,
-        actor=actor,
-        reason=reason,
-    )
+    run_move(run=run, move="retry", actor=actor, reason=reason)
     if admit and admission_organisation_over(organisation_id=run.organisation_id):
         raise admission_organisation_refusal(organisation_id=run.organisation_id)
-    dispatch_on_commit(run)
     return RunChange(
         run, True, f"queued again at {run.stage}; {run.reservation.pages} pages held again"
     )
@@ -180,13 +164,13 @@ def run_requeue(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
     state = job_state(run)
     if state.waiting:
         return RunChange(run, False, f"its job is {state.describe()}")
-    from_status = run.status
-    run_save(
-        run,
-        [],
-        from_status=from_status,
+    run_move(
+        run=run,
+        move="requeue",
         actor=actor,
         reason=f"requeued {run.stage} (its job was {state.describe()}): {reason}",
+        # Delivered again below: the lost job's id is taken out of RQ's way first.
+        deliver=False,
     )
     delivery = delivery_of(run)
     transaction.on_commit(lambda: stage_redeliver(delivery=delivery))

@@ -1,10 +1,12 @@
 """The claim and the completion of a stage as one PostgreSQL statement each.
 
-pipeline/services/workers.py decides what they do and keeps a step-by-step version
-of both for other databases (the SQLite demo); here is only how PostgreSQL does
-each in one round trip, with data-modifying CTEs: no transaction of its own for
-the claim, and one statement fewer than three inside the stage's transaction
-for the completion.
+What they write comes from services/transitions.py (the claim's and completion's
+changes, a succeeded attempt's fields, the history row) and the models (tables, and
+the columns of the rows inserted, each with the value `save()` would give it), shared
+with the step-by-step version services/workers.py writes on other databases (the
+SQLite demo). Here is only how PostgreSQL does each in one round trip, with
+data-modifying CTEs: no transaction of its own for the claim, and one statement fewer
+than three inside the stage's transaction for the completion.
 """
 
 import uuid
@@ -14,11 +16,15 @@ from functools import cache
 
 from django.db import connection
 
+from core.inserts import insert_values
 from documents.models import Document, QuotaReservation
-from pipeline.models import ImportRun, RunStatus, StageAttempt
-from pipeline.services.transitions import Actor
-
-Outcome = StageAttempt.Outcome
+from pipeline.models import ImportRun, RunStatus, RunTransition, StageAttempt
+from pipeline.services.transitions import (
+    ATTEMPT_SUCCEEDED,
+    CLAIMED_FROM,
+    Actor,
+    transition_row,
+)
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,8 @@ class ClaimTake:
     run_id: uuid.UUID
     stage: str
     owner: str
-    expires: datetime
+    # transitions.claim_changes(): CLAIM_SQL writes the same, test_stage_sql.py checks.
+    changes: dict
     now: datetime
     job_id: str
     worker: str
@@ -64,15 +71,15 @@ class StageDone:
 # claiming host's clock. workers.py's step-by-step claim says the same.
 DUE_SQL = "(run.due_at IS NULL OR run.due_at <= run.updated_at OR run.due_at <= %(now)s)"
 
-# The conditional UPDATE takes the stage; in the same statement the attempt is
-# inserted, the queued -> processing change written to the history, and the run
-# returned with the document and reservation the stage works on. `old` locks the
-# row first, so its status is the one the UPDATE changed. Due: see DUE_SQL.
+# The conditional UPDATE takes the stage, writing what transitions.claim_changes() says;
+# in the same statement the attempt is inserted, the queued -> processing change written
+# to the history, and the run returned with the document and reservation the stage
+# works on. `old` locks the row first, so its status is the one the UPDATE changed.
 CLAIM_SQL = """
 WITH old AS (
-    SELECT id, status FROM jobs_importrun WHERE id = %(run_id)s FOR UPDATE
+    SELECT id, status FROM {runs} WHERE id = %(run_id)s FOR UPDATE
 ), claimed AS (
-    UPDATE jobs_importrun AS run SET
+    UPDATE {runs} AS run SET
         status = %(processing)s,
         lease_owner = %(owner)s,
         lease_expires_at = %(expires)s,
@@ -84,60 +91,77 @@ WITH old AS (
             THEN %(now)s ELSE run.stage_entered_at END
     FROM old
     WHERE run.id = old.id AND run.stage = %(stage)s AND run.lease_owner = ''
-        AND run.status IN (%(queued)s, %(processing)s)
+        AND run.status IN ({claimed_from})
         AND {due}
     RETURNING run.*, old.status AS from_status
 ), attempt AS (
-    INSERT INTO jobs_stageattempt (run_id, stage, generation, number, job_id, worker,
-        started_at, outcome, error_code, error_type, error_message, traceback)
-    SELECT id, stage, generation, stage_attempts, %(job_id)s, %(worker)s,
-        %(now)s, %(running)s, '', '', '', ''
-    FROM claimed
+    INSERT INTO {attempts} ({attempt_columns}) SELECT {attempt_values} FROM claimed
     RETURNING id
 ), started AS (
-    INSERT INTO jobs_runtransition (run_id, from_status, to_status, from_stage, to_stage,
-        actor_label, reason, created_at)
-    SELECT id, %(queued)s, %(processing)s, stage, stage, %(actor)s, %(reason)s, %(now)s
+    INSERT INTO {transitions} ({transition_columns}) SELECT {transition_values}
     FROM claimed WHERE from_status = %(queued)s
 )
 SELECT {columns}, attempt.id
 FROM claimed CROSS JOIN attempt
-LEFT JOIN documents_document AS document ON document.id = claimed.document_id
-JOIN documents_quotareservation AS reservation ON reservation.id = claimed.reservation_id
+LEFT JOIN {documents} AS document ON document.id = claimed.document_id
+JOIN {reservations} AS reservation ON reservation.id = claimed.reservation_id
 """
 
 # The run moves on (only while this worker holds it); with it the attempt is
 # closed and the transition written.
 COMPLETE_SQL = """
 WITH done AS (
-    UPDATE jobs_importrun SET {changes}
+    UPDATE {runs} SET {changes}
     WHERE id = %(run_id)s AND lease_owner = %(owner)s
-    RETURNING id, status, stage
+    RETURNING id
 ), attempt AS (
-    UPDATE jobs_stageattempt SET outcome = %(succeeded)s, finished_at = %(now)s,
-        cpu_ms = %(cpu_ms)s, error_code = '', error_type = '', error_message = '', traceback = ''
+    UPDATE {attempts} SET {attempt_changes}
     WHERE id = %(attempt_id)s AND EXISTS (SELECT FROM done)
 ), moved AS (
-    INSERT INTO jobs_runtransition (run_id, from_status, to_status, from_stage, to_stage,
-        actor_label, reason, created_at)
-    SELECT id, %(processing)s, status, %(from_stage)s, stage, %(actor)s, %(reason)s, %(now)s
-    FROM done
+    INSERT INTO {transitions} ({transition_columns}) SELECT {transition_values} FROM done
 )
 SELECT count(*) FROM done
 """
+
+# The claimed attempt's columns read from the claimed run; the rest are the attempt's
+# own values (its defaults included), as `save()` would write them.
+ATTEMPT_FROM_CLAIM = {
+    "run": "claimed.id",
+    "stage": "claimed.stage",
+    "generation": "claimed.generation",
+    "number": "claimed.stage_attempts",
+}
 
 
 def _fields(model) -> list:
     return list(model._meta.concrete_fields)
 
 
+def _table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _row(prefix: str, obj, params: dict, computed: dict[str, str]) -> tuple[str, str]:
+    """`obj`'s columns and values for an INSERT ... SELECT, its parameters added to
+    `params` under names starting with `prefix`."""
+    columns, values, row_params = insert_values(obj, computed=computed)
+    supplied = iter(row_params)
+    named = []
+    for position, value in enumerate(values):
+        if value == "%s":
+            name = f"{prefix}{position}"
+            params[name] = next(supplied)
+            value = f"%({name})s"
+        named.append(value)
+    return ", ".join(columns), ", ".join(named)
+
+
 @cache
-def _claim_sql() -> str:
+def _claim_columns() -> str:
     parts = [(ImportRun, "claimed"), (Document, "document"), (QuotaReservation, "reservation")]
-    columns = ", ".join(
+    return ", ".join(
         f'{alias}."{field.column}"' for model, alias in parts for field in _fields(model)
     )
-    return CLAIM_SQL.format(columns=columns, due=DUE_SQL)
 
 
 def _instance(model, values: list):
@@ -151,18 +175,44 @@ def claim_statement(take: ClaimTake) -> tuple[ImportRun, int] | None:
         "run_id": take.run_id,
         "stage": take.stage,
         "owner": take.owner,
-        "expires": take.expires,
+        "expires": take.changes["lease_expires_at"],
         "now": take.now,
-        "job_id": take.job_id,
-        "worker": take.worker,
         "queued": RunStatus.QUEUED.value,
-        "processing": RunStatus.PROCESSING.value,
-        "running": Outcome.RUNNING.value,
-        "actor": take.actor.label,
-        "reason": take.reason,
+        "processing": take.changes["status"],
     }
+    claimed_from = []
+    for position, status in enumerate(sorted(CLAIMED_FROM)):
+        params[f"from{position}"] = status
+        claimed_from.append(f"%(from{position})s")
+    attempt = StageAttempt(job_id=take.job_id, worker=take.worker, started_at=take.now)
+    started = RunTransition(
+        run_id=take.run_id,
+        from_status=RunStatus.QUEUED,
+        to_status=take.changes["status"],
+        from_stage=take.stage,
+        to_stage=take.stage,
+        actor=take.actor.user,
+        actor_label=take.actor.label,
+        reason=take.reason,
+    )
+    attempt_columns, attempt_values = _row("a", attempt, params, ATTEMPT_FROM_CLAIM)
+    transition_columns, transition_values = _row("t", started, params, {"created_at": "%(now)s"})
+    sql = CLAIM_SQL.format(
+        runs=_table(ImportRun),
+        attempts=_table(StageAttempt),
+        transitions=_table(RunTransition),
+        documents=_table(Document),
+        reservations=_table(QuotaReservation),
+        claimed_from=", ".join(claimed_from),
+        due=DUE_SQL,
+        attempt_columns=attempt_columns,
+        attempt_values=attempt_values,
+        transition_columns=transition_columns,
+        transition_values=transition_values,
+        columns=_claim_columns(),
+    )
     with connection.cursor() as cursor:
-        cursor.execute(_claim_sql(), params)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -174,22 +224,35 @@ def claim_statement(take: ClaimTake) -> tuple[ImportRun, int] | None:
     return run, row[-1]
 
 
-def complete_statement(done: StageDone) -> bool:
+def _assignments(prefix: str, changes: dict, params: dict) -> str:
+    for name, value in changes.items():
+        params[f"{prefix}{name}"] = value
+    return ", ".join(f"{name} = %({prefix}{name})s" for name in changes)
+
+
+def complete_statement(done: StageDone, finished: ImportRun) -> bool:
     """Complete in one statement; False (nothing written) if the run is not held by
-    `done.owner` any more."""
-    sql = COMPLETE_SQL.format(changes=", ".join(f"{k} = %(set_{k})s" for k in done.changes))
-    params = {f"set_{k}": v for k, v in done.changes.items()} | {
-        "run_id": done.run_id,
-        "owner": done.owner,
-        "attempt_id": done.attempt_id,
-        "cpu_ms": done.cpu_ms,
-        "now": done.now,
-        "succeeded": Outcome.SUCCEEDED.value,
-        "processing": RunStatus.PROCESSING.value,
-        "from_stage": done.from_stage,
-        "actor": done.actor.label,
-        "reason": done.reason,
-    }
+    `done.owner` any more. `finished` is the run as the statement leaves it."""
+    params = {"run_id": done.run_id, "owner": done.owner, "attempt_id": done.attempt_id}
+    closed = {**ATTEMPT_SUCCEEDED, "finished_at": done.now, "cpu_ms": done.cpu_ms}
+    moved = transition_row(
+        finished,
+        from_status=RunStatus.PROCESSING,
+        from_stage=done.from_stage,
+        actor=done.actor,
+        reason=done.reason,
+    )
+    params["now"] = done.now
+    transition_columns, transition_values = _row("t", moved, params, {"created_at": "%(now)s"})
+    sql = COMPLETE_SQL.format(
+        runs=_table(ImportRun),
+        attempts=_table(StageAttempt),
+        transitions=_table(RunTransition),
+        changes=_assignments("set_", done.changes, params),
+        attempt_changes=_assignments("attempt_", closed, params),
+        transition_columns=transition_columns,
+        transition_values=transition_values,
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()[0] == 1

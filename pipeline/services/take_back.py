@@ -6,15 +6,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from documents.services.quota import quota_release
 from pipeline.models import ImportRun, RunStatus, StageAttempt
-from pipeline.services.transitions import (
-    SWEEPER,
-    Actor,
-    attempt_finish,
-    dispatch_on_commit,
-    run_save,
-)
+from pipeline.services.transitions import SWEEPER, Actor, attempt_finish, run_move
 
 Outcome = StageAttempt.Outcome
 
@@ -65,38 +58,27 @@ def run_take_back_locked(*, run: ImportRun, actor: Actor, note: str = "") -> Non
     """Take back the stage of a run whose lease expired (the caller holds the row lock):
     its running attempt is abandoned, the crash counted, and the stage is due again now,
     or the run is dead-lettered as poison after PAPERLANE_POISON_CRASHES in a row."""
-    now = timezone.now()
     job_id, _, worker = run.lease_owner.partition("@")
     message = f"worker {worker or 'unknown'} stopped responding during {run.stage}"
     for attempt in StageAttempt.objects.filter(
         run=run, stage=run.stage, job_id=job_id, outcome=Outcome.RUNNING
     ):
         attempt_finish(attempt, Outcome.ABANDONED, code="worker_lost", message=message)
-    run.crashes += 1
-    run.lease_owner, run.lease_expires_at = "", None
-    from_status = run.status
-    if run.crashes >= settings.PAPERLANE_POISON_CRASHES:
-        run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
-        run.error_code = "poison"
-        run.error_message = (
-            f"The {run.stage} stage stopped its worker {run.crashes} times in a row; "
+    crashes = run.crashes + 1
+    changes = {"crashes": crashes, "lease_owner": "", "lease_expires_at": None}
+    if crashes >= settings.PAPERLANE_POISON_CRASHES:
+        move = "dead_letter"
+        changes["error_code"] = "poison"
+        changes["error_message"] = reason = (
+            f"The {run.stage} stage stopped its worker {crashes} times in a row; "
             "an operator needs to look at this document."
         )
-        reason = run.error_message
     else:
-        run.due_at = now
-        run.error_code = "worker_lost"
-        run.error_message = f"The {run.stage} step was interrupted; it is resuming elsewhere."
+        move = "take_back"
+        changes["due_at"] = timezone.now()
+        changes["error_code"] = "worker_lost"
+        changes["error_message"] = (
+            f"The {run.stage} step was interrupted; it is resuming elsewhere."
+        )
         reason = f"{message}; resuming elsewhere"
-    fields = ["crashes", "lease_owner", "lease_expires_at", "status", "finished_at", "due_at"]
-    run_save(
-        run,
-        [*fields, "error_code", "error_message"],
-        from_status=from_status,
-        actor=actor,
-        reason=f"{reason}{note}",
-    )
-    if run.status == RunStatus.DEAD_LETTER:
-        quota_release(reservation=run.reservation)
-    else:
-        dispatch_on_commit(run)
+    run_move(run=run, move=move, actor=actor, reason=f"{reason}{note}", changes=changes)

@@ -1,15 +1,36 @@
-"""Who changes a run, and the one way a change is written: fields, transition, dispatch."""
+"""Every change of a run's status or stage, who made it and why: one table, one action.
+
+`MOVES` is the table of what may become of a run. Each move names the statuses it
+leaves from, the status it leads to and where the stage goes. `run_move` is the one
+way a run moves: it checks the move against the table (a disallowed move raises
+DisallowedMove, a 409), applies it with the fields its caller changes alongside, writes
+the RunTransition (who, when, why), gives back the pages a run held when it ends, and
+enqueues what became due once the transaction commits. `run_begin` makes a run (the
+table's first move) the same way.
+
+A stage's claim and completion, the moves workers make most, are single statements on
+PostgreSQL (services/stage_sql.py): they take their changes from `claim_changes` and
+`completion_changes` here, which check them against the same table.
+"""
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.errors import Conflict
 from core.text import storable
 from documents.models import ApiToken
+from documents.services.quota import quota_release
 from pipeline.dispatch import delivery_of, stage_enqueue
-from pipeline.models import ImportRun, RunTransition, StageAttempt
+from pipeline.models import ImportRun, RunStatus, RunTransition, Stage, StageAttempt
+from pipeline.stage_list import first_stage, next_stage
+
+Status = RunStatus
 
 
 @dataclass(frozen=True)
@@ -38,19 +59,88 @@ class Actor:
 
 SWEEPER = Actor("sweeper")
 
-
-def dispatch_on_commit(run: ImportRun) -> None:
-    """Enqueue the stage this transaction made due, once it has committed, within a
-    request's budget (if Redis is away the sweeper delivers it)."""
-    delivery = delivery_of(run)
-    transaction.on_commit(lambda: stage_enqueue(**delivery, in_request=True))
+# Where a move takes the stage: it stays, the next one of the run's source, the first
+# one of its source, or a named stage.
+SAME, NEXT, FIRST = "same", "next", "first"
 
 
-def run_transition(
+@dataclass(frozen=True)
+class Move:
+    name: str
+    # The statuses a run may be in to make it ("" for a run being made).
+    leaves: frozenset[str]
+    # The status it is in after; None: it stays in the one it was.
+    to: str | None
+    stage: str = SAME
+
+
+def _move(name: str, leaves: set[str], to: str | None, stage: str = SAME) -> Move:
+    return Move(name, frozenset(leaves), to, stage)
+
+
+ACTIVE = {Status.QUEUED, Status.PROCESSING}
+ENDED_WITHOUT_SUCCESS = {Status.FAILED, Status.DEAD_LETTER, Status.CANCELLED}
+
+# Every move a run can make. Nothing else changes a run's status or stage.
+MOVES: dict[str, Move] = {
+    move.name: move
+    for move in (
+        # Accepted (an upload) or found (a connected folder's file): due at its first stage.
+        _move("begin", {""}, Status.QUEUED, FIRST),
+        # A worker takes the due stage; a retry of it is taken while processing.
+        _move("claim", ACTIVE, Status.PROCESSING),
+        # The stage succeeded: the next one is due, or the run succeeded after its last.
+        _move("advance", {Status.PROCESSING}, Status.PROCESSING, NEXT),
+        _move("succeed", {Status.PROCESSING}, Status.SUCCEEDED),
+        # A transient error with tries left: the stage is due again after a backoff.
+        _move("retry_later", {Status.PROCESSING}, Status.PROCESSING),
+        # Its worker stopped renewing its lease: the stage is due again now.
+        _move("take_back", {Status.PROCESSING}, Status.PROCESSING),
+        # An operator delivers a lost job again: nothing changes but the history.
+        _move("requeue", ACTIVE, None),
+        # Bad input or a refusal: retrying cannot help.
+        _move("fail", {Status.PROCESSING}, Status.FAILED),
+        # Retries exhausted, poison, or an operator's decision.
+        _move("dead_letter", ACTIVE, Status.DEAD_LETTER),
+        _move("cancel", ACTIVE, Status.CANCELLED),
+        # A person or an operator starts an ended run again from the stage it ended in.
+        _move("retry", ENDED_WITHOUT_SUCCESS, Status.QUEUED),
+        # A connected file back at its source after its chunks were taken out of search:
+        # they are made again from the text kept (settle then charges nothing new).
+        _move("reembed", {Status.SUCCEEDED}, Status.QUEUED, Stage.EMBED),
+    )
+}
+
+
+class DisallowedMove(Conflict):
+    code = "transition_not_allowed"
+
+
+def move_check(move: str, *, status: str, stage: str, source: str) -> tuple[str, str]:
+    """The status and stage a run of `source` in `status` at `stage` is in after `move`;
+    DisallowedMove if the table has no such move from there."""
+    rule = MOVES[move]
+    if status not in rule.leaves:
+        raise DisallowedMove(
+            f"A {status or 'new'} run cannot {move.replace('_', ' ')}.",
+        )
+    if rule.stage == SAME:
+        to_stage = stage
+    elif rule.stage == FIRST:
+        to_stage = first_stage(source)
+    elif rule.stage == NEXT:
+        to_stage = next_stage(stage, source=source)
+        if to_stage is None:
+            raise DisallowedMove(f"{stage} is the last stage of a {source} run.")
+    else:
+        to_stage = rule.stage
+    return (rule.to or status), to_stage
+
+
+def transition_row(
     run: ImportRun, *, from_status: str, from_stage: str, actor: Actor, reason: str
 ) -> RunTransition:
-    """The transition a run just made (its current status and stage are the new ones),
-    not yet saved."""
+    """The history row of a move the run just made (its status and stage are the new ones)."""
     return RunTransition(
         run=run,
         from_status=from_status,
@@ -63,39 +153,126 @@ def run_transition(
     )
 
 
-def run_record(
-    run: ImportRun, *, from_status: str, from_stage: str, actor: Actor, reason: str
-) -> None:
-    """Write the transition a run just made (its current status and stage are the new ones)."""
-    run_transition(
-        run, from_status=from_status, from_stage=from_stage, actor=actor, reason=reason
-    ).save(force_insert=True)
+def deliver_on_commit(run: ImportRun) -> None:
+    """Enqueue the stage this transaction made due, once it has committed, within a
+    request's budget (if Redis is away the sweeper delivers it)."""
+    delivery = delivery_of(run)
+    transaction.on_commit(lambda: stage_enqueue(**delivery, in_request=True))
 
 
-def run_save(
-    run: ImportRun,
-    fields: list[str],
+def run_begin(*, actor: Actor, reason: str, **fields: Any) -> tuple[ImportRun, RunTransition]:
+    """A new run (of `fields`: organisation, reservation, source, ...) due at its source's
+    first stage now, and its first history row, both unsaved: the caller inserts them in
+    its transaction, and the stage is enqueued once that commits."""
+    status, stage = move_check("begin", status="", stage="", source=fields["source"])
+    run = ImportRun(status=status, stage=stage, due_at=timezone.now(), **fields)
+    deliver_on_commit(run)
+    return run, transition_row(run, from_status="", from_stage="", actor=actor, reason=reason)
+
+
+def run_move(
     *,
-    from_status: str,
+    run: ImportRun,
+    move: str,
     actor: Actor,
     reason: str,
-    from_stage: str | None = None,
-) -> None:
-    """Save the changed fields of a run and write the transition they make (from
-    `from_stage`, when the stage changed too).
+    changes: dict[str, Any] | None = None,
+    deliver: bool = True,
+) -> ImportRun:
+    """Make `move` on `run` (locked by the caller, with its reservation loaded), with the
+    other fields in `changes`, and write the history row. A run that ends this way
+    without success gives its held pages back; one that restarts gets new job ids, a
+    whole retry budget and no error. Whatever became due is enqueued after the commit,
+    unless `deliver` is False: a stage job's own callback delivers what it returns.
+    DisallowedMove (and nothing changes) if the table has no such move from here."""
+    from_status, from_stage = run.status, run.stage
+    status, stage = move_check(move, status=from_status, stage=from_stage, source=run.source)
+    now = timezone.now()
+    values: dict[str, Any] = {"status": status, "stage": stage}
+    if status in ENDED_WITHOUT_SUCCESS or status == Status.SUCCEEDED:
+        values.update(finished_at=now, due_at=None, lease_owner="", lease_expires_at=None)
+    elif from_status not in ACTIVE and status == Status.QUEUED:
+        values.update(
+            finished_at=None,
+            due_at=now,
+            stage_attempts=0,
+            crashes=0,
+            generation=run.generation + 1,
+            error_code="",
+            error_message="",
+            progress_done=0,
+            progress_total=0,
+        )
+    values.update(changes or {})
+    if (status, stage) != (from_status, from_stage):
+        values["stage_entered_at"] = now
+    for field, value in values.items():
+        setattr(run, field, value)
+    run.save(update_fields=[*values, "updated_at"])
+    transition_row(
+        run, from_status=from_status, from_stage=from_stage, actor=actor, reason=reason
+    ).save(force_insert=True)
+    if status in ENDED_WITHOUT_SUCCESS:
+        quota_release(reservation=run.reservation)
+    elif deliver and status in ACTIVE and not run.lease_owner:
+        deliver_on_commit(run)
+    return run
 
-    A change of status restarts the clock of "time in the current stage"."""
-    if run.status != from_status:
-        run.stage_entered_at = timezone.now()
-        fields = [*fields, "stage_entered_at"]
-    run.save(update_fields=[*fields, "updated_at"])
-    run_record(
-        run,
-        from_status=from_status,
-        from_stage=run.stage if from_stage is None else from_stage,
-        actor=actor,
-        reason=reason,
-    )
+
+# --- The claim and the completion: what they write, for both ways of writing it ---------
+
+
+def claim_changes(*, owner: str, expires, now) -> dict[str, Any]:
+    """What claiming a due stage writes, as expressions over the run's row as it was
+    (services/workers.py applies them, services/stage_sql.py renders the same). Only
+    queued -> processing restarts the stage clock (`stage_entered_at`, set apart)."""
+    return {
+        "status": MOVES["claim"].to,
+        "lease_owner": owner,
+        "lease_expires_at": expires,
+        "stage_attempts": F("stage_attempts") + 1,
+        "total_attempts": F("total_attempts") + 1,
+        "started_at": Coalesce("started_at", Value(now)),
+        "updated_at": now,
+    }
+
+
+CLAIMED_FROM = MOVES["claim"].leaves
+
+
+def completion_changes(run: ImportRun, *, now) -> tuple[str, dict[str, Any]]:
+    """The move that completing the run's claimed stage makes (`advance`, or `succeed`
+    after its source's last stage) and the fields it writes."""
+    following = next_stage(run.stage, source=run.source)
+    move = "advance" if following is not None else "succeed"
+    status, stage = move_check(move, status=Status.PROCESSING, stage=run.stage, source=run.source)
+    changes = {
+        "status": status,
+        "lease_owner": "",
+        "lease_expires_at": None,
+        "stage_attempts": 0,
+        "crashes": 0,
+        "error_code": "",
+        "error_message": "",
+        "updated_at": now,
+        # The stage (or, at the end, the status) changes.
+        "stage_entered_at": now,
+    }
+    if move == "succeed":
+        changes.update(finished_at=now, due_at=None)
+    else:
+        changes.update(stage=stage, due_at=now, progress_done=0, progress_total=0)
+    return move, changes
+
+
+# What a succeeded attempt writes, beside its end and CPU.
+ATTEMPT_SUCCEEDED = {
+    "outcome": StageAttempt.Outcome.SUCCEEDED,
+    "error_code": "",
+    "error_type": "",
+    "error_message": "",
+    "traceback": "",
+}
 
 
 def attempt_finish(

@@ -1,4 +1,9 @@
-"""What a stage worker does to a run: claim it, keep it, report, complete or fail the stage."""
+"""What a stage worker does to a run: claim it, keep it, report, complete or fail the stage.
+
+Every change of status or stage is a move of the table in services/transitions.py. The
+claim and the completion are one statement each on PostgreSQL (services/stage_sql.py);
+elsewhere (the SQLite demo) the same changes are written step by step in a transaction.
+"""
 
 import copy
 import uuid
@@ -7,21 +12,22 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models import F, Q
 from django.utils import timezone
 
-from documents.services.quota import quota_release
 from pipeline.errors import LeaseLost
 from pipeline.models import ImportRun, RunStatus, StageAttempt
 from pipeline.retry import backoff_seconds, retries_left
 from pipeline.services.stage_sql import ClaimTake, StageDone, claim_statement, complete_statement
 from pipeline.services.transitions import (
+    ATTEMPT_SUCCEEDED,
+    CLAIMED_FROM,
     Actor,
     attempt_finish,
-    dispatch_on_commit,
-    run_record,
-    run_save,
+    claim_changes,
+    completion_changes,
+    run_move,
+    transition_row,
 )
 
 Outcome = StageAttempt.Outcome
@@ -48,11 +54,13 @@ def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Cla
     statement, elsewhere (the SQLite demo) in one transaction.
     """
     now = timezone.now()
+    owner = f"{job_id}@{worker}"
+    expires = now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS)
     take = ClaimTake(
         run_id=run_id,
         stage=stage,
-        owner=f"{job_id}@{worker}",
-        expires=now + timedelta(seconds=settings.PAPERLANE_LEASE_SECONDS),
+        owner=owner,
+        changes=claim_changes(owner=owner, expires=expires, now=now),
         now=now,
         job_id=job_id,
         worker=worker,
@@ -85,19 +93,16 @@ def _claim_steps(take: ClaimTake) -> tuple[ImportRun, int] | None:
         stage=take.stage,
         lease_owner="",
     )
-    changes = {
-        "status": RunStatus.PROCESSING,
-        "lease_owner": take.owner,
-        "lease_expires_at": take.expires,
-        "stage_attempts": F("stage_attempts") + 1,
-        "total_attempts": F("total_attempts") + 1,
-        "started_at": Coalesce("started_at", Value(take.now)),
-        "updated_at": take.now,
-    }
     # Only queued -> processing changes the status: only it restarts the stage clock.
     entered = {RunStatus.QUEUED: {"stage_entered_at": take.now}, RunStatus.PROCESSING: {}}
     claimed_from = next(
-        (s for s in entered if due.filter(status=s).update(**changes, **entered[s]) == 1), None
+        (
+            status
+            for status in (RunStatus.QUEUED, RunStatus.PROCESSING)
+            if status in CLAIMED_FROM
+            and due.filter(status=status).update(**take.changes, **entered[status]) == 1
+        ),
+        None,
     )
     if claimed_from is None:
         return None
@@ -112,13 +117,13 @@ def _claim_steps(take: ClaimTake) -> tuple[ImportRun, int] | None:
         started_at=take.now,
     )
     if claimed_from == RunStatus.QUEUED:
-        run_record(
+        transition_row(
             run,
-            from_status=RunStatus.QUEUED,
+            from_status=claimed_from,
             from_stage=take.stage,
             actor=take.actor,
             reason=take.reason,
-        )
+        ).save(force_insert=True)
     return run, attempt.id
 
 
@@ -138,30 +143,16 @@ def run_set_progress(*, claim: Claim, done: int, total: int) -> None:
         raise LeaseLost(str(claim.run.id))
 
 
-def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
-    """Mark the claimed stage done and `following` due (or the run succeeded when None),
-    with its attempt and transition, in one statement: on its own it is atomic, and
-    inside the stage's transaction it commits with the stage's result (elsewhere
-    than PostgreSQL, three statements in a transaction).
+def run_complete_stage(*, claim: Claim) -> ImportRun:
+    """Mark the claimed stage done and the next one of its source due (or the run
+    succeeded after its last), with its attempt and transition, in one statement: on
+    its own it is atomic, and inside the stage's transaction it commits with the
+    stage's result (elsewhere than PostgreSQL, three statements in a transaction).
 
     Returns the run as the statement left it; `claim.run` stays the run as claimed.
     LeaseLost if the run is no longer this worker's."""
     run, attempt, now = claim.run, claim.attempt, timezone.now()
-    changes = {
-        "lease_owner": "",
-        "lease_expires_at": None,
-        "stage_attempts": 0,
-        "crashes": 0,
-        "error_code": "",
-        "error_message": "",
-        "updated_at": now,
-        # The stage (or, at the end, the status) changes.
-        "stage_entered_at": now,
-    }
-    if following is None:
-        changes.update(status=RunStatus.SUCCEEDED.value, finished_at=now, due_at=None)
-    else:
-        changes.update(stage=following, due_at=now, progress_done=0, progress_total=0)
+    _, changes = completion_changes(run, now=now)
     finished = copy.copy(run)
     for field, value in changes.items():
         setattr(finished, field, value)
@@ -176,7 +167,7 @@ def run_complete_stage(*, claim: Claim, following: str | None) -> ImportRun:
         now=now,
     )
     if connection.vendor == "postgresql":
-        completed = complete_statement(done)
+        completed = complete_statement(done, finished)
     else:
         completed = _complete_steps(done, finished)
     if not completed:
@@ -190,21 +181,15 @@ def _complete_steps(done: StageDone, finished: ImportRun) -> bool:
     if not ImportRun.objects.filter(id=done.run_id, lease_owner=done.owner).update(**done.changes):
         return False
     StageAttempt.objects.filter(id=done.attempt_id).update(
-        outcome=Outcome.SUCCEEDED,
-        finished_at=done.now,
-        cpu_ms=done.cpu_ms,
-        error_code="",
-        error_type="",
-        error_message="",
-        traceback="",
+        **ATTEMPT_SUCCEEDED, finished_at=done.now, cpu_ms=done.cpu_ms
     )
-    run_record(
+    transition_row(
         finished,
         from_status=RunStatus.PROCESSING,
         from_stage=done.from_stage,
         actor=done.actor,
         reason=done.reason,
-    )
+    ).save(force_insert=True)
     return True
 
 
@@ -238,7 +223,8 @@ def run_record_failure(
 
     `message` is for the uploader; `failure` is kept on the attempt. A stage
     that times out a second time fails: it would most likely time out again.
-    Returns None when the run was no longer this worker's to change.
+    Returns None when the run was no longer this worker's to change. What is due
+    next (the retry) is delivered by the stage job's callback (or the sweeper).
     """
     run = (
         ImportRun.objects.select_for_update()
@@ -252,48 +238,43 @@ def run_record_failure(
     attempt_finish(claim.attempt, outcome, code=code, message=failure.detail, tb=failure.traceback)
     if outcome == Outcome.TIMEOUT and _timed_out_before(claim):
         permanent, message = True, f"Processing took too long: {message[0].lower()}{message[1:]}"
-    now, from_status = timezone.now(), run.status
-    run.lease_owner, run.lease_expires_at = "", None
-    run.error_code, run.error_message = code, message
-    run.crashes = 0  # the worker lived to record this: the crash streak ends
+    now = timezone.now()
+    changes = {
+        "lease_owner": "",
+        "lease_expires_at": None,
+        "error_code": code,
+        "error_message": message,
+        "crashes": 0,  # the worker lived to record this: the crash streak ends
+    }
     if permanent:
-        run.status, run.finished_at, run.due_at = RunStatus.FAILED, now, None
-        reason = f"{run.stage} failed: {failure.detail}"
+        move, reason = "fail", f"{run.stage} failed: {failure.detail}"
     elif retries_left(
         attempt=run.stage_attempts,
         in_stage_seconds=(now - run.stage_entered_at).total_seconds(),
     ):
         delay = backoff_seconds(attempt=run.stage_attempts)
-        run.due_at = now + timedelta(seconds=delay)
+        move, changes["due_at"] = "retry_later", now + timedelta(seconds=delay)
         reason = (
             f"{run.stage} attempt {run.stage_attempts} failed ({failure.detail}); "
             f"retry in {delay:.1f}s"
         )
     else:
-        run.status, run.finished_at, run.due_at = RunStatus.DEAD_LETTER, now, None
-        run.error_message = (
+        move = "dead_letter"
+        changes["error_message"] = (
             f"The {run.stage} step failed {run.stage_attempts} times in a row, over "
             f"{(now - run.stage_entered_at).total_seconds():.0f} seconds; "
             "an operator can look into it and retry."
         )
         reason = f"{run.stage} failed {run.stage_attempts} times; last error: {failure.detail}"
-    fields = ["lease_owner", "lease_expires_at", "error_code", "error_message", "status", "crashes"]
-    run_save(
-        run,
-        [*fields, "finished_at", "due_at"],
-        from_status=from_status,
-        actor=claim.actor,
-        reason=reason,
+    return run_move(
+        run=run, move=move, actor=claim.actor, reason=reason, changes=changes, deliver=False
     )
-    if run.status in (RunStatus.FAILED, RunStatus.DEAD_LETTER):
-        quota_release(reservation=run.reservation)
-    # A retry is delivered by the stage job's on_success callback (or the sweeper).
-    return run
 
 
 @transaction.atomic
 def run_release(*, claim: Claim, reason: str) -> bool:
-    """Give a claimed stage back at once (a worker stopping); it is due again now."""
+    """Give a claimed stage back at once (a worker stopping); it is due again now. The
+    stage job then raises, and its `on_failure` callback delivers it elsewhere."""
     run, now = claim.run, timezone.now()
     if not ImportRun.objects.filter(id=run.id, lease_owner=claim.owner).update(
         lease_owner="", lease_expires_at=None, due_at=now, updated_at=now
@@ -301,5 +282,4 @@ def run_release(*, claim: Claim, reason: str) -> bool:
         return False
     run.lease_owner, run.lease_expires_at, run.due_at = "", None, now
     attempt_finish(claim.attempt, Outcome.ABANDONED, code="worker_stopped", message=reason)
-    dispatch_on_commit(run)
     return True

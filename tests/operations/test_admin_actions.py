@@ -32,7 +32,7 @@ from pipeline.services.workers import (
     run_record_failure,
     run_set_progress,
 )
-from pipeline.stage_list import first_stage, next_stage
+from pipeline.stage_list import first_stage
 from tests.support.admin import RUNS, act, make_runs, operator_client
 from tests.support.files import make_pdf
 from tests.support.lanes import waiting_count, waiting_job_ids
@@ -198,7 +198,7 @@ def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, o
     with pytest.raises(LeaseLost):
         run_set_progress(claim=claim, done=1, total=2)
     with pytest.raises(LeaseLost), transaction.atomic():
-        run_complete_stage(claim=claim, following=next_stage(FIRST, source=run.source))
+        run_complete_stage(claim=claim)
     failure = Failure(detail="boom")
     assert (
         run_record_failure(
@@ -234,7 +234,7 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
             # As the engine completes a stage: the run first (its row lock), then the
             # stage's own rows, in one transaction.
             with transaction.atomic():
-                run_complete_stage(claim=claim, following=next_stage(stage, source=run.source))
+                run_complete_stage(claim=claim)
                 holding.set()
                 time.sleep(0.5)  # the operator's dead-letter waits on the row lock
                 if stage == "settle":

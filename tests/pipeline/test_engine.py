@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from documents.models import UsageEntry
 from pipeline import engine
-from pipeline.dispatch import stage_job_id
+from pipeline.dispatch import on_stage_job_success, stage_job_id
 from pipeline.engine import execute_stage
 from pipeline.errors import LeaseLost
 from pipeline.models import ImportRun, RunSource, RunTransition, StageAttempt
@@ -146,22 +146,24 @@ def test_completing_a_stage_no_longer_held_changes_nothing(api):
     transitions = RunTransition.objects.filter(run=run).count()
 
     with pytest.raises(LeaseLost):
-        run_complete_stage(claim=claim, following=SECOND)
+        run_complete_stage(claim=claim)
 
     assert ImportRun.objects.get(id=run.id).stage == FIRST
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"
     assert RunTransition.objects.filter(run=run).count() == transitions
 
 
-def test_the_engine_enqueues_the_next_stage_once_it_has_committed(api, redis_conn):
+def test_the_engine_hands_the_next_stage_to_its_callback_once_it_has_committed(api, redis_conn):
     run = accepted_run(api, make_pdf(1))
 
     result = execute_stage(str(run.id), "extract")
 
     assert result["next"]["stage"] == "embed"
+    assert waiting_job_ids("embed") == []  # the job's on_success callback enqueues it
+    on_stage_job_success(None, redis_conn, result)
     assert waiting_job_ids("embed") == [stage_job_id(run_id=run.id, stage="embed", attempt=0)]
     job = lane_of(waiting_job_ids("embed")[0]).fetch_job(waiting_job_ids("embed")[0])
-    assert job.args == (str(run.id), "embed") and job.success_callback is None
+    assert job.args == (str(run.id), "embed") and job.success_callback is on_stage_job_success
 
 
 def progress_writes(statements: list[str]) -> int:
@@ -218,7 +220,7 @@ def test_other_databases_complete_nothing_without_the_hold(api, monkeypatch):
     ImportRun.objects.filter(id=run.id).update(lease_owner=f"job-9@host.9.{FIRST}")
 
     with pytest.raises(LeaseLost):
-        run_complete_stage(claim=claim, following=SECOND)
+        run_complete_stage(claim=claim)
 
     assert ImportRun.objects.get(id=run.id).stage == FIRST
     assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"

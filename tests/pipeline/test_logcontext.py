@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from pipeline.dispatch import stage_enqueue
 from pipeline.engine import execute_stage
 from pipeline.logcontext import WORKER_FORMAT, RunContextFilter
 from pipeline.models import ImportRun
@@ -68,8 +69,11 @@ def test_lines_written_during_a_stage_carry_its_run_stage_and_attempt(api, setti
 @pytest.mark.slow
 def test_a_stage_worker_prints_the_run_stage_and_attempt(api):
     run = accepted_run(api, make_pdf(1))
-    assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
-    # extract enqueued embed once it had committed, for the worker below.
+    result = execute_stage(str(run.id), "extract")
+    assert result["outcome"] == "succeeded"
+    # What extract's job callback does once the job has returned: embed is queued for
+    # the worker below.
+    stage_enqueue(**result["next"])
     assert waiting_count("embed") == 1
     env = process_env(
         PAPERLANE_EMBEDDER="tests.support.embedders.AlwaysBusyEmbedder",
