@@ -48,28 +48,33 @@ def connection_create_local(
     return connection
 
 
-def connection_create(
+@transaction.atomic
+def connection_connect_onedrive(
     *,
     organisation: Organisation,
-    provider: str,
+    drive_id: str,
     folder_id: str,
     folder_path: str,
-    credentials: dict | None = None,
+    credentials: dict,
     created_by: AbstractBaseUser | None = None,
 ) -> Connection:
-    """Connect a provider's folder (e.g. after OneDrive's consent): credentials are stored
-    encrypted; the first sync starts at once."""
-    if provider not in Connection.Provider.values:
-        raise InvalidUpload(f"Unknown provider {provider!r}.", code="unknown_provider")
-    return Connection.objects.create(
+    """The organisation's connection to this OneDrive folder with these credentials,
+    active and due to sync now. Connecting the same folder again reconnects it (new
+    tokens, same cursor and imports), which is how `needs reconnect` is cleared."""
+    connection, _ = Connection.objects.select_for_update().get_or_create(
         organisation=organisation,
-        provider=provider,
+        provider=Connection.Provider.ONEDRIVE,
         folder_id=folder_id,
-        folder_path=folder_path,
-        credentials_encrypted=credentials_encrypt(credentials or {}),
-        created_by=created_by,
-        next_sync_at=timezone.now(),
+        defaults={"folder_path": folder_path, "created_by": created_by},
     )
+    connection.folder_path = folder_path
+    connection.credentials_encrypted = credentials_encrypt(credentials)
+    connection.provider_state = {**(connection.provider_state or {}), "drive_id": drive_id}
+    connection_make_active(
+        connection=connection,
+        also_save=("folder_path", "credentials_encrypted", "provider_state"),
+    )
+    return connection
 
 
 def connection_credentials(*, connection: Connection) -> dict:
@@ -142,15 +147,6 @@ def connection_request_sync(*, connection_id: int, by_person: bool = False) -> b
             default=F("next_sync_at"),
         )
     return Connection.objects.filter(id=connection_id).update(**fields) == 1
-
-
-@transaction.atomic
-def connection_reconnected(*, connection: Connection, credentials: dict) -> Connection:
-    """New credentials from a person connecting again: active, syncing now."""
-    connection = _locked(connection)
-    connection.credentials_encrypted = credentials_encrypt(credentials)
-    connection_make_active(connection=connection, also_save=("credentials_encrypted",))
-    return connection
 
 
 # The syncs of a connection its pages show (the newest), kept whatever their age.

@@ -213,7 +213,7 @@ def _forget_shared_fork_server() -> bool:
 
 
 def close_kept_child() -> None:
-    """End this thread's kept child, if it has one (a worker stopping, a test)."""
+    """End this thread's kept child, if it has one (its worker stopping)."""
     child = getattr(_kept, "child", None)
     _kept.child = None
     if child is not None and child.owner == os.getpid():

@@ -50,7 +50,7 @@ return tostring(pause)
 
 
 @dataclass
-class Breaker:
+class ProviderBreaker:
     name: str
     # This process has seen the breaker not closed: its next success closes it (a
     # success when it was closed costs no command).
@@ -111,6 +111,6 @@ class Breaker:
 
 
 @cache
-def breaker(name: str) -> Breaker:
+def breaker(name: str) -> ProviderBreaker:
     """This process's handle on the named breaker (its state is in Redis)."""
-    return Breaker(name)
+    return ProviderBreaker(name)

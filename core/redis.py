@@ -61,7 +61,7 @@ def request_connection() -> Redis:
     return _request_connection(settings.REDIS_URL, timeout)
 
 
-class Breaker:
+class RequestBreaker:
     """Open for PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS after a failure: callers skip Redis."""
 
     def __init__(self) -> None:
@@ -80,9 +80,9 @@ class Breaker:
 
 
 @cache
-def _breaker(url: str) -> Breaker:
-    return Breaker()
+def _breaker(url: str) -> RequestBreaker:
+    return RequestBreaker()
 
 
-def request_breaker() -> Breaker:
+def request_breaker() -> RequestBreaker:
     return _breaker(settings.REDIS_URL)

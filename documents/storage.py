@@ -104,10 +104,6 @@ def storage_delete(*, key: str) -> None:
     default_storage.delete(key)
 
 
-def storage_exists(*, key: str) -> bool:
-    return default_storage.exists(key)
-
-
 def storage_open(*, key: str) -> BinaryIO:
     return default_storage.open(key, "rb")
 

@@ -34,8 +34,7 @@ from connectors.onedrive_graph import (
     pkce_pair,
     tokens_from_code,
 )
-from connectors.onedrive_tokens import connection_connect_onedrive
-from connectors.services import connection_request_sync
+from connectors.services import connection_connect_onedrive, connection_request_sync
 from documents.selectors import organisations_for_user
 from web.organisation_views import current_organisation
 

@@ -79,17 +79,6 @@ def quota_take(*, reservation: QuotaReservation) -> None:
         raise _refuse(organisation_id=reservation.organisation_id, pages=reservation.pages)
 
 
-def quota_reserve(*, organisation_id: int, pages: int, estimated: bool) -> QuotaReservation:
-    """Hold `pages`, or raise QuotaExceeded. Call inside the transaction that records
-    the work the pages are for, so a refusal leaves nothing behind."""
-    reservation = QuotaReservation(
-        organisation_id=organisation_id, pages=pages, estimated=estimated
-    )
-    quota_take(reservation=reservation)
-    reservation.save(force_insert=True)
-    return reservation
-
-
 def quota_hold_later(*, organisation_id: int) -> QuotaReservation:
     """An empty hold for work whose size is not known yet (a connector import before its
     bytes are fetched and counted); `quota_resize` sets its pages once they are."""

@@ -8,11 +8,11 @@ from django.utils import timezone
 
 from documents.models import Chunk, Document, DocumentText, QuotaReservation, UsageEntry
 from documents.services.orphans import stored_orphans_remove
-from documents.storage import storage_exists
 from pipeline.engine import execute_stage
 from pipeline.models import ImportRun, RunTransition, StageAttempt
 from tests.support.files import make_pdf
 from tests.support.runs import drive
+from tests.support.storage import storage_exists
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,11 +7,10 @@ from django.db import connection as db
 from connectors.models import Connection
 from connectors.secrets import CredentialsUnreadable
 from connectors.services import (
-    connection_create,
+    connection_connect_onedrive,
     connection_create_local,
     connection_credentials,
     connection_pause,
-    connection_reconnected,
     connection_resume,
     connection_set_credentials,
 )
@@ -31,13 +30,13 @@ def stored_column(connection: Connection) -> str:
         return cursor.fetchone()[0]
 
 
-def onedrive(org) -> Connection:
-    return connection_create(
+def onedrive(org, credentials=SECRET) -> Connection:
+    return connection_connect_onedrive(
         organisation=org,
-        provider="onedrive",
+        drive_id="b!drive",
         folder_id="01ABCDEF",
         folder_path="/Documents/Contracts",
-        credentials=SECRET,
+        credentials=credentials,
     )
 
 
@@ -77,7 +76,7 @@ def test_a_connection_that_needs_reconnecting_resumes_only_by_reconnecting(org):
 
     with pytest.raises(Conflict):
         connection_resume(connection=connection)
-    back = connection_reconnected(connection=connection, credentials={"refresh_token": "again"})
+    back = onedrive(org, credentials={"refresh_token": "again"})  # signing in again
 
     assert back.status == "active" and connection_credentials(connection=back) == {
         "refresh_token": "again"

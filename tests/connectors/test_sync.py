@@ -24,7 +24,7 @@ from connectors.sync import (
 from documents.models import Chunk, Document
 from documents.services.orphans import stored_orphans_remove
 from documents.services.removal import document_mark_deleted
-from documents.storage import document_write_key, storage_exists, storage_open, storage_put
+from documents.storage import document_write_key, storage_open, storage_put
 from pipeline.engine import execute_stage
 from pipeline.models import ImportRun
 from pipeline.services.deletion import document_delete
@@ -33,6 +33,7 @@ from tests.support.files import make_pdf
 from tests.support.folders import sync
 from tests.support.providers import ScriptedProvider, page
 from tests.support.runs import drive
+from tests.support.storage import storage_exists
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,11 +11,12 @@ from django.db import IntegrityError, connection, transaction
 from core.errors import QuotaExceeded
 from documents.models import Organisation, QuotaReservation, UsageEntry
 from documents.services.organisations import organisation_create
-from documents.services.quota import quota_release, quota_reserve, quota_settle
+from documents.services.quota import quota_release, quota_settle
 from documents.services.tokens import api_token_create
 from pipeline.models import ImportRun
 from tests.support.files import make_pdf
 from tests.support.processes import web_server
+from tests.support.runs import held_reservation
 from tests.support.uploads import accepted_run
 
 
@@ -160,7 +161,7 @@ def test_quota_endpoint_reports_the_organisations_numbers(api, org, other_api):
 def test_two_settles_of_one_version_at_once_charge_it_once(api, org):
     assert connection.vendor == "postgresql"
     run = _accepted_run(api, 3)
-    other = quota_reserve(organisation_id=org.id, pages=3, estimated=False)
+    other = held_reservation(organisation_id=org.id, pages=3)
     first_inserted = threading.Event()
     outcomes = {}
 

@@ -5,11 +5,11 @@ from botocore.config import Config
 from django.core.files.storage import default_storage, storages
 
 from documents.models import Document
-from documents.storage import storage_exists, storage_open, stored_keys
+from documents.storage import storage_open, stored_keys
 from pipeline.models import ImportRun
 from tests.support.files import HTML_AS_PDF, make_pdf
 from tests.support.silent import silent_server
-from tests.support.storage import KEYS, store_keys
+from tests.support.storage import KEYS, storage_exists, store_keys
 from tests.support.uploads import upload
 
 

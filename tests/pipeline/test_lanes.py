@@ -213,7 +213,7 @@ def test_a_job_in_a_queue_no_worker_reads_is_stranded_and_redelivered_to_a_lane(
     settings.PAPERLANE_LANES = 8
     run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
     job_id = delivery_job_of(run)
-    # Queued before lanes existed (a queue named after the stage), or in a lane a
+    # In a queue named after the stage alone, which no worker reads, as in a lane a
     # lowered PAPERLANE_LANES no longer has.
     get_queue(run.stage).enqueue(
         "pipeline.engine.execute_stage", str(run.id), run.stage, job_id=job_id

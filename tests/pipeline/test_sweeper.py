@@ -19,7 +19,7 @@ from connectors.models import ConnectionSync
 from connectors.services import SYNCS_ALWAYS_KEPT, connection_create_local
 from core.redis import redis_connection
 from documents.models import Document, QuotaReservation
-from documents.storage import document_storage_key, storage_delete, storage_exists, storage_put
+from documents.storage import document_storage_key, storage_delete, storage_put
 from pipeline.dispatch import stage_job_id
 from pipeline.models import ImportRun, RunSource, StageAttempt
 from pipeline.queues import get_queue, queue_for
@@ -38,6 +38,7 @@ from tests.support.lanes import lane_of, scheduled_job_ids, waiting_job_ids
 from tests.support.pipeline import wait_for
 from tests.support.processes import ROOT, free_port, process_env, stop_group
 from tests.support.runs import drive
+from tests.support.storage import storage_exists
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)

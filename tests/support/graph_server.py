@@ -816,7 +816,7 @@ def graph_fixture():
 def connected(graph: GraphServer, organisation, folder: str = "/Contracts", **token_args):
     """An organisation's OneDrive connection to `folder`, as if a person had just connected."""
     from connectors.onedrive_graph import Tokens
-    from connectors.onedrive_tokens import connection_connect_onedrive
+    from connectors.services import connection_connect_onedrive
 
     answer = graph.issue_tokens(**token_args)
     tokens = Tokens(

@@ -5,11 +5,12 @@ import io
 import time
 import uuid
 
+from django.db import transaction
 from django.utils import timezone
 
-from documents.models import Document, Organisation
+from documents.models import Document, Organisation, QuotaReservation
 from documents.services.content import document_chunks_upsert
-from documents.services.quota import quota_reserve
+from documents.services.quota import quota_take
 from documents.storage import document_storage_key, storage_delete, storage_put
 from pipeline.engine import execute_stage
 from pipeline.models import TERMINAL_STATUSES, ImportRun, RunSource
@@ -36,6 +37,16 @@ def stored_bytes_replace(document: Document, data: bytes) -> None:
     storage_put(key=document.storage_key, content=io.BytesIO(data))
 
 
+@transaction.atomic
+def held_reservation(*, organisation_id: int, pages: int) -> QuotaReservation:
+    """`pages` held for work of the organisation's, as accept holds them (QuotaExceeded
+    if they do not fit)."""
+    reservation = QuotaReservation(organisation_id=organisation_id, pages=pages, estimated=False)
+    quota_take(reservation=reservation)
+    reservation.save(force_insert=True)
+    return reservation
+
+
 def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: int) -> ImportRun:
     """A queued run for bytes that skipped upload validation (as a file changed in
     storage after it was accepted would be); lets tests feed the stages input the
@@ -57,7 +68,7 @@ def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: 
     return ImportRun.objects.create(
         organisation=organisation,
         document=document,
-        reservation=quota_reserve(organisation_id=organisation.id, pages=pages, estimated=False),
+        reservation=held_reservation(organisation_id=organisation.id, pages=pages),
         source=RunSource.API,
         stage=first_stage(RunSource.API),
         due_at=timezone.now(),

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.module_loading import import_string
 
+from core.isolation import close_kept_child
 from core.redis import redis_connection
 from pipeline.hosts import host_name, process_name
 from pipeline.lanes import lane_worker_class
@@ -61,4 +62,8 @@ class Command(BaseCommand):
             prefers=prefers,
         )
         worker.hostname = host_name()  # RQ's own field, shown by django-rq's pages
-        worker.work(burst=burst, logging_level=settings.LOGGING["root"]["level"])
+        try:
+            worker.work(burst=burst, logging_level=settings.LOGGING["root"]["level"])
+        finally:
+            # The extraction's kept child (core/isolation.py) ends with its worker.
+            close_kept_child()
