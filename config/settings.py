@@ -1,4 +1,8 @@
-"""Paperlane settings. Every value can be set from the environment or a `.env` file."""
+"""Paperlane settings. Every value can be set from the environment or a `.env` file.
+
+Grouped by the part of Paperlane each tunes, in the order docs/configuration.md lists
+them (every setting there, by its full name, with its default and meaning).
+"""
 
 import socket
 from pathlib import Path
@@ -11,6 +15,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+# ======================================================================================
+# Django: the site, its security, its apps
+# ======================================================================================
 
 DEBUG = env.bool("DEBUG", default=False)
 # Only a development run (DEBUG on) may do without a secret key of its own.
@@ -81,18 +90,6 @@ TEMPLATES = [
     },
 ]
 
-# SQLite is the zero-config demo default; production and the tests use PostgreSQL.
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web and workers share the file: wait for locks instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
-    )
-
-DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -113,14 +110,44 @@ STATIC_ROOT = env("STATIC_ROOT", default=None)
 # needed to run; production deployments may still collect them.
 WHITENOISE_USE_FINDERS = True
 
-MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "media")
-MEDIA_URL = "media/"
-
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "web:document_list"
 LOGOUT_REDIRECT_URL = "login"
 
-# Storage: local files by default, S3 when a bucket is named.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+
+# ======================================================================================
+# Database
+# ======================================================================================
+
+# SQLite is the zero-config demo default; production and the tests use PostgreSQL.
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web and workers share the file: wait for locks instead of failing at once.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+
+# ======================================================================================
+# Storage: local files, or S3 when a bucket is named
+# ======================================================================================
+
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "media")
+MEDIA_URL = "media/"
+
 AWS_STORAGE_BUCKET_NAME = env("AWS_STORAGE_BUCKET_NAME", default="")
 if AWS_STORAGE_BUCKET_NAME:
     AWS_S3_ENDPOINT_URL = env("AWS_S3_ENDPOINT_URL", default=None)
@@ -143,6 +170,11 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 
+
+# ======================================================================================
+# Redis (RQ's queues, the breakers, the counters)
+# ======================================================================================
+
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
 # Where a person waits (enqueue after accept, upload counters), Redis gets this long,
 # and after a failure is not asked from requests for the pause (the sweeper delivers).
@@ -154,7 +186,11 @@ PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS = env.float(
 )
 # django-rq's RQ_QUEUES is derived from the stage list (pipeline/stage_list.py) at start-up.
 
-# --- Accept path -----------------------------------------------------------
+
+# ======================================================================================
+# Uploads: what the accept path takes, direct uploads, downloads
+# ======================================================================================
+
 PAPERLANE_MAX_UPLOAD_BYTES = env.int("PAPERLANE_MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 PAPERLANE_MAX_PAGES_PER_DOCUMENT = env.int("PAPERLANE_MAX_PAGES_PER_DOCUMENT", default=5000)
 PAPERLANE_MAX_FILENAME_LENGTH = env.int("PAPERLANE_MAX_FILENAME_LENGTH", default=200)
@@ -193,12 +229,12 @@ PAPERLANE_UPLOAD_READ_SECONDS = env.float("PAPERLANE_UPLOAD_READ_SECONDS", defau
 PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION = env.int(
     "PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION", default=1000
 )
-# API tokens: only write last_used_at when it is older than this.
-PAPERLANE_TOKEN_TOUCH_SECONDS = env.int("PAPERLANE_TOKEN_TOUCH_SECONDS", default=60)
-# Active (unrevoked) API tokens an organisation may hold at once; 0 turns the check off.
-PAPERLANE_MAX_ACTIVE_TOKENS = env.int("PAPERLANE_MAX_ACTIVE_TOKENS", default=50)
 
-# --- Admission (uploads refused with 429 and Retry-After when full; 0 turns a check off) --
+
+# ======================================================================================
+# Admission: uploads refused with 429 and Retry-After when full (0 turns a check off)
+# ======================================================================================
+
 # Interactive runs (uploads from people and the API) not yet ended, at most; and at
 # most this many of them for one organisation, so one backfill cannot fill the system.
 PAPERLANE_ADMISSION_BACKLOG_BOUND = env.int("PAPERLANE_ADMISSION_BACKLOG_BOUND", default=2000)
@@ -215,16 +251,11 @@ PAPERLANE_ADMISSION_RETRY_AFTER_MAX_SECONDS = env.int(
     "PAPERLANE_ADMISSION_RETRY_AFTER_MAX_SECONDS", default=900
 )
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
 
-# --- Pipeline --------------------------------------------------------------
+# ======================================================================================
+# Pipeline: stages, workers, lanes, retries, leases
+# ======================================================================================
+
 # Per-stage overrides, e.g. PAPERLANE_STAGE_TIMEOUTS=extract=600,embed=900
 PAPERLANE_STAGE_TIMEOUTS = {
     k: int(v) for k, v in env.dict("PAPERLANE_STAGE_TIMEOUTS", default={}).items()
@@ -264,6 +295,24 @@ PAPERLANE_REDELIVER_AFTER_SECONDS = env.int("PAPERLANE_REDELIVER_AFTER_SECONDS",
 # A job marked queued for this long that sits in no lane (its worker died between taking
 # it and starting it) is delivered again.
 PAPERLANE_STRANDED_AFTER_SECONDS = env.int("PAPERLANE_STRANDED_AFTER_SECONDS", default=10)
+# The name this host's workers go by in RQ, attempts and the admin (`run_workers --host`
+# overrides it for its children): two supervisors on one machine need two names.
+PAPERLANE_HOST_NAME = env("PAPERLANE_HOST_NAME", default=socket.gethostname())
+# Seconds a stopping worker may take to finish its current stage before it is
+# told to give the stage back.
+PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", default=30)
+
+# pipeline.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
+# (no fork per job); pipeline.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
+# job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane
+# order mixed in (pipeline.lanes.LaneOrder).
+PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="pipeline.lanes.LaneWorker")
+
+
+# ======================================================================================
+# Sweeper housekeeping: stored orphans, old syncs
+# ======================================================================================
+
 # Stored files no document points to (an accept killed before its commit) are
 # deleted once older than the grace, by a sweeper pass run every interval.
 PAPERLANE_ORPHAN_GRACE_SECONDS = env.int("PAPERLANE_ORPHAN_GRACE_SECONDS", default=3600)
@@ -278,24 +327,12 @@ PAPERLANE_ORPHAN_KEYS_PER_PASS = env.int("PAPERLANE_ORPHAN_KEYS_PER_PASS", defau
 # keeps its newest 20 whatever their age): a folder synced every few seconds records
 # thousands a day.
 PAPERLANE_SYNC_HISTORY_DAYS = env.int("PAPERLANE_SYNC_HISTORY_DAYS", default=30)
-# The name this host's workers go by in RQ, attempts and the admin (`run_workers --host`
-# overrides it for its children): two supervisors on one machine need two names.
-PAPERLANE_HOST_NAME = env("PAPERLANE_HOST_NAME", default=socket.gethostname())
-# Seconds a stopping worker may take to finish its current stage before it is
-# told to give the stage back.
-PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", default=30)
 
-# --- Operators ---------------------------------------------------------------
-# A queued or processing run with no progress for this long is "stuck" (admin, dashboard).
-PAPERLANE_STUCK_AFTER_SECONDS = env.int("PAPERLANE_STUCK_AFTER_SECONDS", default=900)
-# The dashboard asks for attention above these: the age of a stage's oldest waiting
-# job, and the share of a stage's attempts that failed in the last 15 minutes.
-PAPERLANE_ATTENTION_LAG_SECONDS = env.int("PAPERLANE_ATTENTION_LAG_SECONDS", default=120)
-PAPERLANE_ATTENTION_FAILURE_RATE = env.float("PAPERLANE_ATTENTION_FAILURE_RATE", default=0.2)
-# /metrics answers staff, or a request with "Authorization: Bearer <this>" (empty: staff only).
-PAPERLANE_METRICS_TOKEN = env("PAPERLANE_METRICS_TOKEN", default="")
 
-# --- Extraction limits -----------------------------------------------------
+# ======================================================================================
+# Extraction limits
+# ======================================================================================
+
 # Text is extracted in a child process with this much memory (address space) and CPU.
 PAPERLANE_EXTRACT_MEMORY_MB = env.int("PAPERLANE_EXTRACT_MEMORY_MB", default=1536)
 PAPERLANE_EXTRACT_CPU_SECONDS = env.int("PAPERLANE_EXTRACT_CPU_SECONDS", default=240)
@@ -308,7 +345,11 @@ PAPERLANE_MAX_CHARS_PER_PAGE = env.int("PAPERLANE_MAX_CHARS_PER_PAGE", default=2
 PAPERLANE_MAX_CHARS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHARS_PER_DOCUMENT", default=20_000_000)
 PAPERLANE_MAX_CHUNKS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHUNKS_PER_DOCUMENT", default=25_000)
 
-# --- Text and embeddings ---------------------------------------------------
+
+# ======================================================================================
+# Chunks, embeddings and search
+# ======================================================================================
+
 PAPERLANE_CHUNK_CHARS = env.int("PAPERLANE_CHUNK_CHARS", default=1200)
 PAPERLANE_CHUNK_OVERLAP_CHARS = env.int("PAPERLANE_CHUNK_OVERLAP_CHARS", default=200)
 PAPERLANE_EMBEDDER = env("PAPERLANE_EMBEDDER", default="retrieval.embedding.HashingEmbedder")
@@ -333,13 +374,36 @@ PAPERLANE_PROVIDER_PAUSE_SECONDS = env.float("PAPERLANE_PROVIDER_PAUSE_SECONDS",
 PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS = env.float(
     "PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS", default=5.0
 )
-# pipeline.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
-# (no fork per job); pipeline.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
-# job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane
-# order mixed in (pipeline.lanes.LaneOrder).
-PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="pipeline.lanes.LaneWorker")
 
-# --- Connected folders -----------------------------------------------------
+
+# ======================================================================================
+# Operators: the admin, the dashboard, /metrics
+# ======================================================================================
+
+# A queued or processing run with no progress for this long is "stuck" (admin, dashboard).
+PAPERLANE_STUCK_AFTER_SECONDS = env.int("PAPERLANE_STUCK_AFTER_SECONDS", default=900)
+# The dashboard asks for attention above these: the age of a stage's oldest waiting
+# job, and the share of a stage's attempts that failed in the last 15 minutes.
+PAPERLANE_ATTENTION_LAG_SECONDS = env.int("PAPERLANE_ATTENTION_LAG_SECONDS", default=120)
+PAPERLANE_ATTENTION_FAILURE_RATE = env.float("PAPERLANE_ATTENTION_FAILURE_RATE", default=0.2)
+# /metrics answers staff, or a request with "Authorization: Bearer <this>" (empty: staff only).
+PAPERLANE_METRICS_TOKEN = env("PAPERLANE_METRICS_TOKEN", default="")
+
+
+# ======================================================================================
+# API tokens
+# ======================================================================================
+
+# API tokens: only write last_used_at when it is older than this.
+PAPERLANE_TOKEN_TOUCH_SECONDS = env.int("PAPERLANE_TOKEN_TOUCH_SECONDS", default=60)
+# Active (unrevoked) API tokens an organisation may hold at once; 0 turns the check off.
+PAPERLANE_MAX_ACTIVE_TOKENS = env.int("PAPERLANE_MAX_ACTIVE_TOKENS", default=50)
+
+
+# ======================================================================================
+# Connected folders
+# ======================================================================================
+
 # The Fernet key (urlsafe base64 of 32 bytes) that encrypts connections' credentials at
 # rest. Unset, it is derived from SECRET_KEY (connectors/secrets.py): changing SECRET_KEY
 # then makes stored credentials unreadable and every OneDrive connection must reconnect.
@@ -379,7 +443,11 @@ PAPERLANE_CONNECTOR_PROVIDERS = {
     "onedrive": "connectors.onedrive.OneDriveProvider",
 }
 
-# --- OneDrive (Microsoft Graph) ----------------------------------------------
+
+# ======================================================================================
+# OneDrive (Microsoft Graph)
+# ======================================================================================
+
 # The app registration (README, "Connecting OneDrive"). Empty client id: OneDrive is off.
 PAPERLANE_ONEDRIVE_CLIENT_ID = env("PAPERLANE_ONEDRIVE_CLIENT_ID", default="")
 PAPERLANE_ONEDRIVE_CLIENT_SECRET = env("PAPERLANE_ONEDRIVE_CLIENT_SECRET", default="")
