@@ -1,10 +1,11 @@
-"""The pipeline, and everything that joins documents with their runs.
+"""The pipeline: what happens to an accepted document until it is charged.
 
-Import runs, their stage attempts and transitions (`models.py`); the stage
-list (`pipeline.py`) and stage bodies (`stages/`); the engine that claims and
-runs a stage (`engine.py`), delivery through RQ (`dispatch.py`, `queues.py`),
-leases, retries, the sweeper and the `run_workers` supervisor; run services
-(`services/`: accept, workers, sweeper, people); the upload pages and the
-documents and runs API; the operator's admin. Uses `documents`, which never
-imports this app.
+Runs, their stage attempts and history (`models.py`); the stage list
+(`stage_list.py`) and stage bodies (`stages/`); the engine that claims and runs a
+stage (`engine.py`); delivery through RQ and its callbacks (`dispatch.py`,
+`queues.py`, `lanes.py`); leases, retries, the sweeper and the `run_workers`
+supervisor; the run services (`services/`: accept, admission, the one transition
+action, workers, people, deletion, direct uploads). Where a run's file comes from,
+other than an upload, is a source another app registers (`sources.py`). Imports
+`retrieval`, `documents` and `core`, never the apps above it.
 """

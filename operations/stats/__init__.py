@@ -7,10 +7,10 @@ and `/metrics` (`operations/metrics.py`), so both show the same numbers:
   stuck runs and the pages each organisation holds; `rq_state` reads Redis for it;
 - `totals`: counters that only go up (attempts by outcome and error, retries,
   a duration histogram), kept cheap by a rollup in Redis;
-- `history`: the last hour minute by minute (throughput, sampled lag);
-- `uploads`: accepts and refusals at the API and the upload page;
+- `history`: the last hour minute by minute (throughput; each stage's lag is
+  sampled by pipeline/lag.py);
 - `attention`: what an operator should look at, in words.
 
-Every number is an aggregate in SQL or a pipelined Redis read; nothing loads
-runs one by one.
+Uploads accepted and refused are counted by core/upload_counts.py. Every number is
+an aggregate in SQL or a pipelined Redis read; nothing loads runs one by one.
 """

@@ -1,5 +1,5 @@
-"""What the stats modules share: which attempt outcomes count as what, durations, Redis."""
-
+"""What the stats modules share: which attempt outcomes count as what, durations, and how
+a duration is written for people."""
 
 from django.db.models import Aggregate, DurationField, ExpressionWrapper, F, FloatField
 

@@ -25,8 +25,6 @@ class Minute:
     failed: int
 
 
-
-
 def throughput_by_minute(*, now: datetime | None = None) -> list[Minute]:
     """Stage attempts that succeeded or failed in each of the last MINUTES minutes,
     oldest first, the current (partial) minute last; minutes with none are zeros."""

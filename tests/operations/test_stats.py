@@ -1,4 +1,4 @@
-"""The operators' selectors (jobs/stats) against a known set of runs, attempts and real
+"""The operators' selectors (operations/stats) against a known set of runs, attempts and real
 RQ queues in the test Redis database."""
 
 import uuid
