@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench bench-pipeline bench-burst install clean
+.PHONY: demo test test-fast lint bench bench-pipeline bench-burst install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ demo: install
 
 test: install
 	./scripts/test.sh
+
+# Everything but the tests marked slow (worker processes, servers, the browser).
+test-fast: install
+	./scripts/test.sh -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check .

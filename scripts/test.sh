@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, on PostgreSQL and a Redis database of its own (db 15).
+# The checks and the tests, on PostgreSQL and a Redis database of its own (db 15); pytest's
+# arguments pass through (`make test-fast` adds -m "not slow").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
@@ -15,6 +16,8 @@ ensure_redis 127.0.0.1 6379
     exit 1
 }
 .venv/bin/ruff check .
-# Imports run one way: config -> jobs -> documents -> core (pyproject.toml).
+# The apps' layers and the siblings' independence (pyproject.toml), then no import
+# cycle between any two modules, imports inside functions included.
 .venv/bin/lint-imports --no-cache
+"$PY" scripts/import_cycles.py
 exec "$PY" -m pytest "$@"

@@ -1,0 +1,140 @@
+"""A PostgreSQL database made before the re-layout (the pipeline's app was `jobs`, the
+connected-folder models lived in `documents`) migrates to today's apps with nothing
+lost: its rows, each connector run's link to its file, the content types and so the
+Operators group's permissions. The database is tests/fixtures/layout/jobs_era.sql,
+made by that commit's code (make_jobs_era.py beside it says how)."""
+
+import os
+import subprocess
+import sys
+
+import psycopg
+import pytest
+from django.db import connection
+
+from tests.support.processes import ROOT
+
+pytestmark = pytest.mark.slow
+
+DUMP = ROOT / "tests" / "fixtures" / "layout" / "jobs_era.sql"
+TABLES = [
+    "documents_organisation",
+    "documents_membership",
+    "documents_apitoken",
+    "documents_document",
+    "documents_documenttext",
+    "documents_chunk",
+    "documents_quotareservation",
+    "documents_usageentry",
+    "documents_connection",
+    "documents_connectorimport",
+    "documents_connectionsync",
+    "jobs_importrun",
+    "jobs_stageattempt",
+    "jobs_runtransition",
+    "auth_user",
+    "auth_group_permissions",
+    "django_admin_log",
+]
+
+
+CONTENT_TYPES = "SELECT app_label || '.' || model, id FROM django_content_type"
+OPERATORS_PERMISSIONS = (
+    "SELECT p.id FROM auth_group_permissions gp JOIN auth_permission p"
+    " ON p.id = gp.permission_id JOIN auth_group g ON g.id = gp.group_id"
+    " WHERE g.name = 'Operators' ORDER BY p.id"
+)
+
+
+def _url(name: str) -> str:
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{name}"
+
+
+@pytest.fixture
+def old_database():
+    name = f"{connection.settings_dict['NAME']}_jobs_era"
+    with psycopg.connect(_url("postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    loaded = subprocess.run(
+        ["psql", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(DUMP), _url(name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    yield name
+    with psycopg.connect(_url("postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _rows(name: str, sql: str) -> list[tuple]:
+    with psycopg.connect(_url(name)) as db:
+        return db.execute(sql).fetchall()
+
+
+def _counts(name: str) -> dict[str, int]:
+    return {table: _rows(name, f"SELECT count(*) FROM {table}")[0][0] for table in TABLES}
+
+
+def _manage(name: str, *args: str, code: str = "") -> subprocess.CompletedProcess:
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        DATABASE_URL=_url(name),
+        SECRET_KEY="test-secret",
+    )
+    command = [sys.executable, "manage.py", *args] if args else [sys.executable, "-c", code]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+
+
+def test_a_database_from_before_the_relayout_migrates_with_nothing_lost(old_database):
+    before = _counts(old_database)
+    links = _rows(
+        old_database,
+        "SELECT id, connector_import_id FROM jobs_importrun WHERE connector_import_id IS NOT NULL",
+    )
+    content_types = dict(_rows(old_database, CONTENT_TYPES))
+    operators = _rows(old_database, OPERATORS_PERMISSIONS)
+    assert before["jobs_importrun"] == 10 and len(links) == 3 and before["documents_chunk"] > 0
+
+    migrated = _manage(old_database, "migrate", "--no-input")
+
+    assert migrated.returncode == 0, migrated.stderr
+    # The renamed app's migrations are the jobs ones, already applied: only the moves run.
+    assert "Applying pipeline.0001" not in migrated.stdout
+    assert "Applying connectors.0001_initial... OK" in migrated.stdout
+    assert _counts(old_database) == before
+    # Each connector run's file now points at its run, the same pairs as before.
+    moved = _rows(
+        old_database,
+        "SELECT run_id, id FROM documents_connectorimport WHERE run_id IS NOT NULL",
+    )
+    assert sorted(moved) == sorted(links)
+    # The same content types under the apps' new names: permissions and the admin's log
+    # follow, nothing is made anew.
+    after = dict(
+        _rows(old_database, "SELECT app_label || '.' || model, id FROM django_content_type")
+    )
+    for model in ("importrun", "stageattempt", "runtransition"):
+        assert after[f"pipeline.{model}"] == content_types[f"jobs.{model}"]
+    for model in ("connection", "connectorimport", "connectionsync", "connectionfolder"):
+        assert after[f"connectors.{model}"] == content_types[f"documents.{model}"]
+    assert not [label for label in after if label.startswith("jobs.")]
+    assert operators and _rows(old_database, OPERATORS_PERMISSIONS) == operators
+    # And the code reads it: runs with their files, through the new link.
+    probe = _manage(
+        old_database,
+        code=(
+            "import django; django.setup()\n"
+            "from pipeline.models import ImportRun\n"
+            "runs = ImportRun.objects.filter(connector_import__isnull=False)\n"
+            "runs = runs.select_related('connector_import')\n"
+            "print(sorted(r.connector_import.name for r in runs))\n"
+            "print(ImportRun.objects.filter(status='queued').count())\n"
+        ),
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split("\n")[:2] == ["['scan-0.pdf', 'scan-1.pdf', 'scan-2.pdf']", "1"]
+    assert _manage(old_database, "migrate", "--check").returncode == 0
