@@ -169,13 +169,14 @@ def on_stage_job_failure(job: Job, connection: Redis, *exc_info) -> None:
     outcome was recorded): deliver what the run is due for now, as the sweeper would
     later. Never raises."""
     try:
+        run_id = job.args[0]
         run = (
             ImportRun.objects.only("status", "lease_owner", *DISPATCH_FIELDS)
-            .filter(id=job.args[0])
+            .filter(id=run_id)
             .first()
         )
     except Exception:  # the database is away: the sweeper delivers it once it is back
-        logger.warning("could not read run %s after its job %s failed", job.args[0], job.id)
+        logger.warning("could not read the run of job %s after it failed", job.id, exc_info=True)
         return
     if run is not None and (delivery := next_delivery(run)):
         _deliver(delivery)

@@ -457,6 +457,7 @@ def test_over_quota_at_completion_keeps_the_file_to_complete_once_pages_are_free
     assert complete(api, grant["upload_id"]).status_code == 202
 
 
+@pytest.mark.slow
 def test_storage_that_does_not_answer_at_completion_is_503_and_keeps_the_upload(
     s3, api, org, settings
 ):

@@ -56,6 +56,7 @@ def test_stage_workers_are_the_supervisors_stage_worker_children():
         parent.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_chaos_kills_workers_that_come_back_flushes_once_and_ends_the_outage(redis_conn, tmp_path):
     flag = tmp_path / "outage"

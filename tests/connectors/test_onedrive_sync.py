@@ -255,6 +255,7 @@ def test_gone_restarts_the_listing_and_reconciles_without_duplicates(graph, org,
     assert connection.reconcile_since is None
 
 
+@pytest.mark.slow
 def test_a_short_retry_after_is_waited_for_and_a_long_one_ends_the_sync_busy(
     graph, org, drive_files, settings
 ):
@@ -388,6 +389,7 @@ def _graph_env(graph) -> dict[str, str]:
     return {**env, "SECRET_KEY": settings.SECRET_KEY}
 
 
+@pytest.mark.slow
 def test_a_sync_killed_between_recording_and_saving_the_cursor_loses_and_duplicates_nothing(
     graph, org, drive_files
 ):

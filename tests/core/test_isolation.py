@@ -245,6 +245,7 @@ def test_a_memory_error_wrapped_in_a_domain_error_is_still_the_memory_limit():
     assert caught.value.limit == "memory"
 
 
+@pytest.mark.slow
 def test_a_busy_loop_over_the_cpu_limit_fails_within_a_few_seconds():
     limits = Limits(memory_bytes=1024 * MB, cpu_seconds=1, wall_seconds=30)
     started = time.monotonic()
@@ -256,6 +257,7 @@ def test_a_busy_loop_over_the_cpu_limit_fails_within_a_few_seconds():
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.slow
 def test_a_child_over_the_wall_time_is_killed_and_gone(tmp_path):
     limits = Limits(memory_bytes=1024 * MB, cpu_seconds=30, wall_seconds=1.5)
     pid_file = tmp_path / "pid"
@@ -269,6 +271,7 @@ def test_a_child_over_the_wall_time_is_killed_and_gone(tmp_path):
     _assert_gone(pid_file)
 
 
+@pytest.mark.slow
 def test_an_error_in_on_progress_kills_the_child_and_propagates(tmp_path):
     pid_file = tmp_path / "pid"
 
@@ -283,6 +286,7 @@ def test_an_error_in_on_progress_kills_the_child_and_propagates(tmp_path):
     _assert_gone(pid_file)
 
 
+@pytest.mark.slow
 def test_a_timeout_raised_in_the_parent_while_it_waits_kills_the_child(tmp_path):
     pid_file = tmp_path / "pid"
 
@@ -366,6 +370,7 @@ def test_without_reuse_every_call_has_a_new_child():
     assert len(pids) == 3
 
 
+@pytest.mark.slow
 def test_each_call_of_a_kept_child_has_its_own_cpu_budget():
     limits = Limits(memory_bytes=1024 * MB, cpu_seconds=1, wall_seconds=30)
 
@@ -375,6 +380,7 @@ def test_each_call_of_a_kept_child_has_its_own_cpu_budget():
     assert len(pids) == 1
 
 
+@pytest.mark.slow
 def test_a_kept_child_still_stops_a_busy_loop_at_its_cpu_budget():
     limits = Limits(memory_bytes=1024 * MB, cpu_seconds=1, wall_seconds=30)
     run_isolated(burn_cpu, 0.7, limits=limits, reuse=10)
@@ -405,6 +411,7 @@ def test_the_memory_limit_is_judged_again_in_a_new_child():
         run_isolated(allocate, 4096, limits=limits, reuse=10)
 
 
+@pytest.mark.slow
 def test_a_kept_child_over_the_wall_time_is_killed_and_the_next_call_has_a_new_one(tmp_path):
     limits = Limits(memory_bytes=1024 * MB, cpu_seconds=30, wall_seconds=1.5)
     first = run_isolated(count_pages, 1, limits=limits, reuse=10)["pid"]
@@ -446,6 +453,7 @@ def test_a_process_forked_from_ours_leaves_our_kept_child_alone():
     assert run_isolated(count_pages, 1, limits=ROOMY, reuse=10)["pid"] == kept
 
 
+@pytest.mark.slow
 def test_a_process_forked_from_ours_uses_our_fork_server_or_its_own_once_it_is_gone():
     server = run_isolated(parent_pid, limits=ROOMY)
 

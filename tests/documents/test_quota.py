@@ -24,6 +24,7 @@ def _accepted_run(api, pages: int) -> ImportRun:
     return accepted_run(api, make_pdf(pages))
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_uploads_never_overspend_the_quota(media_files):
     assert connection.vendor == "postgresql"

@@ -32,6 +32,7 @@ def test_an_accepted_upload_is_stored_in_s3_at_its_stable_key(s3, api):
         assert fh.read() == pdf
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_an_upload_s3_does_not_answer_is_a_503_to_send_again_and_keeps_nothing(
     s3, api, org, settings
@@ -76,6 +77,7 @@ def test_keys_are_listed_flat_in_key_order_after_the_resume_point(s3, settings, 
     assert sorted(_keys(s3)) == [prefix + key for key in KEYS]
 
 
+@pytest.mark.slow
 def test_listing_a_large_folder_costs_one_request_per_thousand_keys(s3):
     client = s3.client
     for n in range(1200):

@@ -17,6 +17,7 @@ from pipeline.queues import all_queue_names, get_queue
 from pipeline.stage_list import first_stage
 from tests.support.files import make_pdf
 from tests.support.lanes import scheduled_job_ids, waiting_job_ids
+from tests.support.processes import free_port
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -127,12 +128,14 @@ def test_a_failure_callback_leaves_a_run_another_worker_holds_or_that_ended(api,
     assert enqueues == []
 
 
-def test_a_callback_that_cannot_reach_redis_raises_nothing(api, silent_redis):
+def test_a_callback_that_cannot_reach_redis_raises_nothing(api, settings):
     run = accepted_run(api, make_pdf(1))
     delivery = delivery_of(run)
     job = Job(id="lost", connection=redis_connection())
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
 
     dispatch.on_stage_job_success(job, redis_connection(), {"next": delivery})
+    dispatch.on_stage_job_failure(job, redis_connection(), RuntimeError, RuntimeError(), None)
 
 
 def test_a_real_worker_chains_an_upload_through_every_stage_by_callbacks(api):

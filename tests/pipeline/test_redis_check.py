@@ -69,6 +69,7 @@ def test_a_managed_redis_that_refuses_config_is_said_to_be_unchecked():
     assert "noeviction" in warning and "AOF" in warning
 
 
+@pytest.mark.slow
 def test_an_unreachable_redis_is_said_to_be_unchecked():
     port = free_port()
     (warning,) = redis_check(Redis(port=port, socket_connect_timeout=1))
@@ -87,6 +88,7 @@ def test_run_workers_writes_the_warnings_to_stderr_and_the_log(settings, caplog)
     assert logged == [f"Redis check: {line.removeprefix('WARNING: ')}" for line in lines]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host", ["bad host", "a@b", ""])
 def test_run_workers_refuses_a_host_name_it_cannot_use(host, db):
     # A separate process: were the name accepted, the workers would start, and are killed.

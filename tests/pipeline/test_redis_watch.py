@@ -18,6 +18,7 @@ def quick_child() -> Child:
     return Child("worker", [sys.executable, "-c", "pass"])
 
 
+@pytest.mark.slow
 def test_the_watch_tells_down_back_and_restarted_apart():
     with private_redis() as server:
         watch = RedisWatch(watch_connection(server.url()), every=0)
@@ -67,6 +68,7 @@ def sleeper(name: str, *args: str) -> Child:
     return Child(name, [sys.executable, "-c", "import time; time.sleep(60)", *args])
 
 
+@pytest.mark.slow
 def test_after_a_redis_restart_every_stage_worker_is_restarted_warm():
     with private_redis() as server:
         watch = RedisWatch(watch_connection(server.url()), every=0)

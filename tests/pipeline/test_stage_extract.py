@@ -209,6 +209,7 @@ def test_an_unforeseen_error_is_retried_and_its_class_recorded(api, monkeypatch,
     assert RunTransition.objects.filter(run=run, reason__contains="ValueError").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("data", "name", "setting", "code", "says"),
     [
