@@ -130,7 +130,8 @@ hand-off      next stage's first attempt started_at (taken as its claim begins) 
               commits), per run and delivery generation; p50/p95 in ms, overall and per
               transition. In a burst it is mostly time waiting behind the backlog.
   split       to enqueue = previous finished_at -> next job's RQ enqueued_at (commit, the
-              engine's enqueue of the next stage); queue wait = enqueued_at -> next started_at
+              on_success callback's enqueue of the next stage); queue wait = enqueued_at ->
+              next started_at
               (waiting for a free worker, dequeue, fork for rq.Worker, claim). Jobs are kept
               with result_ttl=0, so RQ deletes a job when it succeeds and enqueued_at can
               no longer be read afterwards: the bench polls Redis every {WATCH_MS} ms and
@@ -154,8 +155,8 @@ cpu ms        median StageAttempt.cpu_ms per stage, successful attempts.
 not ok        stage attempts of measured runs whose outcome is not succeeded (should be 0).
 
 Paced table: one-page PDFs sent one at a time at --paced-rate to warm, idle workers, so
-hand-off is the dispatch latency of the chaining (stage commit -> the engine's
-enqueue -> next worker claims); to enqueue / queue wait as above (p50/p95 ms); run latency
+hand-off is the dispatch latency of the chaining (stage commit -> the job's callback
+enqueues -> next worker claims); to enqueue / queue wait as above (p50/p95 ms); run latency
 = run created_at -> finished_at of succeeded runs.
 
 Targets: hand-off median under 20 ms; efficiency at least 0.8 on the twenty-page set."""

@@ -32,7 +32,7 @@ Burst cases, one per document set (N one-page PDFs, M twenty-page PDFs):
 Paced case: with the workers running and warmed up by one document, P one-page PDFs
 are uploaded one at a time at R per second, well below capacity, so no stage has a
 backlog: the hand-off is then the dispatch latency of the chaining itself (stage
-commit -> the engine's enqueue of the next stage -> the next worker claims).
+commit -> the job's on_success callback enqueues the next stage -> the next worker claims).
 
 Timings come from the database (ImportRun, StageAttempt with its cpu_ms), CPU time
 of processes from /proc, and RQ's `enqueued_at` of each stage job, which must be read

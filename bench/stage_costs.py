@@ -4,15 +4,17 @@ calls and CPU, for one-page PDFs accepted as API uploads.
     .venv/bin/python bench/stage_costs.py [-n 20] [--profile STAGE] [--top 25]
 
 Each document is accepted through the accept service, then every stage it is due
-for is run by calling the engine's job function (`execute_stage`) in this process,
-as a worker would, with RQ's delivery left to Redis (the bench db, emptied first).
+for is run by calling the engine's job function (`execute_stage`) and then its job's
+`on_success` callback with what it returned, in this process, as a worker would
+(the callback enqueues the next stage into the bench Redis db, emptied first).
 Counted per stage and document, median over the documents:
 
 statements  SQL statements sent (django's execute_wrapper)
 xacts       transactions committed by the engine (each costs BEGIN and COMMIT too)
 round trips statements + 2 x xacts: what the stage waits on PostgreSQL for
-redis       Redis commands the job sends itself (an enqueue is one pipeline of several)
-cpu ms      CPU of the calling thread (time.thread_time), the lease keeper excluded
+redis       Redis commands the job and its callback send (an enqueue is one pipeline of
+            several)
+cpu ms      CPU of the calling thread (time.thread_time) for both, the lease keeper excluded
 
 --profile STAGE prints cProfile's heaviest functions (cumulative) for that stage;
 --sql prints the statements of the last document, stage by stage.
@@ -35,6 +37,7 @@ from redis.client import Pipeline, Redis
 from core.redis import redis_connection
 from documents.models import Organisation
 from documents.services.organisations import organisation_create
+from pipeline.dispatch import on_stage_job_success
 from pipeline.engine import execute_stage
 from pipeline.models import ImportRun, RunSource
 from pipeline.services.accept import document_accept
@@ -109,6 +112,7 @@ def measure(
                 if profiling:
                     profiler.enable()
                 result = execute_stage(run_id, stage)
+                on_stage_job_success(None, None, result)
                 if profiling:
                     profiler.disable()
                 cpu_ms = (time.thread_time() - started) * 1000
