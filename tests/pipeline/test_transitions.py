@@ -98,6 +98,36 @@ def test_every_other_move_raises_and_changes_nothing(org, name, status):
     assert RunTransition.objects.filter(run=run).count() == before
 
 
+# The run's life as the design draws it: from -> to, every status change there is.
+STATUS_CHANGES = {
+    ("", "queued"),
+    ("queued", "processing"),
+    ("queued", "dead_letter"),
+    ("queued", "cancelled"),
+    ("processing", "succeeded"),
+    ("processing", "failed"),
+    ("processing", "dead_letter"),
+    ("processing", "cancelled"),
+    ("failed", "queued"),
+    ("dead_letter", "queued"),
+    ("cancelled", "queued"),
+    ("succeeded", "queued"),  # a connected file back at its source: re-embedded
+}
+
+
+def test_the_table_allows_the_status_changes_of_the_design_and_no_other():
+    changes = {
+        (status, rule.to)
+        for rule in MOVES.values()
+        for status in rule.leaves
+        if rule.to is not None and rule.to != status
+    }
+
+    assert changes == STATUS_CHANGES
+    # The one move back from success goes to embed alone, never to extract or settle.
+    assert [m.stage for m in MOVES.values() if RunStatus.SUCCEEDED in m.leaves] == [Stage.EMBED]
+
+
 def test_a_run_cannot_advance_past_its_sources_last_stage(org):
     run = run_in(org, RunStatus.PROCESSING, Stage.SETTLE)
 
