@@ -7,27 +7,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-MOVED = ("connection", "connectorimport", "connectionsync", "connectionfolder")
-
-
-def content_types_follow(apps, schema_editor):
-    """The models' content types (and so their permissions, the Operators group's among
-    them, and the admin's log) follow them, rather than being made again empty."""
-    ContentType = apps.get_model("contenttypes", "ContentType")
-    alias = schema_editor.connection.alias
-    for model in MOVED:
-        if not ContentType.objects.using(alias).filter(app_label="connectors", model=model).exists():
-            ContentType.objects.using(alias).filter(app_label="documents", model=model).update(
-                app_label="connectors"
-            )
-
-
-def content_types_back(apps, schema_editor):
-    ContentType = apps.get_model("contenttypes", "ContentType")
-    alias = schema_editor.connection.alias
-    ContentType.objects.using(alias).filter(app_label="connectors", model__in=MOVED).update(
-        app_label="documents"
-    )
+from core.migration_content_types import content_types_move
 
 
 class Migration(migrations.Migration):
@@ -175,5 +155,11 @@ class Migration(migrations.Migration):
                 ),
             ],
         ),
-        migrations.RunPython(content_types_follow, content_types_back),
+        # Their content types (and so permissions, the Operators group's among them, and
+        # the admin's log) follow them, rather than being made again empty.
+        content_types_move(
+            models=("connection", "connectorimport", "connectionsync", "connectionfolder"),
+            old_label="documents",
+            new_label="connectors",
+        ),
     ]
