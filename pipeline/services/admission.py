@@ -9,7 +9,7 @@ never come through here. An upload is refused with `SystemBusy` (429, Retry-Afte
   organisation's backfill cannot fill the system.
 
 The three counts are one statement (`_COUNTS_SQL`), each a bounded scan of a partial
-index (jobs/migrations/0006): counts stop at bound + 1 and never COUNT the table. It is
+index (pipeline/migrations/0006): counts stop at bound + 1 and never COUNT the table. It is
 written by hand because it runs on every upload: built by the ORM, the three counts
 took about a third of the web process's CPU per upload. `admission_check` runs before
 the bytes are stored. The organisation's bound is checked again inside the accept
