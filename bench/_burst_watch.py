@@ -1,7 +1,7 @@
 """What runs beside the burst: a sampler of queue lag and throughput, and the chaos.
 
 Sampler, every second: the age of the oldest due run no worker holds (from the
-database, `operations.stats.snapshot.stage_lags`), the length of every RQ queue of
+database, `pipeline.lag.stage_lags`), the length of every RQ queue of
 each stage (RQ's own set of queue keys, so any number of queues per stage is
 summed), runs ended since the burst began, runs in flight, and quota overshoot.
 

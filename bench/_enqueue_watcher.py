@@ -31,7 +31,7 @@ class EnqueueWatcher:
         # measures cost must not carry (bench/pipeline.py's cost runs).
         self.enabled = enabled
         self.redis = redis.Redis.from_url(BENCH_REDIS_URL)
-        # The interactive lanes of each stage (pipeline/stage_list.py names them): the bench's
+        # The interactive lanes of each stage (pipeline/queues.py names them): the bench's
         # documents are all API uploads; bulk lanes would only add Redis reads per poll.
         self.queues = [
             name for stage in stages for name in priority_queue_names(stage, "interactive")

@@ -3,7 +3,7 @@
     .venv/bin/python bench/floor.py [-n 200] [--chain direct|on_success] [--repeat 1]
 
 What a one-page document would cost if the stages did nothing and kept no books:
-the same stage queues (names from pipeline.stage_list), the same number of SimpleWorker
+the same stage queues (names from pipeline.queues), the same number of SimpleWorker
 processes per stage as run_workers starts by default, each stage handing the
 document to the next queue under a deterministic job id (`direct`: enqueued from
 the job itself, as our engine does after its commit; `on_success`: from an RQ

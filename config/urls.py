@@ -7,7 +7,9 @@ from operations.dashboard import pipeline_dashboard_view
 from operations.metrics import metrics_view
 
 urlpatterns = [
-    # Before admin.site.urls, whose catch-all would otherwise answer it.
+    # Before admin.site.urls, whose catch-all would otherwise answer it. It is also the
+    # address of the pipeline app's index in the admin: its heading and breadcrumbs lead
+    # here, and the dashboard links the app's lists (runs, attempts, dead letter).
     path(
         "admin/pipeline/",
         admin.site.admin_view(pipeline_dashboard_view),

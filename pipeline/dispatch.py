@@ -165,9 +165,8 @@ def on_stage_job_success(job: Job, connection: Redis, result, *args, **kwargs) -
 
 def on_stage_job_failure(job: Job, connection: Redis, *exc_info) -> None:
     """RQ's `on_failure` callback of a stage job that raised instead of returning (its
-    worker, being stopped, gave the stage back; or the database went away while the
-    outcome was recorded): deliver what the run is due for now, as the sweeper would
-    later. Never raises."""
+    worker, being stopped, gave the stage back): deliver what the run is due for now,
+    as the sweeper would later. Never raises."""
     try:
         run_id = job.args[0]
         run = (

@@ -57,10 +57,11 @@ def stage_lags(*, now: datetime | None = None) -> dict[str, float | None]:
         .annotate(oldest=Min("due_at"))
         .values_list("stage", "oldest")
     )
-    return {spec.name: _age(now, rows.get(spec.name)) for spec in STAGES}
+    return {spec.name: age_seconds(now, rows.get(spec.name)) for spec in STAGES}
 
 
-def _age(now: datetime, then: datetime | None) -> float | None:
+def age_seconds(now: datetime, then: datetime | None) -> float | None:
+    """How long before `now` `then` was (never below 0), or None without a `then`."""
     return max((now - then).total_seconds(), 0.0) if then is not None else None
 
 

@@ -1,6 +1,6 @@
 """Lanes: which queue a stage job goes to, and in which order a worker takes them.
 
-Each stage has PAPERLANE_LANES queues per priority (pipeline/stage_list.py names
+Each stage has PAPERLANE_LANES queues per priority (pipeline/queues.py names
 them). At enqueue, an organisation keeps its lane while that lane still holds
 jobs, otherwise it moves to the shortest lane: one organisation's backfill
 fills one lane while the others stay short. A worker reads every lane of its

@@ -1,6 +1,6 @@
 """The operator's admin for connected folders: each connection with its cursor, last
 error, counts and recent syncs; pause, resume and "sync now" through the services;
-the files it recorded, read-only. Loaded by operations/admin/organisations.py."""
+the files it recorded, read-only. Registered when operations/admin/__init__.py loads it."""
 
 from django.contrib import admin, messages
 from django.template.loader import render_to_string

@@ -410,6 +410,3 @@ class ChunkAdmin(FastListAdmin, RecordAdmin):
     # A chunk's text and vector are most of its row, and the list shows neither.
     list_defer = ("text", "embedding")
     readonly_fields = [f.name for f in Chunk._meta.fields]
-
-
-# Connected folders have their own module; importing it registers them.

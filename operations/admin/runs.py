@@ -1,10 +1,11 @@
 """The operator's admin for the pipeline: runs, their attempts and history, and actions.
 
 Runs and attempts are records: nobody edits them by hand. Operators act on runs
-through the services (requeue, retry, cancel, dead-letter; see admin_actions.py),
+through the services (requeue, retry, cancel, dead-letter; see run_actions.py),
 each behind a confirmation that asks for a reason. Lists stay fast on big tables
-(FastListAdmin in operations/admin/organisations.py, admin_lists.py): joined columns are selected
-with the rows, filters read indexes, ids are searched by key and counts are bounded.
+(FastListAdmin in listing.py, the filters and searches in run_lists.py): joined
+columns are selected with the rows, filters read indexes, ids are searched by key
+and counts are bounded.
 """
 
 import uuid

@@ -1,7 +1,6 @@
 """The last hour, minute by minute: attempts finished, from StageAttempt.finished_at in
 one grouped query. Each stage's lag over the same hour is sampled (pipeline/lag.py)."""
 
-import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -12,8 +11,6 @@ from django.utils import timezone
 from operations.stats.base import FAILED_OUTCOMES
 from pipeline.lag import minute_start
 from pipeline.models import StageAttempt
-
-logger = logging.getLogger(__name__)
 
 MINUTES = 60
 

@@ -21,7 +21,7 @@ from documents.models import Organisation
 from documents.services.quota import QuotaSnapshot
 from operations.stats.base import FAILED_OUTCOMES, TIMED_OUTCOMES, PercentileCont, attempt_duration
 from operations.stats.rq_state import RedisState, WorkerState, read_redis_state, workers_from
-from pipeline.lag import due_now_q
+from pipeline.lag import age_seconds, due_now_q
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunStatus, StageAttempt
 from pipeline.queues import PRIORITIES
 from pipeline.stage_list import STAGES
@@ -266,16 +266,14 @@ def _organisations(limit: int | None) -> tuple[tuple[OrganisationPages, ...], in
     return tuple(OrganisationPages(**row) for row in rows[:limit]), Organisation.objects.count()
 
 
-def _age(now: datetime, then: datetime | None) -> float | None:
-    return max((now - then).total_seconds(), 0.0) if then is not None else None
-
-
 def _priorities(redis_state, stage: str, now: datetime) -> tuple[PriorityQueueStats, ...]:
     return tuple(
         PriorityQueueStats(
             priority=str(priority),
             waiting=redis_state.priorities[stage, priority].waiting,
-            queue_lag_seconds=_age(now, redis_state.priorities[stage, priority].head_enqueued_at),
+            queue_lag_seconds=age_seconds(
+                now, redis_state.priorities[stage, priority].head_enqueued_at
+            ),
         )
         for priority in PRIORITIES
     )
@@ -309,7 +307,7 @@ def pipeline_snapshot(
                 waiting=queue.waiting if queue else None,
                 started_jobs=queue.started if queue else None,
                 scheduled_jobs=queue.scheduled if queue else None,
-                queue_lag_seconds=_age(now, queue.head_enqueued_at) if queue else None,
+                queue_lag_seconds=age_seconds(now, queue.head_enqueued_at) if queue else None,
                 workers=(
                     sum(1 for w in workers if spec.name in w.stages)
                     if workers is not None
@@ -320,7 +318,7 @@ def pipeline_snapshot(
                 running=run.get("running", 0),
                 retry_scheduled=run.get("retry_scheduled", 0),
                 stuck=run.get("stuck", 0),
-                lag_seconds=_age(now, run.get("oldest_due_at")),
+                lag_seconds=age_seconds(now, run.get("oldest_due_at")),
                 failed_last_hour=run.get("failed", 0),
                 dead_lettered_last_hour=run.get("dead", 0),
                 done_5m=attempt.get("done_5m", 0),

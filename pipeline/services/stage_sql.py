@@ -185,14 +185,13 @@ def claim_statement(take: ClaimTake) -> tuple[ImportRun, int] | None:
         params[f"from{position}"] = status
         claimed_from.append(f"%(from{position})s")
     attempt = StageAttempt(job_id=take.job_id, worker=take.worker, started_at=take.now)
-    started = RunTransition(
-        run_id=take.run_id,
+    # The history row of a queued run's start, written only if the run was queued.
+    claimed = ImportRun(id=take.run_id, status=take.changes["status"], stage=take.stage)
+    started = transition_row(
+        claimed,
         from_status=RunStatus.QUEUED,
-        to_status=take.changes["status"],
         from_stage=take.stage,
-        to_stage=take.stage,
-        actor=take.actor.user,
-        actor_label=take.actor.label,
+        actor=take.actor,
         reason=take.reason,
     )
     attempt_columns, attempt_values = _row("a", attempt, params, ATTEMPT_FROM_CLAIM)

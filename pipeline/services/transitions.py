@@ -28,7 +28,7 @@ from documents.models import ApiToken
 from documents.services.quota import quota_release
 from pipeline.dispatch import delivery_of, stage_enqueue
 from pipeline.models import ImportRun, RunStatus, RunTransition, Stage, StageAttempt
-from pipeline.stage_list import first_stage, next_stage
+from pipeline.stage_list import SOURCE_STAGES, first_stage, next_stage
 
 Status = RunStatus
 
@@ -129,6 +129,8 @@ def move_check(move: str, *, status: str, stage: str, source: str) -> tuple[str,
     elif rule.stage == FIRST:
         to_stage = first_stage(source)
     elif rule.stage == NEXT:
+        if stage not in SOURCE_STAGES[source]:
+            raise DisallowedMove(f"A {source} run does not go through {stage}.")
         to_stage = next_stage(stage, source=source)
         if to_stage is None:
             raise DisallowedMove(f"{stage} is the last stage of a {source} run.")

@@ -135,6 +135,13 @@ def test_a_run_cannot_advance_past_its_sources_last_stage(org):
         move(run, "advance")
 
 
+def test_an_upload_at_a_stage_uploads_skip_cannot_advance(org):
+    run = run_in(org, RunStatus.PROCESSING, Stage.CREATE)
+
+    with pytest.raises(DisallowedMove, match="does not go through create"):
+        move(run, "advance")
+
+
 def test_a_new_run_is_due_at_its_sources_first_stage(org):
     for source, stages in SOURCE_STAGES.items():
         reservation = QuotaReservation.objects.create(organisation=org, pages=0)
