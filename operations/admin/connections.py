@@ -15,7 +15,12 @@ from connectors.services import (
     connection_resume,
 )
 from core.errors import ServiceError
-from operations.admin.listing import FastListAdmin, OrganisationFilter, RelatedChoiceFilter
+from operations.admin.listing import (
+    FastListAdmin,
+    OrganisationFilter,
+    RecordAdmin,
+    RelatedChoiceFilter,
+)
 
 FAILED_ROWS = 20
 CURSOR_CHARS = 400
@@ -175,7 +180,7 @@ class ConnectionAdmin(FastListAdmin):
 
 
 @admin.register(ConnectorImport)
-class ConnectorImportAdmin(FastListAdmin):
+class ConnectorImportAdmin(FastListAdmin, RecordAdmin):
     """Each file version a connection recorded: read-only, as the sync wrote it."""
 
     list_display = [
@@ -194,12 +199,3 @@ class ConnectorImportAdmin(FastListAdmin):
     list_defer = ("connection__cursor",)
     search_fields = ["path", "file_id"]
     ordering = ["-created_at", "-id"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -14,7 +14,7 @@ from documents.models import Organisation
 
 
 class RecordAdmin(admin.ModelAdmin):
-    """Records the pipeline keeps (documents, quota, ledger): viewed here, never edited
+    """Records the pipeline keeps (documents, quota, ledger, imports): viewed here, never edited
     or deleted by hand, which would leave held pages and the ledger out of step."""
 
     def has_add_permission(self, request):
