@@ -16,7 +16,7 @@ from typing import BinaryIO
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from django.conf import settings
-from django.core.files.storage import default_storage
+from django.core.files.storage import default_storage, storages
 
 from documents.storage import is_s3, s3_missing, s3_object
 
@@ -25,6 +25,9 @@ READ_BLOCK = 256 * 1024
 # What a missing object is called, by S3 and by its look-alikes.
 
 # One signing client per storage: building one costs milliseconds of CPU on every request.
+# Keyed by the storage itself, never by the `default_storage` proxy: the proxy hashes and
+# compares as whatever it wraps now, so a new storage at a freed one's address would find
+# the freed one's client and its endpoint.
 _signers: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
 _signers_lock = threading.Lock()
 
@@ -64,7 +67,7 @@ def presigned_get(*, key: str, content_type: str, disposition: str, seconds: int
     """A URL that serves the object at `key` for `seconds`, with the given Content-Type and
     Content-Disposition and no caching: a download straight from S3, holding no web
     thread while a slow client reads. Signing is local: no request is made."""
-    storage = default_storage
+    storage = storages["default"]
     return _signer(storage).generate_presigned_url(
         "get_object",
         Params={
@@ -84,7 +87,7 @@ def presigned_put(*, key: str, size_bytes: int, content_type: str, seconds: int)
     for `seconds`, and only while nothing is stored there: it cannot replace the bytes
     once they are written (If-None-Match), so a document's bytes stay the ones checked.
     Signing is local: no request is made."""
-    storage = default_storage
+    storage = storages["default"]
     headers = {
         "Content-Type": content_type,
         "Content-Length": str(size_bytes),

@@ -3,6 +3,9 @@
 import pytest
 
 from documents.s3 import presigned_put, presigned_supported, stored_read, stored_size
+from tests.support.s3 import storage_reopened
+
+PDF = "application/pdf"
 
 
 def store(s3, key: str, data: bytes) -> None:
@@ -50,3 +53,15 @@ def test_signing_leaves_the_configured_s3_budget_as_it_is(s3, settings):
     presigned_put(key="orgs/1/a.pdf", size_bytes=10, content_type="application/pdf", seconds=60)
 
     assert settings.AWS_S3_CLIENT_CONFIG.retries == configured
+
+
+def test_a_url_is_signed_for_the_storage_configured_now(s3, settings):
+    # Each test gets a fresh storage, often at the address a freed one had: a signer kept
+    # for the old storage would send the client to a server that is gone.
+    for port in range(40001, 40031):
+        settings.AWS_S3_ENDPOINT_URL = f"http://127.0.0.1:{port}"
+        storage_reopened(settings)
+
+        grant = presigned_put(key="orgs/1/a.pdf", size_bytes=10, content_type=PDF, seconds=60)
+
+        assert grant.url.startswith(f"http://127.0.0.1:{port}/"), grant.url
