@@ -108,8 +108,9 @@ def run_retry(
 
     Stages are idempotent, so work already done is not repeated in effect and a
     document version is never charged twice. A deleted document's run is a 409
-    (`document_deleted`).
+    (`document_deleted`). Forbidden for a viewer.
     """
+    actor.require(organisation_id=run.organisation_id, ability=Ability.RETRY)
     admit = admit and run.priority == RunPriority.INTERACTIVE
     if admit:
         admission_check(organisation_id=run.organisation_id)

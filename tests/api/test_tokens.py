@@ -221,7 +221,7 @@ def test_the_openapi_schema_documents_every_status_of_the_token_routes(client):
 @pytest.mark.django_db(transaction=True)
 def test_over_http_a_token_is_listed_revoked_and_then_refused():
     org = organisation_create(slug="wire", page_limit=10)
-    _, keeper = api_token_create(organisation=org, name="keeper")
+    _, keeper = api_token_create(organisation=org, name="keeper", role="admin")
     made, secret = api_token_create(organisation=org, name="nightly import", role="admin")
     headers = {"Authorization": f"Bearer {secret}"}
 
