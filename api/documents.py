@@ -7,7 +7,7 @@ from django.urls import reverse
 from ninja import File, Header, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
-from api.errors import BusyErrorOut, ErrorOut, QuotaErrorOut
+from api.errors import BusyErrorOut, ErrorOut, ForbiddenOut, QuotaErrorOut
 from api.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
 from core.disposition import attachment
 from core.errors import InvalidUpload, ServiceError
@@ -28,6 +28,7 @@ router = Router()
 ACCEPT_ERRORS = {
     400: ErrorOut,
     402: QuotaErrorOut,
+    403: ForbiddenOut,
     413: ErrorOut,
     415: ErrorOut,
     422: ErrorOut,
@@ -156,14 +157,15 @@ def documents_get(request, document_id: uuid.UUID):
 
 @router.delete(
     "/documents/{document_id}",
-    response={204: None, 404: ErrorOut},
+    response={204: None, 403: ForbiddenOut, 404: ErrorOut},
     url_name="document_delete",
     tags=["documents"],
 )
 def documents_delete(request, document_id: uuid.UUID):
     """Delete a document: its processing stops, its text, chunks and file are removed,
     and pages held for it are given back (pages already charged stay charged). It is
-    then gone from every answer; deleting it again is a `404`."""
+    then gone from every answer; deleting it again is a `404`. Takes an admin's token
+    (`403` otherwise)."""
     document = document_get(organisation=request.organisation, document_id=document_id)
     document_delete(document=document, actor=Actor.of(api_token=request.api_token))
     return Status(204, None)
@@ -241,7 +243,14 @@ def runs_get(request, run_id: uuid.UUID):
 
 @router.post(
     "/runs/{run_id}/retry",
-    response={200: RunOut, 402: QuotaErrorOut, 404: ErrorOut, 409: ErrorOut, 429: BusyErrorOut},
+    response={
+        200: RunOut,
+        402: QuotaErrorOut,
+        403: ForbiddenOut,
+        404: ErrorOut,
+        409: ErrorOut,
+        429: BusyErrorOut,
+    },
     url_name="run_retry",
     tags=["runs"],
 )
@@ -255,7 +264,7 @@ def runs_retry(request, run_id: uuid.UUID):
 
 @router.post(
     "/runs/{run_id}/cancel",
-    response={200: RunOut, 404: ErrorOut, 409: ErrorOut},
+    response={200: RunOut, 403: ForbiddenOut, 404: ErrorOut, 409: ErrorOut},
     url_name="run_cancel",
     tags=["runs"],
 )

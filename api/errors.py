@@ -20,3 +20,11 @@ class BusyErrorOut(ErrorOut):
     same request again after `retry_after` seconds (also the `Retry-After` header)."""
 
     retry_after: int
+
+
+class ForbiddenOut(ErrorOut):
+    """403: the token's role (viewer, member, admin) does not allow this action; `needed`
+    is the least role that does."""
+
+    role: str
+    needed: str

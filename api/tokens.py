@@ -2,9 +2,10 @@
 
 from ninja import Query, Router, Status
 
-from api.errors import ErrorOut
+from api.errors import ErrorOut, ForbiddenOut
 from api.schemas import QuotaOut, TokenPage, TokenQuery
 from documents.models import ApiToken
+from documents.roles import Ability, ability_require
 from documents.selectors import api_token_get, api_token_list
 from documents.services.quota import quota_get
 from documents.services.tokens import api_tokens_revoke
@@ -40,7 +41,7 @@ def _token_out(token: ApiToken, request) -> dict:
 
 @router.get(
     "/tokens",
-    response={200: TokenPage, 401: ErrorOut},
+    response={200: TokenPage, 401: ErrorOut, 403: ForbiddenOut},
     url_name="token_list",
     summary="List the organisation's API tokens",
     tags=["tokens"],
@@ -48,7 +49,12 @@ def _token_out(token: ApiToken, request) -> dict:
 def tokens_list(request, query: Query[TokenQuery]):
     """The organisation's API tokens, newest first, revoked ones included unless
     `active=true`; `current` marks the one this request was made with. Secrets are
-    never shown again."""
+    never shown again. Takes an admin's token (`403` otherwise)."""
+    ability_require(
+        organisation_id=request.organisation.id,
+        ability=Ability.TOKENS,
+        api_token=request.api_token,
+    )
     limit = min(max(query.limit, 1), 200)
     offset = min(max(query.offset, 0), MAX_OFFSET)
     tokens = api_token_list(organisation=request.organisation, active=query.active)
@@ -62,7 +68,7 @@ def tokens_list(request, query: Query[TokenQuery]):
 
 @router.delete(
     "/tokens/{token_id}",
-    response={204: None, 401: ErrorOut, 404: ErrorOut},
+    response={204: None, 401: ErrorOut, 403: ForbiddenOut, 404: ErrorOut},
     url_name="token_revoke",
     summary="Revoke an API token",
     tags=["tokens"],
@@ -70,7 +76,8 @@ def tokens_list(request, query: Query[TokenQuery]):
 def tokens_revoke(request, token_id: int):
     """Revoke one of the organisation's tokens, at once and for good; the token this
     request uses too. Revoking a revoked token is a `204` that changes nothing (the
-    first revocation is kept); a token of another organisation is a `404`."""
+    first revocation is kept); a token of another organisation is a `404`. Any token may
+    revoke itself; revoking another takes an admin's token (`403` otherwise)."""
     token = api_token_get(organisation=request.organisation, token_id=token_id)
     api_tokens_revoke(tokens=[token], revoked_by_token=request.api_token)
     return Status(204, None)

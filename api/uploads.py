@@ -6,7 +6,7 @@ from django.urls import reverse
 from ninja import Router, Status
 
 from api.documents import ACCEPT_ERRORS, accept_out
-from api.errors import BusyErrorOut, ErrorOut, QuotaErrorOut
+from api.errors import BusyErrorOut, ErrorOut, ForbiddenOut, QuotaErrorOut
 from api.schemas import AcceptOut, UploadIn, UploadOut
 from core.errors import ServiceError
 from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
@@ -21,6 +21,7 @@ router = Router(tags=["uploads"])
         201: UploadOut,
         400: ErrorOut,
         402: QuotaErrorOut,
+        403: ForbiddenOut,
         409: ErrorOut,
         413: ErrorOut,
         415: ErrorOut,

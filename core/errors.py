@@ -65,6 +65,14 @@ class QuotaExceeded(ServiceError):
     code = "quota_exceeded"
 
 
+class Forbidden(ServiceError):
+    """Inside one's own organisation, an action one's role does not allow (another
+    organisation's things are NotFound: their existence is not told)."""
+
+    status_code = 403
+    code = "forbidden"
+
+
 class NotFound(ServiceError):
     status_code = 404
     code = "not_found"

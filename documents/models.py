@@ -44,6 +44,8 @@ class Organisation(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
+        # What each may do: documents/roles.py.
+        VIEWER = "viewer", "Viewer"
         MEMBER = "member", "Member"
         ADMIN = "admin", "Admin"
 
@@ -77,6 +79,10 @@ class ApiToken(models.Model):
     # The first characters of the token, shown in lists so people can tell tokens apart.
     prefix = models.CharField(max_length=16)
     token_hash = models.CharField(max_length=64, unique=True)
+    # What the token may do (documents/roles.py): its maker's role or a narrower one.
+    role = models.CharField(
+        max_length=16, choices=Membership.Role.choices, default=Membership.Role.MEMBER
+    )
     # Who made it (a person, in the admin; a token cannot make tokens) and who revoked it:
     # a person in the admin, or a token through the API.
     created_by = models.ForeignKey(

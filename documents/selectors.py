@@ -10,7 +10,14 @@ from django.db.models import QuerySet, Sum
 from core.disposition import attachment
 from core.errors import Conflict, NotFound, StorageUnavailable
 from documents.formats.base import MEDIA_TYPES
-from documents.models import ApiToken, Document, Organisation, PendingUpload, UsageEntry
+from documents.models import (
+    ApiToken,
+    Document,
+    Membership,
+    Organisation,
+    PendingUpload,
+    UsageEntry,
+)
 from documents.s3 import presigned_get, presigned_supported, stored_size
 from documents.storage import (
     STORAGE_ERRORS,
@@ -86,6 +93,15 @@ def pending_upload_get(*, organisation: Organisation, upload_id: uuid.UUID) -> P
 
 def organisations_for_user(*, user: AbstractBaseUser) -> QuerySet[Organisation]:
     return Organisation.objects.filter(memberships__user=user).order_by("slug")
+
+
+def memberships_for_user(*, user: AbstractBaseUser) -> QuerySet[Membership]:
+    """The user's memberships with their organisations, by the organisations' slugs."""
+    return (
+        Membership.objects.filter(user=user)
+        .select_related("organisation")
+        .order_by("organisation__slug")
+    )
 
 
 def usage_entry_list(*, organisation: Organisation) -> QuerySet[UsageEntry]:

@@ -55,8 +55,9 @@ def other_org(db):
     return organisation_create(slug="globex", page_limit=1000, name="Globex")
 
 
-def _api_client(organisation) -> Client:
-    _, raw = api_token_create(organisation=organisation, name="test")
+def _api_client(organisation, role: str = "admin") -> Client:
+    # An admin's token: every right a token can have (tests of narrower roles ask).
+    _, raw = api_token_create(organisation=organisation, name="test", role=role)
     return Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
 
 
@@ -78,7 +79,9 @@ def operator(org) -> Client:
 
 @pytest.fixture
 def member_client(org) -> Client:
-    member_add(organisation=org, username="alice", password="correct horse battery")
+    # The organisation's admin: every right a member can have (tests/web/test_roles.py
+    # tries the narrower roles).
+    member_add(organisation=org, username="alice", password="correct horse battery", role="admin")
     client = Client()
     assert client.login(username="alice", password="correct horse battery")
     return client

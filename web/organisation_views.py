@@ -6,22 +6,28 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from documents.models import Organisation
-from documents.selectors import organisations_for_user
+from documents.models import Membership, Organisation
+from documents.selectors import memberships_for_user, organisations_for_user
 
 SESSION_ORG = "paperlane_org"
 
 
-def current_organisation(request: HttpRequest) -> Organisation:
-    """The organisation the member chose (or their first); 403 for a user with none."""
-    organisations = list(organisations_for_user(user=request.user))
-    if not organisations:
+def current_membership(request: HttpRequest) -> Membership:
+    """The member's membership of the organisation they chose (or their first), with
+    its organisation; 403 for a user with none."""
+    memberships = list(memberships_for_user(user=request.user))
+    if not memberships:
         raise PermissionDenied("You are not a member of any organisation.")
     chosen = request.session.get(SESSION_ORG)
-    for organisation in organisations:
-        if organisation.slug == chosen:
-            return organisation
-    return organisations[0]
+    for membership in memberships:
+        if membership.organisation.slug == chosen:
+            return membership
+    return memberships[0]
+
+
+def current_organisation(request: HttpRequest) -> Organisation:
+    """The organisation the member chose (or their first); 403 for a user with none."""
+    return current_membership(request).organisation
 
 
 @login_required

@@ -7,10 +7,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from core.errors import NotFound, ServiceError
+from core.errors import Forbidden, NotFound, ServiceError
 from core.upload_counts import ACCEPTED, REFUSED, upload_count
 from core.uploads import client_file_name, upload_refusal
 from documents.models import Organisation
+from documents.roles import Ability, abilities, refusal, role_allows
 from documents.selectors import (
     document_get,
     document_list,
@@ -25,7 +26,18 @@ from pipeline.services.deletion import document_delete
 from pipeline.services.people import run_cancel, run_retry
 from pipeline.services.transitions import Actor
 from retrieval.search import MAX_QUERY_CHARS, documents_search
-from web.organisation_views import current_organisation
+from web.organisation_views import current_membership, current_organisation
+
+
+def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
+    """A 403 page that says, in the words of the refusal, what one's role does not allow."""
+    membership = current_membership(request)
+    context = {
+        "organisation": membership.organisation,
+        "organisations": organisations_for_user(user=request.user),
+        "reason": exc.message,
+    }
+    return render(request, "web/forbidden.html", context, status=403)
 
 
 class UploadForm(forms.Form):
@@ -64,7 +76,8 @@ def _upload(
 
 @login_required
 def document_list_view(request: HttpRequest) -> HttpResponse:
-    organisation = current_organisation(request)
+    membership = current_membership(request)
+    organisation = membership.organisation
     form, status, headers = UploadForm(), 200, {}
     if request.method == "POST":
         form, status, headers = _upload(request, organisation)
@@ -76,6 +89,8 @@ def document_list_view(request: HttpRequest) -> HttpResponse:
     context = {
         "organisation": organisation,
         "organisations": organisations_for_user(user=request.user),
+        "role": membership.get_role_display(),
+        "can": abilities(membership.role),
         "form": form,
         "rows": rows,
         "quota": quota_get(organisation_id=organisation.id),
@@ -94,11 +109,16 @@ def run_action_view(request: HttpRequest, run_id, action: str) -> HttpResponse:
     organisation = current_organisation(request)
     try:
         run = run_get(organisation=organisation, run_id=run_id)
+    except NotFound:
+        raise Http404("No such run in your organisation.") from None
+    try:
         actor = Actor.of(user=request.user)
         if action == "retry":
             run_retry(run=run, actor=actor, admit=True)
         else:
             run_cancel(run=run, actor=actor)
+    except Forbidden as exc:
+        return forbidden(request, exc)
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:
@@ -134,7 +154,8 @@ def search_view(request: HttpRequest) -> HttpResponse:
 def document_delete_view(request: HttpRequest, document_id) -> HttpResponse:
     """Delete one of the member's organisation's documents: a page that says what deleting
     does (GET), then the deletion itself (POST)."""
-    organisation = current_organisation(request)
+    membership = current_membership(request)
+    organisation = membership.organisation
     try:
         document = document_get(organisation=organisation, document_id=document_id)
     except NotFound:
@@ -143,6 +164,9 @@ def document_delete_view(request: HttpRequest, document_id) -> HttpResponse:
         # Deleted meanwhile (a second tab, a double click): the list says so.
         messages.error(request, "That document is not there any more.")
         return redirect("web:document_list")
+    if request.method != "POST" and not role_allows(membership.role, Ability.DELETE):
+        # Said before the page offers a button that would be refused.
+        return forbidden(request, refusal(membership.role, Ability.DELETE))
     if request.method != "POST":
         [(document, run)] = documents_with_latest_runs(documents=[document])
         context = {
@@ -155,6 +179,8 @@ def document_delete_view(request: HttpRequest, document_id) -> HttpResponse:
         return render(request, "web/document_delete.html", context)
     try:
         deletion = document_delete(document=document, actor=Actor.of(user=request.user))
+    except Forbidden as exc:
+        return forbidden(request, exc)
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:

@@ -60,9 +60,16 @@ def operators_group() -> Group:
 
 @transaction.atomic
 def member_add(
-    *, organisation: Organisation, username: str, password: str | None = None, staff: bool = False
+    *,
+    organisation: Organisation,
+    username: str,
+    password: str | None = None,
+    staff: bool = False,
+    role: str | None = None,
 ) -> AbstractBaseUser:
-    """Add a user to an organisation, creating the user if needed."""
+    """Add a user to an organisation, creating the user if needed, with `role` (a
+    newcomer without one is a member; an existing member's role changes only when one is
+    given)."""
     User = get_user_model()
     user, created = User.objects.get_or_create(username=username)
     fields = []
@@ -79,5 +86,10 @@ def member_add(
         user.save(update_fields=fields)
     if staff:
         user.groups.add(operators_group())
-    Membership.objects.get_or_create(organisation=organisation, user=user)
+    if role is None:
+        Membership.objects.get_or_create(organisation=organisation, user=user)
+    else:
+        Membership.objects.update_or_create(
+            organisation=organisation, user=user, defaults={"role": Membership.Role(role)}
+        )
     return user

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from core.errors import Conflict
 from documents.models import ApiToken, Organisation
+from documents.roles import Ability, Role, ability_require
 
 TOKEN_PREFIX = "pl_"
 
@@ -25,10 +26,12 @@ def api_token_create(
     organisation: Organisation,
     name: str = "",
     created_by: AbstractBaseUser | None = None,
+    role: str = Role.MEMBER,
 ) -> tuple[ApiToken, str]:
     """Create a token and return it with its secret, which is never shown again.
 
-    `created_by` is the person who asked (the admin). Tokens are made by people only: a
+    `role` is what the token may do (documents/roles.py). `created_by` is the person
+    who asked (an operator, in the admin). Tokens are made by people only: a
     token that could make tokens would outlive its own revocation once leaked. Refused
     with `Conflict` (`token_limit_reached`) when the organisation already holds
     PAPERLANE_MAX_ACTIVE_TOKENS active tokens."""
@@ -41,6 +44,7 @@ def api_token_create(
             prefix=raw[: len(TOKEN_PREFIX) + 6],
             token_hash=_hash(raw),
             created_by=created_by,
+            role=Role(role),
         )
     return token, raw
 
@@ -91,7 +95,15 @@ def api_tokens_revoke(
 ) -> list[ApiToken]:
     """Revoke every token among `tokens` that is still active and return those this call
     revoked. A revoked token stays revoked, with the time it was first revoked and who
-    revoked it: `revoked_by` (a person, in the admin) or `revoked_by_token` (the API)."""
+    revoked it: `revoked_by` (a person, in the admin) or `revoked_by_token` (the API).
+    A token may always revoke itself; revoking others takes an admin's token (Forbidden)."""
+    tokens = list(tokens)
+    if revoked_by_token is not None and any(t.id != revoked_by_token.id for t in tokens):
+        ability_require(
+            organisation_id=revoked_by_token.organisation_id,
+            ability=Ability.TOKENS,
+            api_token=revoked_by_token,
+        )
     ids = [token.id for token in tokens]
     # Locked, so that of two operators revoking the same token only one reports it.
     revoked = list(

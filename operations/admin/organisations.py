@@ -146,6 +146,12 @@ class OrganisationAdmin(admin.ModelAdmin):
 class ApiTokenCreateForm(forms.Form):
     organisation = forms.ModelChoiceField(queryset=Organisation.objects.order_by("slug"))
     name = forms.CharField(max_length=100, help_text="What the token is for, e.g. the integration.")
+    role = forms.ChoiceField(
+        choices=Membership.Role.choices,
+        initial=Membership.Role.MEMBER,
+        help_text="Viewer: read and search. Member: also upload, retry and cancel. "
+        "Admin: also delete documents and manage tokens.",
+    )
     # One random value per form shown: posting the same form again (a reload) finds the
     # token it made instead of making another.
     once = forms.CharField(widget=forms.HiddenInput, max_length=64)
@@ -176,6 +182,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "prefix",
         "name",
         "organisation",
+        "role",
         "state",
         "created_at",
         "last_used_at",
@@ -189,6 +196,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "organisation",
         "name",
         "prefix",
+        "role",
         "state",
         "created_by",
         "created_at",
@@ -257,6 +265,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
                             organisation=form.cleaned_data["organisation"],
                             name=form.cleaned_data["name"],
                             created_by=request.user,
+                            role=form.cleaned_data["role"],
                         )
                         self.log_addition(request, token, "Created; the secret was shown once.")
                 except ServiceError as exc:

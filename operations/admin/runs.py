@@ -379,7 +379,7 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
             return self._confirm(request, action, queryset, form=form)
         runs, _ = runs_for_action(ImportRun.objects.filter(id__in=_uuids(form.run_ids())))
         reason = form.cleaned_data["reason"]
-        done = apply(action, runs, actor=Actor.of(user=request.user), reason=reason)
+        done = apply(action, runs, actor=Actor.of_operator(request.user), reason=reason)
         for result in done:
             if result.outcome == "changed":
                 self.log_change(request, result.run, f"{action.label}: {reason}")

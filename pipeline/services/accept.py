@@ -32,6 +32,7 @@ from core.errors import (
 from core.inserts import rows_insert
 from documents.formats import inspect_upload
 from documents.models import ApiToken, Document, Organisation, PendingUpload, QuotaReservation
+from documents.roles import Ability, ability_require
 from documents.services.pending_uploads import pending_upload_mark_completed
 from documents.services.quota import quota_check, quota_take
 from documents.storage import (
@@ -186,7 +187,11 @@ def document_accept(
     key); the document then points at them where they are. Nothing is written, and a
     refusal leaves them where they are for the caller to deal with. Completing one
     direct upload twice at once makes one document: the second is answered with it.
+    Forbidden, before anything is read, for a viewer (person or token).
     """
+    ability_require(
+        organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token
+    )
     if idempotency_key is not None:
         idempotency_key = idempotency_key.strip()
         if not idempotency_key or len(idempotency_key) > IDEMPOTENCY_KEY_MAX:

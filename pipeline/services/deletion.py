@@ -14,6 +14,7 @@ from django.db import OperationalError, transaction
 
 from core.errors import NotFound
 from documents.models import Document, QuotaReservation
+from documents.roles import Ability
 from documents.services.quota import quota_release
 from documents.services.removal import document_files_remove, document_mark_deleted
 from pipeline.models import ACTIVE_STATUSES, ImportRun
@@ -43,8 +44,10 @@ def document_delete(*, document: Document, actor: Actor) -> Deletion:
     who and why) and the pages they held are given back; pages already charged stay
     charged: they were processed. Its text and chunks go in the same transaction, its
     stored files (every version) once it has committed. The row stays, marked deleted,
-    for the runs, their history and the usage ledger. NotFound if it is deleted already.
+    for the runs, their history and the usage ledger. NotFound if it is deleted already;
+    Forbidden unless the actor is an admin of the organisation.
     """
+    actor.require(organisation_id=document.organisation_id, ability=Ability.DELETE)
     for _ in range(DEADLOCK_TRIES - 1):
         try:
             return _delete(document=document, actor=actor)

@@ -40,6 +40,7 @@ from core.errors import (
     UnsupportedFileType,
 )
 from documents.models import ApiToken, Organisation, PendingUpload
+from documents.roles import Ability, ability_require
 from documents.s3 import presigned_put, presigned_supported, stored_read, stored_size
 from documents.selectors import pending_upload_get
 from documents.services.pending_uploads import (
@@ -97,7 +98,11 @@ def pending_upload_create(
     ServiceError without recording anything: 409 `presigned_unsupported` when documents
     are not stored in S3, 400 for the name or size, 413 over the upload limit, 415 for
     a type other than PDF or DOCX, 429 (Retry-After) when admission control is full or
-    the organisation has its bound of uploads open, 402 when no page of quota is left."""
+    the organisation has its bound of uploads open, 402 when no page of quota is left,
+    403 for a viewer's token."""
+    ability_require(
+        organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token
+    )
     _require_presigned()
     filename = filename_validate(filename)
     if size_bytes == 0:
@@ -159,8 +164,12 @@ def pending_upload_complete(
     deleted), 410 `upload_expired` once its time to be completed is over, 422
     `size_mismatch` when the object is not the size declared, and otherwise what a
     multipart upload of the same bytes is answered. An upload already completed is
-    answered with the same document and run (`replayed`), and nothing new is made."""
+    answered with the same document and run (`replayed`), and nothing new is made.
+    Forbidden for a viewer's token, before the file is read."""
     pending = pending_upload_get(organisation=organisation, upload_id=upload_id)
+    ability_require(
+        organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token
+    )
     if pending.is_completed:
         return _accepted(pending)
     _require_presigned()

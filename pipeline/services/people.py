@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from core.errors import Conflict
 from documents.models import Document
+from documents.roles import Ability
 from documents.services.quota import quota_rehold
 from pipeline.dispatch import delivery_of, job_state, stage_redeliver
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunStatus, StageAttempt
@@ -62,7 +63,9 @@ def _stop(run: ImportRun, move: str, *, actor: Actor, reason: str, why: str) -> 
 
 @transaction.atomic
 def run_cancel(*, run: ImportRun, actor: Actor, reason: str = "cancelled") -> RunChange:
-    """Stop a run that has not ended and give its pages back. Ended runs are a 409."""
+    """Stop a run that has not ended and give its pages back. Ended runs are a 409;
+    Forbidden for a viewer."""
+    actor.require(organisation_id=run.organisation_id, ability=Ability.CANCEL)
     run = _lock(run)
     if run.status == RunStatus.CANCELLED:
         return RunChange(run, False, "it was already cancelled")
@@ -105,8 +108,9 @@ def run_retry(
 
     Stages are idempotent, so work already done is not repeated in effect and a
     document version is never charged twice. A deleted document's run is a 409
-    (`document_deleted`).
+    (`document_deleted`). Forbidden for a viewer.
     """
+    actor.require(organisation_id=run.organisation_id, ability=Ability.RETRY)
     admit = admit and run.priority == RunPriority.INTERACTIVE
     if admit:
         admission_check(organisation_id=run.organisation_id)

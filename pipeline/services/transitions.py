@@ -25,6 +25,7 @@ from django.utils import timezone
 from core.errors import Conflict
 from core.text import storable
 from documents.models import ApiToken
+from documents.roles import Ability, ability_require
 from documents.services.quota import quota_release
 from pipeline.dispatch import delivery_of, stage_enqueue
 from pipeline.models import ImportRun, RunStatus, RunTransition, Stage, StageAttempt
@@ -35,26 +36,46 @@ Status = RunStatus
 
 @dataclass(frozen=True)
 class Actor:
-    """Who or what changed a run, as the history shows it."""
+    """Who or what changed a run, as the history shows it, and with what right."""
 
     # "api-token:pl_ab12cd", "user:alice", "worker:host.123.embed", "sweeper".
     label: str
     user: AbstractBaseUser | None = None
+    api_token: ApiToken | None = None
+    # An operator in the admin: Django's permissions, not an organisation role, govern.
+    operator: bool = False
 
     @classmethod
     def of(
         cls, *, user: AbstractBaseUser | None = None, api_token: ApiToken | None = None
     ) -> "Actor":
-        """The person or integration behind a request."""
+        """The person or integration behind a request, acting with their role in the
+        organisation of what they act on."""
         if api_token is not None:
-            return cls(f"api-token:{api_token.prefix}")
+            return cls(f"api-token:{api_token.prefix}", api_token=api_token)
         if user is not None:
             return cls(f"user:{user.get_username()}", user)
         return cls("system")
 
     @classmethod
+    def of_operator(cls, user: AbstractBaseUser) -> "Actor":
+        """An operator acting in the admin (whose permissions the admin has checked)."""
+        return cls(f"user:{user.get_username()}", user, operator=True)
+
+    @classmethod
     def worker(cls, name: str) -> "Actor":
         return cls(f"worker:{name}")
+
+    def require(self, *, organisation_id: int, ability: Ability) -> None:
+        """Raise Forbidden unless this actor may do `ability` in the organisation."""
+        if self.operator:
+            return
+        ability_require(
+            organisation_id=organisation_id,
+            ability=ability,
+            user=self.user,
+            api_token=self.api_token,
+        )
 
 
 SWEEPER = Actor("sweeper")

@@ -26,7 +26,8 @@ def _client(raw: str) -> Client:
 @pytest.fixture
 def caller(org) -> tuple[ApiToken, Client]:
     """The organisation's token a test's requests are made with, and its client."""
-    token, raw = api_token_create(organisation=org, name="caller")
+    # Listing and revoking others take an admin's token (tests/api/test_roles.py).
+    token, raw = api_token_create(organisation=org, name="caller", role="admin")
     return token, _client(raw)
 
 
@@ -204,11 +205,13 @@ def test_the_openapi_schema_documents_every_status_of_the_token_routes(client):
     assert answers(URL, "get") == {
         "200": {"$ref": ref("TokenPage")},
         "401": {"$ref": ref("ErrorOut")},
+        "403": {"$ref": ref("ForbiddenOut")},
     }
     assert "post" not in paths[URL]
     assert answers(f"{URL}/{{token_id}}", "delete") == {
         "204": None,
         "401": {"$ref": ref("ErrorOut")},
+        "403": {"$ref": ref("ForbiddenOut")},
         "404": {"$ref": ref("ErrorOut")},
     }
     assert set(components["TokenOut"]["properties"]) == FIELDS
@@ -218,8 +221,8 @@ def test_the_openapi_schema_documents_every_status_of_the_token_routes(client):
 @pytest.mark.django_db(transaction=True)
 def test_over_http_a_token_is_listed_revoked_and_then_refused():
     org = organisation_create(slug="wire", page_limit=10)
-    _, keeper = api_token_create(organisation=org, name="keeper")
-    made, secret = api_token_create(organisation=org, name="nightly import")
+    _, keeper = api_token_create(organisation=org, name="keeper", role="admin")
+    made, secret = api_token_create(organisation=org, name="nightly import", role="admin")
     headers = {"Authorization": f"Bearer {secret}"}
 
     with web_server(workers=1, threads=2) as base, httpx.Client(base_url=base, timeout=10) as http:

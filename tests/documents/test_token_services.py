@@ -30,7 +30,7 @@ def test_revoking_reports_only_the_tokens_this_call_revoked(org):
 
 def test_a_revoked_token_keeps_who_revoked_it_first(org):
     olga = get_user_model().objects.create_user(username="olga")
-    caller, _ = api_token_create(organisation=org, name="caller")
+    caller, _ = api_token_create(organisation=org, name="caller", role="admin")
     by_token, _ = api_token_create(organisation=org, name="by token")
     by_person, _ = api_token_create(organisation=org, name="by person")
 

@@ -22,8 +22,15 @@ ADD = f"{TOKENS}add/"
 SECRET = re.compile(r"pl_[A-Za-z0-9_-]{43}")
 
 
-def _create(client: Client, org, *, name: str = "billing sync", once: str | None = None):
-    form = {"organisation": org.id, "name": name, "once": once or secrets.token_urlsafe(16)}
+def _create(
+    client: Client, org, *, name: str = "billing sync", once: str | None = None, role="member"
+):
+    form = {
+        "organisation": org.id,
+        "name": name,
+        "role": role,
+        "once": once or secrets.token_urlsafe(16),
+    }
     return client.post(ADD, form)
 
 
@@ -129,7 +136,8 @@ def test_each_add_makes_a_new_working_token_never_an_empty_hash(operator, org):
 
 @pytest.mark.parametrize("missing", ["organisation", "name"])
 def test_the_create_form_refuses_a_token_without_an_organisation_or_a_name(missing, operator, org):
-    form = {"organisation": org.id, "name": "billing sync", "once": "x", missing: ""}
+    form = {"organisation": org.id, "name": "billing sync", "role": "member", "once": "x"}
+    form[missing] = ""
 
     refused = operator.post(ADD, form)
 
@@ -188,7 +196,7 @@ def test_the_token_page_shows_who_revoked_it(operator, org):
 
 
 def test_the_token_page_shows_the_token_that_revoked_it_through_the_api(operator, org):
-    caller, _ = api_token_create(organisation=org, name="caller")
+    caller, _ = api_token_create(organisation=org, name="caller", role="admin")
     made, _ = api_token_create(organisation=org, name="made")
     api_token_revoke(token=made, revoked_by_token=caller)
 

@@ -1,4 +1,5 @@
 from core.commands import ServiceCommand
+from documents.models import Membership
 from documents.services.organisations import organisation_get
 from documents.services.tokens import api_token_create
 
@@ -9,9 +10,17 @@ class Command(ServiceCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("--name", default="")
+        parser.add_argument(
+            "--role",
+            choices=Membership.Role.values,
+            default=Membership.Role.MEMBER,
+            help="what the token may do (default: member: read, upload, retry, cancel)",
+        )
 
-    def handle(self, *args, slug, name, **options):
+    def handle(self, *args, slug, name, role, **options):
         organisation = organisation_get(slug=slug)
-        token, raw = api_token_create(organisation=organisation, name=name)
-        self.stderr.write(f"Token {token.prefix}… for {organisation.slug}; it is shown only once.")
+        token, raw = api_token_create(organisation=organisation, name=name, role=role)
+        self.stderr.write(
+            f"Token {token.prefix}… ({token.role}) for {organisation.slug}; it is shown only once."
+        )
         self.stdout.write(raw)

@@ -1,5 +1,5 @@
 from core.commands import ServiceCommand
-from documents.models import ApiToken
+from documents.models import ApiToken, Membership
 from documents.services.organisations import member_add, organisation_create
 from documents.services.tokens import api_token_create, api_token_revoke
 
@@ -18,11 +18,17 @@ class Command(ServiceCommand):
     def handle(self, *args, port, pages, **options):
         organisation = organisation_create(slug=DEMO_SLUG, page_limit=pages, name="Demo")
         member_add(
-            organisation=organisation, username=DEMO_USER, password=DEMO_PASSWORD, staff=True
+            organisation=organisation,
+            username=DEMO_USER,
+            password=DEMO_PASSWORD,
+            staff=True,
+            role=Membership.Role.ADMIN,
         )
         for old in ApiToken.objects.filter(organisation=organisation, name="demo", revoked_at=None):
             api_token_revoke(token=old)
-        _, raw = api_token_create(organisation=organisation, name="demo")
+        _, raw = api_token_create(
+            organisation=organisation, name="demo", role=Membership.Role.ADMIN
+        )
         base = f"http://127.0.0.1:{port}"
         auth = f"-H 'Authorization: Bearer {raw}'"
         self.stdout.write(
