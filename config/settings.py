@@ -449,6 +449,9 @@ PAPERLANE_METRICS_TOKEN = env("PAPERLANE_METRICS_TOKEN", default="")
 PAPERLANE_TOKEN_TOUCH_SECONDS = env.int("PAPERLANE_TOKEN_TOUCH_SECONDS", default=60)
 # Active (unrevoked) API tokens an organisation may hold at once; 0 turns the check off.
 PAPERLANE_MAX_ACTIVE_TOKENS = env.int("PAPERLANE_MAX_ACTIVE_TOKENS", default=50)
+# Requests one API token may make in any minute; more get 429 with Retry-After (0: no
+# limit). Counted in Redis; while Redis does not answer, requests are not limited.
+PAPERLANE_API_RATE_PER_MINUTE = env.int("PAPERLANE_API_RATE_PER_MINUTE", default=600)
 
 
 # ======================================================================================

@@ -24,3 +24,7 @@ urlpatterns = [
     path("connections/", include("web.connection_urls")),
     path("", include("web.urls")),
 ]
+
+handler400 = "config.errors.bad_request"
+handler404 = "config.errors.page_not_found"
+handler500 = "config.errors.server_error"
