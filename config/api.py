@@ -12,6 +12,7 @@ from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationEr
 
 from api.auth import ApiTokenAuth
 from api.documents import router as jobs_router
+from api.parser import ClientTextParser
 from api.throttle import TokenRateThrottle
 from api.tokens import router as documents_router
 from api.uploads import router as uploads_router
@@ -28,6 +29,7 @@ api = NinjaAPI(
     ),
     auth=ApiTokenAuth(),
     throttle=TokenRateThrottle(),
+    parser=ClientTextParser(),
     # Swagger UI from ninja's own static files (ninja is an installed app), and no badge
     # fetched from the validator's site.
     docs=Swagger(settings={"validatorUrl": None}),
@@ -60,6 +62,9 @@ def service_error(request, exc: ServiceError):
 
 @api.exception_handler(HttpError)
 def http_error(request, exc: HttpError):
+    if isinstance(exc.__cause__, ServiceError):
+        # A refusal made while ninja parsed the body (core/client_text.py), not a parse error.
+        return service_error(request, exc.__cause__)
     if isinstance(exc, Throttled):
         # ninja adds Retry-After from the same wait.
         wait = math.ceil(exc.wait or 1)

@@ -79,6 +79,8 @@ MIDDLEWARE = [
     "core.uploads.UploadNameMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Refuses a NUL (and what else PostgreSQL or our rules cannot take) in any input.
+    "core.client_text.ClientTextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its page.
