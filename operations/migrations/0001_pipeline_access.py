@@ -2,24 +2,31 @@ from django.db import migrations, models
 
 CODENAME = "view_pipeline"
 GROUP = "Operators"
+# (app, model, codename, name): the dashboard and /metrics; and the sign-in locks
+# (django-axes' access attempts), which operators read and lift.
+GRANTED = [
+    ("operations", "pipelineaccess", CODENAME, "Can view the pipeline dashboard and metrics"),
+    ("axes", "accessattempt", "view_accessattempt", "Can view access attempt"),
+    ("axes", "accessattempt", "delete_accessattempt", "Can delete access attempt"),
+]
 
 
 def grant_to_operators(apps, schema_editor):
-    """Give the permission to the Operators group of a database made before it existed
-    (Django creates permissions only after every migration has run, so make it here)."""
+    """Give the permissions to the Operators group of a database made before they existed
+    (Django creates permissions only after every migration has run, so make them here;
+    a new group gets them from `operators_group()`)."""
     ContentType = apps.get_model("contenttypes", "ContentType")
     Permission = apps.get_model("auth", "Permission")
     Group = apps.get_model("auth", "Group")
-    content_type, _ = ContentType.objects.get_or_create(
-        app_label="operations", model="pipelineaccess"
-    )
-    permission, _ = Permission.objects.get_or_create(
-        content_type=content_type,
-        codename=CODENAME,
-        defaults={"name": "Can view the pipeline dashboard and metrics"},
-    )
+    permissions = []
+    for app_label, model, codename, name in GRANTED:
+        content_type, _ = ContentType.objects.get_or_create(app_label=app_label, model=model)
+        permission, _ = Permission.objects.get_or_create(
+            content_type=content_type, codename=codename, defaults={"name": name}
+        )
+        permissions.append(permission)
     for group in Group.objects.filter(name=GROUP):
-        group.permissions.add(permission)
+        group.permissions.add(*permissions)
 
 
 def revoke(apps, schema_editor):
