@@ -78,12 +78,10 @@ def test_the_member_pages_and_the_operator_pages_work_under_the_policy(page):
         page.wait_for_url(f"{base}/")
         assert "Acme" in page.inner_text("select[name=organisation] option:checked")
 
-        # The organisation switcher submits itself (static/js/paperlane.js).
-        page.select_option("select[name=organisation]", "globex")
-        page.wait_for_function(
-            "document.querySelector('select[name=organisation] option:checked')"
-            ".textContent.includes('Globex')"
-        )
+        # The organisation switcher submits itself (static/js/paperlane.js): a new page.
+        with page.expect_navigation(timeout=10_000):
+            page.select_option("select[name=organisation]", "globex")
+        assert "Globex" in page.inner_text("select[name=organisation] option:checked")
         for path in [
             "/search/",
             "/connections/",
