@@ -1,16 +1,24 @@
 """The one NinjaAPI. Each app adds its router; every error is rendered here, as
 `{"detail": …, "code": …}` with the status that says why."""
 
+import logging
+import math
+
+from django.conf import settings
 from django.http import Http404
 from django.http.multipartparser import MultiPartParserError
-from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja import NinjaAPI, Swagger
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
 from api.auth import ApiTokenAuth
 from api.documents import router as jobs_router
+from api.parser import ClientTextParser
+from api.throttle import TokenRateThrottle
 from api.tokens import router as documents_router
 from api.uploads import router as uploads_router
 from core.errors import ServiceError
+
+logger = logging.getLogger("django.request")
 
 api = NinjaAPI(
     title="Paperlane API",
@@ -20,6 +28,11 @@ api = NinjaAPI(
         "manage your API tokens."
     ),
     auth=ApiTokenAuth(),
+    throttle=TokenRateThrottle(),
+    parser=ClientTextParser(),
+    # Swagger UI from ninja's own static files (ninja is an installed app), and no badge
+    # fetched from the validator's site.
+    docs=Swagger(settings={"validatorUrl": None}),
     urls_namespace="api",
 )
 api.add_router("", jobs_router)
@@ -49,6 +62,15 @@ def service_error(request, exc: ServiceError):
 
 @api.exception_handler(HttpError)
 def http_error(request, exc: HttpError):
+    if isinstance(exc.__cause__, ServiceError):
+        # A refusal made while ninja parsed the body (core/client_text.py), not a parse error.
+        return service_error(request, exc.__cause__)
+    if isinstance(exc, Throttled):
+        # ninja adds Retry-After from the same wait.
+        wait = math.ceil(exc.wait or 1)
+        limit = settings.PAPERLANE_API_RATE_PER_MINUTE
+        detail = f"This token made {limit} requests in the last minute; try again in {wait} s."
+        return _error(request, 429, detail, "rate_limited", retry_after=wait)
     if isinstance(exc, AuthenticationError):
         response = _error(
             request, 401, "Send a valid API token: Authorization: Bearer <token>.", "unauthorized"
@@ -81,4 +103,18 @@ def invalid_multipart(request, exc: MultiPartParserError):
         400,
         "The request body is not valid multipart/form-data; send the file in a field named 'file'.",
         "invalid_multipart",
+    )
+
+
+@api.exception_handler(Exception)
+def internal_error(request, exc: Exception):
+    """Anything else is our fault: logged with its traceback, answered in JSON all the same."""
+    logger.error(
+        "Internal Server Error: %s",
+        request.path,
+        exc_info=exc,
+        extra={"status_code": 500, "request": request},
+    )
+    return _error(
+        request, 500, "Something went wrong on our side; it has been logged.", "internal_error"
     )

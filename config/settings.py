@@ -5,10 +5,13 @@ them (every setting there, by its full name, with its default and meaning).
 """
 
 import socket
+import urllib.parse
+from datetime import timedelta
 from pathlib import Path
 
 import environ
 from botocore.config import Config as BotocoreConfig
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -44,6 +47,10 @@ _proxy_header = env("SECURE_PROXY_SSL_HEADER", default="")
 SECURE_PROXY_SSL_HEADER = (_proxy_header, "https") if _proxy_header else None
 # /metrics, the health check and tests on plain HTTP from inside the network.
 SECURE_REDIRECT_EXEMPT = env.list("SECURE_REDIRECT_EXEMPT", default=[])
+# Proxies in front of the web (a load balancer, nginx) that each append the address they
+# were reached from to X-Forwarded-For; 0: the connection's address is the client's. The
+# sign-in limits count failures per address.
+PAPERLANE_TRUSTED_PROXY_COUNT = env.int("PAPERLANE_TRUSTED_PROXY_COUNT", default=0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -53,6 +60,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_rq",
+    # Serves Swagger UI's files for /api/v1/docs from here, not from a CDN.
+    "ninja",
+    "axes",
     "documents",
     "pipeline",
     "connectors",
@@ -61,6 +71,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "core.uploads.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -68,8 +79,12 @@ MIDDLEWARE = [
     "core.uploads.UploadNameMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Refuses a NUL (and what else PostgreSQL or our rules cannot take) in any input.
+    "core.client_text.ClientTextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -93,6 +108,44 @@ TEMPLATES = [
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+
+# Sign-in limits (django-axes, core/signin.py), on /accounts/login/ and /admin/login/: a
+# username that fails this many times in a row from one address is refused there, the
+# right password too, for the cool-off (operators lift it sooner: admin or `axes_reset`).
+PAPERLANE_SIGNIN_FAILURE_LIMIT = env.int("PAPERLANE_SIGNIN_FAILURE_LIMIT", default=5)
+PAPERLANE_SIGNIN_COOLOFF_SECONDS = env.int("PAPERLANE_SIGNIN_COOLOFF_SECONDS", default=900)
+AUTHENTICATION_BACKENDS = [
+    "core.signin.SignInLimitBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = PAPERLANE_SIGNIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(seconds=PAPERLANE_SIGNIN_COOLOFF_SECONDS)
+# The username and address together: nobody locks a person out from another address.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "core.signin.client_address"
+AXES_LOCKOUT_CALLABLE = "core.signin.lockout_response"
+# Failed attempts are kept (the admin lists them); successful sign-ins are not logged.
+AXES_DISABLE_ACCESS_LOG = True
+
+# Content-Security-Policy on every response (django-csp): scripts, styles, fonts, images
+# and requests from this site only (no inline script or style, no other host), never
+# framed. The OneDrive section below lets the connect form lead to Microsoft's sign-in.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        # Swagger UI's and the admin's icons are data: URLs in their style sheets.
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
 
 LANGUAGE_CODE = "en-gb"
 # Times in the admin and on pages are shown in this zone; stored in UTC.
@@ -398,6 +451,9 @@ PAPERLANE_METRICS_TOKEN = env("PAPERLANE_METRICS_TOKEN", default="")
 PAPERLANE_TOKEN_TOUCH_SECONDS = env.int("PAPERLANE_TOKEN_TOUCH_SECONDS", default=60)
 # Active (unrevoked) API tokens an organisation may hold at once; 0 turns the check off.
 PAPERLANE_MAX_ACTIVE_TOKENS = env.int("PAPERLANE_MAX_ACTIVE_TOKENS", default=50)
+# Requests one API token may make in any minute; more get 429 with Retry-After (0: no
+# limit). Counted in Redis; while Redis does not answer, requests are not limited.
+PAPERLANE_API_RATE_PER_MINUTE = env.int("PAPERLANE_API_RATE_PER_MINUTE", default=600)
 
 
 # ======================================================================================
@@ -466,6 +522,13 @@ PAPERLANE_ONEDRIVE_GRAPH_URL = env(
 PAPERLANE_ONEDRIVE_LOGIN_URL = env(
     "PAPERLANE_ONEDRIVE_LOGIN_URL", default="https://login.microsoftonline.com"
 )
+if PAPERLANE_ONEDRIVE_CLIENT_ID:
+    # The connect form's answer is a redirect to Microsoft's sign-in, which the browser
+    # follows only if the policy's form-action names it.
+    _login = urllib.parse.urlsplit(PAPERLANE_ONEDRIVE_LOGIN_URL)
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(
+        f"{_login.scheme}://{_login.netloc}"
+    )
 # Public HTTPS address of the notification endpoint (https://<host>/connections/onedrive/
 # notifications/); empty: no change notifications, the periodic sync only.
 PAPERLANE_ONEDRIVE_NOTIFICATION_URL = env("PAPERLANE_ONEDRIVE_NOTIFICATION_URL", default="")

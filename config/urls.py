@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import permission_required
 from django.urls import include, path
 
 from config.api import api
 from operations.dashboard import pipeline_dashboard_view
 from operations.metrics import metrics_view
+from operations.models import VIEW_PIPELINE
 
 urlpatterns = [
     # Before admin.site.urls, whose catch-all would otherwise answer it. It is also the
@@ -12,15 +14,21 @@ urlpatterns = [
     # here, and the dashboard links the app's lists (runs, attempts, dead letter).
     path(
         "admin/pipeline/",
-        admin.site.admin_view(pipeline_dashboard_view),
+        admin.site.admin_view(
+            permission_required(VIEW_PIPELINE, raise_exception=True)(pipeline_dashboard_view)
+        ),
         name="pipeline_dashboard",
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
-    # Staff, or Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.
+    # Staff with operations.view_pipeline, or Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.
     path("metrics", metrics_view, name="pipeline_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("connections/", include("web.connection_urls")),
     path("", include("web.urls")),
 ]
+
+handler400 = "config.errors.bad_request"
+handler404 = "config.errors.page_not_found"
+handler500 = "config.errors.server_error"

@@ -46,6 +46,13 @@ def document_get(*, organisation: Organisation, document_id: uuid.UUID) -> Docum
         raise NotFound("Document not found.") from None
 
 
+def document_was_deleted(*, organisation: Organisation, document_id: uuid.UUID) -> bool:
+    """Whether the organisation had this document and deleted it (another's: False)."""
+    return Document.objects.filter(
+        organisation=organisation, id=document_id, deleted_at__isnull=False
+    ).exists()
+
+
 def document_file(*, document: Document) -> StoredStream | str:
     """The stored bytes of the document's current version, to be streamed and closed; or,
     in S3 with PAPERLANE_DOWNLOAD_URL_SECONDS set, a short-lived URL that serves them

@@ -1,7 +1,8 @@
 """The pipeline dashboard in the admin: every stage, the workers, what needs attention.
 
-Staff only (config/urls.py wraps it in `admin.site.admin_view`). It reads the
-same selectors as /metrics and draws its charts as inline SVG.
+Staff with the permission `operations.view_pipeline` (config/urls.py wraps it in
+`admin.site.admin_view` and a permission check). It reads the same selectors as
+/metrics and draws its charts as inline SVG.
 """
 
 from datetime import timedelta

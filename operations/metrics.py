@@ -1,4 +1,5 @@
-"""`/metrics`: the pipeline in Prometheus' text format, for staff or a bearer token.
+"""`/metrics`: the pipeline in Prometheus' text format, for staff with the permission
+`operations.view_pipeline` or a bearer token.
 
 A custom collector reads the same selectors as the dashboard (`operations.stats`) at
 scrape time, so both show the same numbers. Counters are counts of database
@@ -24,6 +25,7 @@ from redis.exceptions import RedisError
 
 from core.redis import stats_connection
 from core.upload_counts import upload_counts
+from operations.models import VIEW_PIPELINE
 from operations.stats.snapshot import PipelineSnapshot, StageStats, pipeline_snapshot
 from operations.stats.totals import DURATION_BUCKETS, AttemptTotals, attempt_totals
 from pipeline.lag import lag_sample_record
@@ -259,12 +261,12 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
         if hmac.compare_digest(given.strip().encode(), token.encode()):
             return None
     user = request.user
-    if user.is_active and user.is_staff:
+    if user.is_active and user.is_staff and user.has_perm(VIEW_PIPELINE):
         return None
     if header or user.is_authenticated:
         return HttpResponse("Forbidden.\n", status=403, content_type="text/plain")
     response = HttpResponse(
-        "Log in as staff or send Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.\n",
+        "Log in as an operator or send Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.\n",
         status=401,
         content_type="text/plain",
     )

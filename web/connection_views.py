@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
@@ -85,7 +85,8 @@ def _get(organisation, connection_id: int):
     try:
         return connection_get(organisation=organisation, connection_id=connection_id)
     except NotFound:
-        raise PermissionDenied("No such connection in your organisation.") from None
+        # Another organisation's connection is as unknown as one that never was.
+        raise Http404("No such connection in your organisation.") from None
 
 
 @login_required
@@ -126,7 +127,7 @@ def import_retry_view(request: HttpRequest, connection_id: int, import_id: int) 
         connector_import__id=import_id, connector_import__connection=connection
     ).first()
     if run is None:
-        raise PermissionDenied("No such file in this connection.")
+        raise Http404("No such file in this connection.")
     try:
         change = run_retry(run=run, actor=Actor.of(user=request.user))
     except ServiceError as exc:

@@ -16,6 +16,7 @@ from documents.selectors import (
     document_get,
     document_list,
     document_pages_charged,
+    document_was_deleted,
     organisations_for_user,
 )
 from documents.services.quota import quota_get
@@ -159,7 +160,9 @@ def document_delete_view(request: HttpRequest, document_id) -> HttpResponse:
     try:
         document = document_get(organisation=organisation, document_id=document_id)
     except NotFound:
-        if request.method != "POST":
+        if request.method != "POST" or not document_was_deleted(
+            organisation=organisation, document_id=document_id
+        ):
             raise Http404("No such document in your organisation.") from None
         # Deleted meanwhile (a second tab, a double click): the list says so.
         messages.error(request, "That document is not there any more.")

@@ -1,7 +1,12 @@
 """Every API error is JSON `{"detail", "code"}` with the status that says why."""
 
+import json
+
 import pytest
+from django.db import connection
 from django.test import Client
+
+from config.errors import server_error
 
 pytestmark = pytest.mark.django_db
 
@@ -38,3 +43,39 @@ def test_a_json_body_that_does_not_parse_is_a_400_in_json(api):
 
     assert response.status_code == 400
     assert response.json()["code"] == "bad_request" and response.json()["detail"]
+
+
+def test_a_failure_of_ours_is_a_json_500_logged_with_its_traceback(api, caplog):
+    # A real failure of PostgreSQL under a request: the table the token is read with is gone
+    # (rolled back with the test's transaction).
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE documents_apitoken RENAME TO documents_apitoken_gone")
+
+    response = api.get("/api/v1/quota")
+
+    assert response.status_code == 500
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json() == {
+        "detail": "Something went wrong on our side; it has been logged.",
+        "code": "internal_error",
+    }
+    [record] = [r for r in caplog.records if r.exc_info]
+    assert record.getMessage() == "Internal Server Error: /api/v1/quota"
+    assert "documents_apitoken" in str(record.exc_info[1])
+
+
+def test_an_unknown_api_address_is_a_json_404():
+    response = Client().get("/api/v1/no-such-thing")
+
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found.", "code": "not_found"}
+
+
+def test_a_500_outside_the_api_operations_is_json_under_api_and_a_page_elsewhere(rf):
+    api_answer = server_error(rf.get("/api/v1/quota"))
+    page_answer = server_error(rf.get("/search/"))
+
+    assert api_answer.status_code == 500 and json.loads(api_answer.content)["code"] == (
+        "internal_error"
+    )
+    assert page_answer.status_code == 500 and page_answer["Content-Type"].startswith("text/html")

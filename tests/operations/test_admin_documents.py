@@ -88,8 +88,8 @@ def test_the_quota_bar_shows_used_reserved_and_available_of_the_limit(operator, 
     assert page.status_code == 200
     assert "4 used, 2 reserved, 994 available of 1000 pages" in page_text(page)
     # The bar is drawn to scale: 4 and 2 pages of 1000.
-    assert 'data-part="used" style="width:0.4%' in page.content.decode()
-    assert 'data-part="reserved" style="width:0.2%' in page.content.decode()
+    assert 'data-part="used" x="0" width="0.4"' in page.content.decode()
+    assert 'data-part="reserved" x="0.4" width="0.2"' in page.content.decode()
 
 
 def test_the_list_shows_each_organisations_quota_as_a_compact_bar(operator, org, other_org, api):
@@ -101,7 +101,7 @@ def test_the_list_shows_each_organisations_quota_as_a_compact_bar(operator, org,
     content = listing.content.decode()
     assert 'title="0 used, 3 reserved, 997 available of 1000 pages"' in content
     assert 'title="0 used, 0 reserved, 1000 available of 1000 pages"' in content
-    assert 'data-part="reserved" style="width:0.3%' in content
+    assert 'data-part="reserved" x="0.0" width="0.3"' in content
 
 
 def test_the_ledger_entries_appear_with_a_link_to_all_of_them(operator, org, other_org, api):

@@ -81,8 +81,8 @@ def test_another_organisations_connection_is_not_shown_or_changed(
     theirs = connection_create_local(organisation=other_org, path=str(tmp_path))
 
     assert str(tmp_path) not in page_text(member_client.get("/connections/"))
-    assert member_client.get(f"/connections/{theirs.id}/").status_code == 403
-    assert member_client.post(f"/connections/{theirs.id}/pause/").status_code == 403
+    assert member_client.get(f"/connections/{theirs.id}/").status_code == 404
+    assert member_client.post(f"/connections/{theirs.id}/pause/").status_code == 404
     theirs.refresh_from_db()
     assert theirs.status == "active"
 

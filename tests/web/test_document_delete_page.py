@@ -55,6 +55,16 @@ def test_the_confirmation_says_the_pages_charged_stay_charged(member_client, api
     assert "Its processing stops" not in text
 
 
+def test_deleting_again_says_it_is_gone(member_client, api):
+    run = accepted_run(api, make_pdf(1), name="twice.pdf")
+    member_client.post(confirm_url(run.document))
+
+    again = member_client.post(confirm_url(run.document), follow=True)
+
+    assert "That document is not there any more." in page_text(again)
+    assert member_client.get(confirm_url(run.document)).status_code == 404
+
+
 def test_a_delete_without_the_csrf_token_is_refused(org, api):
     run = accepted_run(api, make_pdf(1))
     member_add(organisation=org, username="mallory", password="pw-for-mallory")
@@ -69,9 +79,7 @@ def test_a_member_cannot_delete_another_organisations_document(member_client, ot
     run = accepted_run(other_api, make_pdf(1), name="theirs.pdf")
 
     assert member_client.get(confirm_url(run.document)).status_code == 404
-    done = member_client.post(confirm_url(run.document), follow=True)
-
-    assert "That document is not there any more." in page_text(done)
+    assert member_client.post(confirm_url(run.document)).status_code == 404
     assert Document.objects.get(id=run.document_id).deleted_at is None
     assert ImportRun.objects.get(id=run.id).status == "queued"
 

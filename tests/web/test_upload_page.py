@@ -90,9 +90,7 @@ def test_a_member_cannot_act_on_another_organisations_run(member_client, other_a
     response = upload(other_api, make_pdf(1), name="theirs.pdf")
     run_id = response.json()["run_id"]
 
-    response = member_client.post(f"/runs/{run_id}/cancel/")
-
-    assert response.status_code == 404
+    assert member_client.post(f"/runs/{run_id}/cancel/").status_code == 404
     assert ImportRun.objects.get(id=run_id).status == "queued"
 
 

@@ -1,0 +1,32 @@
+"""Requests per API token: at most PAPERLANE_API_RATE_PER_MINUTE in any minute (0: no
+limit). Past it, `429 {detail, code: "rate_limited"}` with `Retry-After`. Counted in
+Redis (core/rate_limit.py); while Redis does not answer, requests are not limited."""
+
+import threading
+
+from django.conf import settings
+from ninja.throttling import BaseThrottle
+
+from core.rate_limit import window_take
+
+KEY = "paperlane:api-rate:token:"
+
+
+class TokenRateThrottle(BaseThrottle):
+    """Checked by ninja after authentication, on every operation of the API."""
+
+    def __init__(self) -> None:
+        # One instance serves every thread; ninja asks wait() right after allow_request().
+        self._last = threading.local()
+
+    def allow_request(self, request) -> bool:
+        self._last.wait = None
+        limit = settings.PAPERLANE_API_RATE_PER_MINUTE
+        token = getattr(request, "api_token", None)
+        if limit <= 0 or token is None:
+            return True
+        self._last.wait = window_take(key=f"{KEY}{token.id}", limit=limit, window_seconds=60)
+        return self._last.wait is None
+
+    def wait(self) -> float | None:
+        return getattr(self._last, "wait", None)
