@@ -4,6 +4,7 @@ Grouped by the part of Paperlane each tunes, in the order docs/configuration.md 
 them (every setting there, by its full name, with its default and meaning).
 """
 
+import os
 import socket
 from pathlib import Path
 
@@ -435,6 +436,14 @@ PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS = env.float(
 PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS = env.bool(
     "PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS", default=True
 )
+# The folders of this server that local connections may read (absolute paths, comma
+# separated): a connection's folder must resolve inside one. Empty, the default: no local
+# folder is read. MEDIA_ROOT, this project's folder (but a root named beneath it), the
+# Python environment and the static files are refused whatever the roots say
+# (connectors/local_roots.py).
+PAPERLANE_LOCAL_FOLDER_ROOTS = env.list("PAPERLANE_LOCAL_FOLDER_ROOTS", default=[])
+if any(not os.path.isabs(root) for root in PAPERLANE_LOCAL_FOLDER_ROOTS):
+    raise ImproperlyConfigured("PAPERLANE_LOCAL_FOLDER_ROOTS must name absolute paths.")
 # A local file is imported once its size and modification time stayed the same this long.
 PAPERLANE_LOCAL_STABLE_SECONDS = env.float("PAPERLANE_LOCAL_STABLE_SECONDS", default=2.0)
 # Where each provider's code lives (one more provider is one more line).

@@ -79,21 +79,59 @@ class Provider(Protocol):
         ...
 
 
-class ProviderError(Exception):
-    """A sync could not go on; `message` is shown on the connection's page."""
+class Problem:
+    """What kind of trouble a sync met. Members are told each kind in plain words
+    (connectors/problems.py); the technical message stays on the sync and the connection
+    for operators."""
 
-    def __init__(self, message: str) -> None:
+    UNKNOWN = "unknown"
+    NEEDS_RECONNECT = "needs_reconnect"
+    FOLDER_MISSING = "folder_missing"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
+    FOLDER_REFUSED = "folder_refused"
+    INTERRUPTED = "interrupted"
+
+    CHOICES = [
+        (UNKNOWN, "Unknown"),
+        (NEEDS_RECONNECT, "Needs reconnect"),
+        (FOLDER_MISSING, "Folder gone or unreadable"),
+        (PROVIDER_UNAVAILABLE, "Provider throttled or unavailable"),
+        (FOLDER_REFUSED, "Folder refused by this server"),
+        (INTERRUPTED, "Interrupted"),
+    ]
+
+
+class ProviderError(Exception):
+    """A sync could not go on: `message` (technical, for operators) and `kind` (one of
+    Problem, which members are told in plain words)."""
+
+    kind = Problem.UNKNOWN
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        if kind:
+            self.kind = kind
 
 
 class NeedsReconnect(ProviderError):
     """Consent was revoked or the refresh token expired: a person must connect again."""
 
+    kind = Problem.NEEDS_RECONNECT
+
 
 class ProviderBusy(ProviderError):
     """The provider asked us to wait (429, 503): try again after `retry_after` seconds."""
 
+    kind = Problem.PROVIDER_UNAVAILABLE
+
     def __init__(self, message: str, *, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class FolderRefused(ProviderError):
+    """This server may not read the connection's folder (a local folder outside
+    PAPERLANE_LOCAL_FOLDER_ROOTS, or one of Paperlane's own): nothing in it is read."""
+
+    kind = Problem.FOLDER_REFUSED

@@ -7,7 +7,6 @@ to a connection.
 
 import os
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -15,6 +14,7 @@ from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
+from connectors.local_roots import local_folder_refusal, local_folder_resolve
 from connectors.models import Connection, ConnectionSync
 from connectors.secrets import credentials_decrypt, credentials_encrypt
 from core.errors import Conflict, InvalidUpload
@@ -28,22 +28,26 @@ def connection_create_local(
 ) -> Connection:
     """Connect a local (or mounted) folder of this server: an operator's choice of path.
 
-    The folder must exist and be readable; it is only ever read. Connecting the same
-    folder to the same organisation again returns the existing connection.
+    The path is resolved once (links followed, `..` removed) and its real path must be
+    inside PAPERLANE_LOCAL_FOLDER_ROOTS and none of Paperlane's own folders
+    (connectors/local_roots.py; refused with the reason in plain words, before anything
+    about the path is looked at). The folder must exist and be readable; it is only ever
+    read. Connecting the same folder to the same organisation again returns the existing
+    connection.
     """
-    folder = Path(path).expanduser()
-    if not folder.is_absolute():
-        folder = Path.cwd() / folder
-    folder = Path(os.path.realpath(folder))
-    if not folder.is_dir():
+    folder = local_folder_resolve(path)
+    reason = local_folder_refusal(folder)
+    if reason:
+        raise InvalidUpload(reason, code="folder_not_allowed")
+    if not os.path.isdir(folder):
         raise InvalidUpload(f"{folder} is not a folder.", code="folder_missing")
     if not os.access(folder, os.R_OK | os.X_OK):
         raise InvalidUpload(f"{folder} cannot be read.", code="folder_unreadable")
     connection, _ = Connection.objects.get_or_create(
         organisation=organisation,
         provider=Connection.Provider.LOCAL,
-        folder_id=str(folder),
-        defaults={"folder_path": str(folder), "created_by": created_by},
+        folder_id=folder,
+        defaults={"folder_path": folder, "created_by": created_by},
     )
     return connection
 

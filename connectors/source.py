@@ -17,7 +17,7 @@ import uuid
 from django.conf import settings
 from django.utils import timezone
 
-from connectors.base import NeedsReconnect, ProviderBusy, ProviderError
+from connectors.base import FolderRefused, NeedsReconnect, ProviderBusy, ProviderError
 from connectors.models import Connection, ConnectorImport
 from connectors.registry import provider_for
 from core.errors import QuotaExceeded
@@ -156,6 +156,13 @@ def _download(ctx: StageContext, connection: Connection, record: ConnectorImport
     except ProviderBusy as exc:
         spooled.close()
         raise TransientError(exc.message, code="provider_busy") from exc
+    except FolderRefused as exc:
+        spooled.close()
+        # Retrying cannot help until an operator allows the folder; then a retry does.
+        raise PermanentError(
+            f"This server may no longer read the connected folder: {exc.message}",
+            code="folder_refused",
+        ) from exc
     except ProviderError as exc:
         spooled.close()
         raise TransientError(exc.message, code="provider_error") from exc
