@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from connectors.base import Problem
+from connectors.problems import problem_text
 from documents.models import Document, Organisation
 
 
@@ -56,7 +58,9 @@ class Connection(models.Model):
     status_reason = models.TextField(blank=True)
     last_sync_at = models.DateTimeField(null=True, blank=True)
     last_sync_result = models.CharField(max_length=20, choices=Result.choices, blank=True)
+    # The last sync's problem: technical (operators) and its kind (members read it plainly).
     last_error = models.TextField(blank=True)
+    last_problem = models.CharField(max_length=32, choices=Problem.CHOICES, blank=True)
     consecutive_failures = models.PositiveIntegerField(default=0)
     files_seen = models.PositiveIntegerField(default=0)
     files_imported = models.PositiveIntegerField(default=0)
@@ -90,6 +94,13 @@ class Connection(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_provider_display()} {self.folder_path} ({self.organisation})"
+
+    @property
+    def problem_text(self) -> str:
+        """The last sync's problem as members read it ("" if it had none)."""
+        if not (self.last_problem or self.last_error):
+            return ""
+        return problem_text(self.last_problem, provider=self.get_provider_display())
 
 
 class ConnectorImport(models.Model):
@@ -182,7 +193,9 @@ class ConnectionSync(models.Model):
     imports_started = models.PositiveIntegerField(default=0)
     files_skipped = models.PositiveIntegerField(default=0)
     files_deleted = models.PositiveIntegerField(default=0)
+    # What went wrong, for operators; its kind is what members are told (problem_text).
     error = models.TextField(blank=True)
+    problem = models.CharField(max_length=32, choices=Problem.CHOICES, blank=True)
 
     class Meta:
         db_table = "documents_connectionsync"
@@ -191,6 +204,14 @@ class ConnectionSync(models.Model):
 
     def __str__(self) -> str:
         return f"sync of {self.connection_id} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def problem_text(self) -> str:
+        """What went wrong as members read it ("" if nothing did)."""
+        if not (self.problem or self.error):
+            return ""
+        provider = Connection.Provider(self.connection.provider).label
+        return problem_text(self.problem, provider=provider)
 
 
 class ConnectionFolder(models.Model):

@@ -50,6 +50,7 @@ from connectors.onedrive_graph import (
     OneDriveConfig,
     Tokens,
     TokenSource,
+    status_problem,
     tokens_refreshed,
 )
 from connectors.onedrive_items import gone_file, item_file
@@ -164,7 +165,8 @@ class OneDriveProvider:
                 continue
             if answer.status != 200:
                 raise ProviderError(
-                    f"OneDrive answered {answer.status} {answer.error_code()} while listing."
+                    f"OneDrive answered {answer.status} {answer.error_code()} while listing.",
+                    kind=status_problem(answer.status),
                 )
             data = answer.json()
             items = [i for i in data.get("value") or [] if isinstance(i, dict) and i.get("id")]

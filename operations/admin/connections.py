@@ -74,7 +74,7 @@ class ConnectionAdmin(FastListAdmin):
                 "fields": [
                     ("status", "status_reason"),
                     ("last_sync_at", "last_sync_result", "consecutive_failures"),
-                    "last_error",
+                    ("last_problem", "last_error"),
                     ("next_sync_at", "sync_requested_at"),
                     ("sync_owner", "sync_lease_until"),
                 ]
@@ -99,6 +99,7 @@ class ConnectionAdmin(FastListAdmin):
         "last_sync_at",
         "last_sync_result",
         "consecutive_failures",
+        "last_problem",
         "last_error",
         "next_sync_at",
         "sync_requested_at",

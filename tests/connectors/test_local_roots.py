@@ -13,7 +13,8 @@ import config.settings as shipped
 from connectors.base import FolderRefused
 from connectors.local import LocalFolderProvider
 from connectors.models import Connection, ConnectorImport
-from connectors.services import connection_create_local
+from connectors.services import connection_create_local, connection_resume
+from connectors.sync import connection_sync
 from core.errors import InvalidUpload
 from pipeline.models import ImportRun
 from tests.support.files import make_pdf
@@ -128,13 +129,15 @@ def test_a_folder_swapped_for_a_link_later_is_refused_at_the_next_sync(org, tmp_
     for target in (outside, root / "elsewhere"):  # out of the roots, or inside them
         scans.symlink_to(target, target_is_directory=True)
         outcome = sync(connection)
-        sync(connection)
         with pytest.raises(FolderRefused):
             LocalFolderProvider().open(connection, "secret.pdf")
         scans.unlink()
 
         assert outcome.sync.result == "failed" and outcome.counts.seen == 0
         assert "link" in connection.last_error
+        # Refused: paused at once, not asked again and again.
+        assert connection.status == "paused" and connection_sync(connection=connection) is None
+        connection_resume(connection=connection)
     assert not ConnectorImport.objects.exists() and not ImportRun.objects.exists()
 
 
