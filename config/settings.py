@@ -475,6 +475,26 @@ PAPERLANE_ONEDRIVE_GRAPH_URL = env(
 PAPERLANE_ONEDRIVE_LOGIN_URL = env(
     "PAPERLANE_ONEDRIVE_LOGIN_URL", default="https://login.microsoftonline.com"
 )
+# Where the store stage may fetch a file's pre-authenticated download URL (and every
+# redirect it leads to) from: HTTPS to hosts ending in a ".suffix" or named exactly, or
+# an exact origin "http://127.0.0.1:8123" (a local stand-in). Comma separated; national
+# clouds add theirs (connectors/onedrive_download.py).
+PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS = env.list(
+    "PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS",
+    default=[
+        "graph.microsoft.com",
+        ".sharepoint.com",
+        ".sharepoint.us",
+        ".sharepoint-mil.us",
+        ".sharepoint.cn",
+        ".1drv.com",
+        ".onedrive.com",
+        ".live.net",
+        ".storage.live.com",
+        ".livefilestore.com",
+        ".microsoftpersonalcontent.com",
+    ],
+)
 # Public HTTPS address of the notification endpoint (https://<host>/connections/onedrive/
 # notifications/); empty: no change notifications, the periodic sync only.
 PAPERLANE_ONEDRIVE_NOTIFICATION_URL = env("PAPERLANE_ONEDRIVE_NOTIFICATION_URL", default="")

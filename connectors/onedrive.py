@@ -18,16 +18,14 @@
   from nothing, and the pages say `restarted` so the sync reconciles. So does a sync
   whose folder walks would list more than PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS items.
 - Files are downloaded in the store stage from a pre-authenticated URL fetched
-  right then (`@microsoft.graph.downloadUrl`); the URL is never stored.
+  right then (`@microsoft.graph.downloadUrl`); the URL is never stored, and is fetched
+  only from Microsoft's download hosts (connectors/onedrive_download.py).
 - Upkeep: tokens refreshed ahead of expiry and a change-notification subscription
   on the drive's root kept alive (created, renewed before it expires, recreated
   when Graph no longer knows it).
 """
 
-import io
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO
@@ -44,6 +42,7 @@ from connectors.base import (
     RemoteFolder,
 )
 from connectors.models import Connection
+from connectors.onedrive_download import download_open
 from connectors.onedrive_folders import FolderChanges, Tree, WalkTooLong
 from connectors.onedrive_graph import (
     GraphClient,
@@ -258,7 +257,7 @@ class OneDriveProvider:
                 raise PermanentError(
                     "OneDrive offers no download for this file.", code="source_missing"
                 )
-            stream = _download(link, timeout=self.config.timeout)
+            stream = download_open(link, timeout=self.config.timeout)
             if stream is not None:
                 return stream
             # The short-lived URL expired between fetching and using it: fetch another.
@@ -274,56 +273,6 @@ class OneDriveProvider:
             onedrive_tokens_refresh(connection=connection, stale=tokens, config=self.config)
         if settings.PAPERLANE_ONEDRIVE_NOTIFICATION_URL:
             subscription_keep(connection=connection, client=client)
-
-
-class _Stream(io.RawIOBase):
-    """A download being read: network failures mid-way are transient stage errors."""
-
-    def __init__(self, response) -> None:
-        self._response = response
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        try:
-            return self._response.read(size)
-        except OSError as exc:
-            raise TransientError(
-                f"The OneDrive download broke off ({exc}).", code="source_unavailable"
-            ) from exc
-
-    def close(self) -> None:
-        self._response.close()
-        super().close()
-
-
-def _download(link: str, *, timeout: float) -> BinaryIO | None:
-    """The download's stream; None if the link was refused (expired)."""
-    limit = settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES
-    # Pre-authenticated: no Authorization header goes with it.
-    request = urllib.request.Request(link, method="GET")
-    try:
-        response = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        if exc.code in (401, 403, 404, 410):
-            return None
-        raise TransientError(
-            f"The OneDrive download failed ({exc.code}).", code="source_unavailable"
-        ) from exc
-    except OSError as exc:
-        raise TransientError(
-            f"The OneDrive download failed ({exc}).", code="source_unavailable"
-        ) from exc
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limit:
-        response.close()
-        raise PermanentError(
-            f"The file is larger than {limit:,} bytes, the limit for one file.",
-            code="file_too_large",
-        )
-    return _Stream(response)  # type: ignore[return-value]
 
 
 # --- change notifications ------------------------------------------------------------
