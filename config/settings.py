@@ -405,9 +405,13 @@ PAPERLANE_MAX_ACTIVE_TOKENS = env.int("PAPERLANE_MAX_ACTIVE_TOKENS", default=50)
 # Connected folders
 # ======================================================================================
 
-# The Fernet key (urlsafe base64 of 32 bytes) that encrypts connections' credentials at
-# rest. Unset, it is derived from SECRET_KEY (connectors/secrets.py): changing SECRET_KEY
-# then makes stored credentials unreadable and every OneDrive connection must reconnect.
+# The Fernet keys (urlsafe base64 of 32 bytes each) of connections' credentials at rest,
+# newest first, comma separated: the first encrypts, any decrypts. `from-secret-key` names
+# the key derived from SECRET_KEY, the only one when none is set. After putting a new key
+# first, `manage.py reencrypt_connector_credentials` rewrites what is stored; then the
+# old key can go (connectors/secrets.py).
+PAPERLANE_CONNECTOR_KEYS = env.list("PAPERLANE_CONNECTOR_KEYS", default=[])
+# The single key of earlier versions, used when PAPERLANE_CONNECTOR_KEYS is not set.
 PAPERLANE_CONNECTOR_KEY = env("PAPERLANE_CONNECTOR_KEY", default="")
 # How often each provider's connections are synced without being asked (seconds):
 # local folders are polled; OneDrive is synced on change notifications, this is the fallback.

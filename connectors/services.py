@@ -6,6 +6,7 @@ to a connection.
 """
 
 import os
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -16,7 +17,13 @@ from django.utils import timezone
 
 from connectors.local_roots import local_folder_refusal, local_folder_resolve
 from connectors.models import Connection, ConnectionSync
-from connectors.secrets import credentials_decrypt, credentials_encrypt
+from connectors.secrets import (
+    CredentialsUnreadable,
+    credentials_decrypt,
+    credentials_encrypt,
+    credentials_reencrypt,
+    credentials_under_newest_key,
+)
 from core.errors import Conflict, InvalidUpload
 from documents.models import Organisation
 
@@ -90,6 +97,50 @@ def connection_set_credentials(*, connection: Connection, credentials: dict) -> 
     """Store new credentials (encrypted), e.g. after a token refresh or a reconnect."""
     connection.credentials_encrypted = credentials_encrypt(credentials)
     connection.save(update_fields=["credentials_encrypted", "updated_at"])
+
+
+@dataclass(frozen=True)
+class ReencryptReport:
+    """What `connection_credentials_reencrypt` did: how many stored credentials it
+    rewrote under the newest key, how many already were, and the connections whose
+    credentials no configured key reads (they must be connected again)."""
+
+    reencrypted: int
+    current: int
+    unreadable: list[int]
+
+
+def connection_credentials_reencrypt() -> ReencryptReport:
+    """Rewrite every connection's stored credentials under the newest of
+    PAPERLANE_CONNECTOR_KEYS, so that the older keys can be dropped.
+
+    Each connection is rewritten under its row lock (a token refresh that saves new
+    credentials meanwhile is either before or after, never lost). Running it again
+    rewrites nothing."""
+    reencrypted, current, unreadable = 0, 0, []
+    stored = Connection.objects.exclude(credentials_encrypted="").order_by("id")
+    for connection_id in stored.values_list("id", flat=True).iterator():
+        with transaction.atomic():
+            connection = (
+                Connection.objects.select_for_update()
+                .only("id", "credentials_encrypted")
+                .filter(id=connection_id)
+                .first()
+            )
+            if connection is None or not connection.credentials_encrypted:
+                continue
+            token = connection.credentials_encrypted
+            if credentials_under_newest_key(token):
+                current += 1
+                continue
+            try:
+                connection.credentials_encrypted = credentials_reencrypt(token)
+            except CredentialsUnreadable:
+                unreadable.append(connection_id)
+                continue
+            connection.save(update_fields=["credentials_encrypted", "updated_at"])
+            reencrypted += 1
+    return ReencryptReport(reencrypted=reencrypted, current=current, unreadable=unreadable)
 
 
 def _locked(connection: Connection) -> Connection:
