@@ -469,9 +469,10 @@ PAPERLANE_ONEDRIVE_TENANT = env("PAPERLANE_ONEDRIVE_TENANT", default="common")
 # The callback registered with the app; empty: built from the request
 # (https://<host>/connections/onedrive/callback/).
 PAPERLANE_ONEDRIVE_REDIRECT_URI = env("PAPERLANE_ONEDRIVE_REDIRECT_URI", default="")
-PAPERLANE_ONEDRIVE_SCOPES = env(
-    "PAPERLANE_ONEDRIVE_SCOPES", default="offline_access Files.Read.All"
-)
+# The Graph permissions asked for: the signed-in person's own files (Files.Read). Folders
+# shared with them from other drives or SharePoint libraries need Files.Read.All
+# (docs/connectors.md, "Connecting OneDrive").
+PAPERLANE_ONEDRIVE_SCOPES = env("PAPERLANE_ONEDRIVE_SCOPES", default="offline_access Files.Read")
 # National clouds (and the tests' local server) change these two.
 PAPERLANE_ONEDRIVE_GRAPH_URL = env(
     "PAPERLANE_ONEDRIVE_GRAPH_URL", default="https://graph.microsoft.com/v1.0"

@@ -355,7 +355,7 @@ class GraphServer:
         self.state.refresh_tokens.add(refresh)
         return {
             "token_type": "Bearer",
-            "scope": "Files.Read.All",
+            "scope": "Files.Read",
             "expires_in": seconds,
             "access_token": access,
             "refresh_token": refresh,

@@ -138,7 +138,8 @@ def test_a_member_connects_a_folder_through_microsoft_sign_in(member_client, gra
     authorize, answer = sign_in(member_client, graph, "Contracts/2024/")
 
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(authorize).query))
-    assert query["scope"] == "offline_access Files.Read.All"
+    # Least privilege by default: the person's own files, not everything they can open.
+    assert query["scope"] == "offline_access Files.Read"
     assert query["code_challenge_method"] == "S256" and len(query["state"]) >= 32
     connection = Connection.objects.get(organisation=org)
     assert answer.status_code == 302 and answer["Location"] == f"/connections/{connection.id}/"
