@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
+from connectors.problems import Problem
+
 if TYPE_CHECKING:
     from connectors.models import Connection
 
@@ -77,28 +79,6 @@ class Provider(Protocol):
     def maintain(self, connection: "Connection") -> None:
         """Periodic upkeep: refresh tokens, renew change-notification subscriptions."""
         ...
-
-
-class Problem:
-    """What kind of trouble a sync met. Members are told each kind in plain words
-    (connectors/problems.py); the technical message stays on the sync and the connection
-    for operators."""
-
-    UNKNOWN = "unknown"
-    NEEDS_RECONNECT = "needs_reconnect"
-    FOLDER_MISSING = "folder_missing"
-    PROVIDER_UNAVAILABLE = "provider_unavailable"
-    FOLDER_REFUSED = "folder_refused"
-    INTERRUPTED = "interrupted"
-
-    CHOICES = [
-        (UNKNOWN, "Unknown"),
-        (NEEDS_RECONNECT, "Needs reconnect"),
-        (FOLDER_MISSING, "Folder gone or unreadable"),
-        (PROVIDER_UNAVAILABLE, "Provider throttled or unavailable"),
-        (FOLDER_REFUSED, "Folder refused by this server"),
-        (INTERRUPTED, "Interrupted"),
-    ]
 
 
 class ProviderError(Exception):

@@ -23,9 +23,10 @@ from typing import BinaryIO
 
 from django.conf import settings
 
-from connectors.base import ChangePage, FolderRefused, Problem, ProviderError, RemoteFile
+from connectors.base import ChangePage, FolderRefused, ProviderError, RemoteFile
 from connectors.local_roots import local_folder_check
 from connectors.models import Connection
+from connectors.problems import Problem
 
 logger = logging.getLogger(__name__)
 

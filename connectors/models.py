@@ -9,8 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from connectors.base import Problem
-from connectors.problems import problem_text
+from connectors.problems import Problem, problem_text
 from documents.models import Document, Organisation
 
 

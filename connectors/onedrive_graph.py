@@ -21,7 +21,8 @@ from typing import Any
 
 from django.conf import settings
 
-from connectors.base import NeedsReconnect, Problem, ProviderBusy, ProviderError
+from connectors.base import NeedsReconnect, ProviderBusy, ProviderError
+from connectors.problems import Problem
 
 # Each call a person waits on (connecting a folder) gets at most this long.
 REQUEST_TIMEOUT_SECONDS = 5

@@ -1,8 +1,28 @@
-"""What members are told when a sync fails: one plain sentence for each kind of problem
-(connectors/base.py, Problem). The technical message (a status code, an exception's
-text) stays on the sync and the connection, for operators in the admin."""
+"""What kinds of problem a sync meets, and what members are told of each: one plain
+sentence. The technical message (a status code, an exception's text) stays on the sync
+and the connection, for operators in the admin. Plain Python: providers raise errors
+of a kind (connectors/base.py), the models keep it."""
 
-from connectors.base import Problem
+
+class Problem:
+    """What kind of trouble a sync met."""
+
+    UNKNOWN = "unknown"
+    NEEDS_RECONNECT = "needs_reconnect"
+    FOLDER_MISSING = "folder_missing"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
+    FOLDER_REFUSED = "folder_refused"
+    INTERRUPTED = "interrupted"
+
+    CHOICES = [
+        (UNKNOWN, "Unknown"),
+        (NEEDS_RECONNECT, "Needs reconnect"),
+        (FOLDER_MISSING, "Folder gone or unreadable"),
+        (PROVIDER_UNAVAILABLE, "Provider throttled or unavailable"),
+        (FOLDER_REFUSED, "Folder refused by this server"),
+        (INTERRUPTED, "Interrupted"),
+    ]
+
 
 _TEXTS = {
     Problem.NEEDS_RECONNECT: (

@@ -20,17 +20,10 @@ from django.db import transaction
 from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from connectors.base import (
-    ChangePage,
-    NeedsReconnect,
-    Problem,
-    ProviderBusy,
-    ProviderError,
-    RemoteFile,
-)
+from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, ProviderError, RemoteFile
 from connectors.folders import files_left_under, folders_forget_unseen, folders_record
 from connectors.models import Connection, ConnectionSync, ConnectorImport
-from connectors.problems import problem_text
+from connectors.problems import Problem, problem_text
 from connectors.registry import provider_for
 from connectors.source import DELETED_HERE
 from documents.services.content import (
