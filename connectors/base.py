@@ -80,6 +80,13 @@ class Provider(Protocol):
         """Periodic upkeep: refresh tokens, renew change-notification subscriptions."""
         ...
 
+    def disconnect(self, connection: "Connection", *, credentials: dict, state: dict) -> str:
+        """Undo what the provider keeps for the connection outside Paperlane (a change
+        notification subscription), with the credentials and state it had just before
+        they were deleted. Best effort, quick (a person waits); returns a note for the
+        connection's history ("" when there was nothing to undo)."""
+        ...
+
 
 class ProviderError(Exception):
     """A sync could not go on: `message` (technical, for operators) and `kind` (one of

@@ -280,3 +280,7 @@ class LocalFolderProvider:
 
     def maintain(self, connection: Connection) -> None:
         """Nothing to keep up: no tokens, no subscriptions."""
+
+    def disconnect(self, connection: Connection, *, credentials: dict, state: dict) -> str:
+        """Nothing kept outside Paperlane."""
+        return ""

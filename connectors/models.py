@@ -29,6 +29,8 @@ class Connection(models.Model):
         PAUSED = "paused", "Paused"
         NEEDS_RECONNECT = "needs_reconnect", "Needs reconnect"
         ERROR = "error", "Error"
+        # A person disconnected it: no tokens kept, no syncs; its documents stay.
+        DISCONNECTED = "disconnected", "Disconnected"
 
     class Result(models.TextChoices):
         OK = "ok", "OK"
@@ -86,7 +88,9 @@ class Connection(models.Model):
                 condition=Q(provider__in=["onedrive", "local"]), name="connection_provider_valid"
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["active", "paused", "needs_reconnect", "error"]),
+                condition=Q(
+                    status__in=["active", "paused", "needs_reconnect", "error", "disconnected"]
+                ),
                 name="connection_status_valid",
             ),
         ]
@@ -245,3 +249,44 @@ class ConnectionFolder(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.item_id}) in {self.connection_id}"
+
+
+class ConnectionEvent(models.Model):
+    """One change made to a connection (connected, paused, resumed, disconnected, or its
+    status changed by a sync): who or what, when, the status before and after, and why.
+    The connection's history on its page and its audit trail in the admin."""
+
+    class Action(models.TextChoices):
+        CONNECTED = "connected", "Connected"
+        RECONNECTED = "reconnected", "Connected again"
+        PAUSED = "paused", "Paused"
+        RESUMED = "resumed", "Resumed"
+        DISCONNECTED = "disconnected", "Disconnected"
+        SYNC = "sync", "Changed by a sync"
+
+    connection = models.ForeignKey(
+        Connection, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
+    at = models.DateTimeField(default=timezone.now)
+    # As a run's history names actors: "user:alice", "connector:local:7", "system".
+    actor = models.CharField(max_length=200)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=20, choices=Action.choices)
+    status_before = models.CharField(max_length=20, blank=True)
+    status_after = models.CharField(max_length=20)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["connection", "-at"], name="connection_event_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} by {self.actor} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def status_change(self) -> str:
+        """"Active → Paused", as people read statuses."""
+        before = Connection.Status(self.status_before).label if self.status_before else "new"
+        return f"{before} → {Connection.Status(self.status_after).label}"

@@ -25,6 +25,7 @@
   when Graph no longer knows it).
 """
 
+import logging
 import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -56,6 +57,8 @@ from connectors.onedrive_items import gone_file, item_file
 from connectors.secrets import CredentialsUnreadable
 from connectors.services import connection_credentials, connection_set_credentials
 from pipeline.errors import PermanentError, TransientError
+
+logger = logging.getLogger(__name__)
 
 
 def client_state(connection_id: int) -> str:
@@ -273,6 +276,39 @@ class OneDriveProvider:
             onedrive_tokens_refresh(connection=connection, stale=tokens, config=self.config)
         if settings.PAPERLANE_ONEDRIVE_NOTIFICATION_URL:
             subscription_keep(connection=connection, client=client)
+
+    def disconnect(self, connection: Connection, *, credentials: dict, state: dict) -> str:
+        """Delete the connection's change-notification subscription, if it has one, with
+        the tokens it had (refreshed in memory if they expired, never saved again)."""
+        subscription = state.get("subscription")
+        if not subscription:
+            return ""
+        config = self.config.for_request()
+        until = subscription.get("expires_at", "")[:16].replace("T", " ")
+        left = f"; Graph ends it by itself by {until} UTC" if until else ""
+
+        def source(stale: Tokens | None) -> Tokens:
+            current = Tokens.from_dict(credentials)
+            if stale is None:
+                return current
+            return tokens_refreshed(config=config, refresh_token=current.refresh_token)
+
+        client = GraphClient(config=config, tokens=source)
+        sub_id = urllib.parse.quote(str(subscription.get("id", "")), safe="")
+        try:
+            answer = client.call("DELETE", client.url(f"/subscriptions/{sub_id}"))
+        except ProviderError as exc:
+            logger.warning("connection %s: subscription not deleted: %s", connection.id, exc)
+            return f"Its change notifications could not be stopped just now{left}."
+        if answer.status in (200, 204, 404):
+            return "Its change notifications were stopped."
+        logger.warning(
+            "connection %s: subscription not deleted: %s %s",
+            connection.id,
+            answer.status,
+            answer.error_code(),
+        )
+        return f"Its change notifications could not be stopped just now{left}."
 
 
 # --- change notifications ------------------------------------------------------------

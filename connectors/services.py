@@ -1,10 +1,13 @@
-"""Connections: made, paused, resumed, asked to sync; their credentials kept encrypted.
+"""Connections: made, paused, resumed, asked to sync, disconnected; who may do so; their
+credentials kept encrypted. Each change to a connection writes its history row
+(connectors/history.py) in the same transaction.
 
 The sync itself (listing changes, recording imports, starting runs) is the
 pipeline's (`connectors/sync.py`); these are what people and providers do
 to a connection.
 """
 
+import logging
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -15,8 +18,10 @@ from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
+from connectors.history import connection_event_record
 from connectors.local_roots import local_folder_refusal, local_folder_resolve
-from connectors.models import Connection, ConnectionSync
+from connectors.models import Connection, ConnectionEvent, ConnectionSync
+from connectors.registry import provider_for
 from connectors.secrets import (
     CredentialsUnreadable,
     credentials_decrypt,
@@ -24,10 +29,15 @@ from connectors.secrets import (
     credentials_reencrypt,
     credentials_under_newest_key,
 )
-from core.errors import Conflict, InvalidUpload
-from documents.models import Organisation
+from core.errors import Conflict, Forbidden, InvalidUpload
+from documents.models import Membership, Organisation
+from pipeline.services.transitions import Actor
+
+logger = logging.getLogger(__name__)
 
 Status = Connection.Status
+Action = ConnectionEvent.Action
+SYSTEM = Actor("system")
 
 
 def connection_create_local(
@@ -50,12 +60,27 @@ def connection_create_local(
         raise InvalidUpload(f"{folder} is not a folder.", code="folder_missing")
     if not os.access(folder, os.R_OK | os.X_OK):
         raise InvalidUpload(f"{folder} cannot be read.", code="folder_unreadable")
-    connection, _ = Connection.objects.get_or_create(
-        organisation=organisation,
-        provider=Connection.Provider.LOCAL,
-        folder_id=folder,
-        defaults={"folder_path": folder, "created_by": created_by},
-    )
+    actor = Actor.of(user=created_by)
+    with transaction.atomic():
+        connection, created = Connection.objects.select_for_update().get_or_create(
+            organisation=organisation,
+            provider=Connection.Provider.LOCAL,
+            folder_id=folder,
+            defaults={"folder_path": folder, "created_by": created_by},
+        )
+        if created:
+            connection_event_record(
+                connection=connection, actor=actor, action=Action.CONNECTED, status_before=""
+            )
+        elif connection.status == Status.DISCONNECTED:
+            connection.created_by = created_by or connection.created_by
+            connection_make_active(connection=connection, also_save=("created_by",))
+            connection_event_record(
+                connection=connection,
+                actor=actor,
+                action=Action.RECONNECTED,
+                status_before=Status.DISCONNECTED,
+            )
     return connection
 
 
@@ -72,18 +97,27 @@ def connection_connect_onedrive(
     """The organisation's connection to this OneDrive folder with these credentials,
     active and due to sync now. Connecting the same folder again reconnects it (new
     tokens, same cursor and imports), which is how `needs reconnect` is cleared."""
-    connection, _ = Connection.objects.select_for_update().get_or_create(
+    connection, created = Connection.objects.select_for_update().get_or_create(
         organisation=organisation,
         provider=Connection.Provider.ONEDRIVE,
         folder_id=folder_id,
         defaults={"folder_path": folder_path, "created_by": created_by},
     )
+    before = "" if created else connection.status
     connection.folder_path = folder_path
     connection.credentials_encrypted = credentials_encrypt(credentials)
     connection.provider_state = {**(connection.provider_state or {}), "drive_id": drive_id}
+    # Whose sign-in the connection reads with: whoever connected it last.
+    connection.created_by = created_by or connection.created_by
     connection_make_active(
         connection=connection,
-        also_save=("folder_path", "credentials_encrypted", "provider_state"),
+        also_save=("folder_path", "credentials_encrypted", "provider_state", "created_by"),
+    )
+    connection_event_record(
+        connection=connection,
+        actor=Actor.of(user=created_by),
+        action=Action.CONNECTED if created else Action.RECONNECTED,
+        status_before=before,
     )
     return connection
 
@@ -147,13 +181,48 @@ def _locked(connection: Connection) -> Connection:
     return Connection.objects.select_for_update().get(id=connection.id)
 
 
+def connection_may_manage(*, connection: Connection, user: AbstractBaseUser | None) -> bool:
+    """Whether `user` may pause, resume or disconnect `connection` (None: the system, a
+    management command). Operators may (staff who may change connections: the admin);
+    otherwise, for now, any member of the connection's organisation. This is the one
+    place that decides: the viewer, member and admin roles narrow it here."""
+    if user is None:
+        return True
+    if user.is_staff and user.has_perm("connectors.change_connection"):
+        return True
+    return Membership.objects.filter(
+        organisation_id=connection.organisation_id, user_id=user.pk
+    ).exists()
+
+
+def _check_may_manage(connection: Connection, actor: Actor) -> None:
+    if not connection_may_manage(connection=connection, user=actor.user):
+        raise Forbidden("You may not change this connection.")
+
+
+def _who(actor: Actor) -> str:
+    return actor.user.get_username() if actor.user is not None else actor.label
+
+
 @transaction.atomic
-def connection_pause(*, connection: Connection, reason: str = "paused by a person") -> Connection:
-    """Stop syncing until resumed (runs already started go on). Pausing again changes nothing."""
+def connection_pause(
+    *, connection: Connection, reason: str = "paused by a person", actor: Actor = SYSTEM
+) -> Connection:
+    """Stop syncing until resumed (runs already started go on). Pausing again, or pausing
+    a disconnected connection, changes nothing."""
+    _check_may_manage(connection, actor)
     connection = _locked(connection)
-    if connection.status != Status.PAUSED:
+    if connection.status not in (Status.PAUSED, Status.DISCONNECTED):
+        before = connection.status
         connection.status, connection.status_reason = Status.PAUSED, reason
         connection.save(update_fields=["status", "status_reason", "updated_at"])
+        connection_event_record(
+            connection=connection,
+            actor=actor,
+            action=Action.PAUSED,
+            status_before=before,
+            reason=reason,
+        )
     return connection
 
 
@@ -176,15 +245,74 @@ def connection_make_active(*, connection: Connection, also_save: tuple[str, ...]
 
 
 @transaction.atomic
-def connection_resume(*, connection: Connection) -> Connection:
-    """Sync again now, with a clean failure count. A connection that needs reconnecting
-    must be connected again instead (409)."""
+def connection_resume(*, connection: Connection, actor: Actor = SYSTEM) -> Connection:
+    """Sync again now, with a clean failure count. A connection that needs reconnecting,
+    or was disconnected, must be connected again instead (409)."""
+    _check_may_manage(connection, actor)
     connection = _locked(connection)
-    if connection.status == Status.NEEDS_RECONNECT:
+    if connection.status in (Status.NEEDS_RECONNECT, Status.DISCONNECTED):
         raise Conflict("This connection must be connected again before it can sync.")
     if connection.status != Status.ACTIVE:
+        before = connection.status
         connection_make_active(connection=connection)
+        connection_event_record(
+            connection=connection, actor=actor, action=Action.RESUMED, status_before=before
+        )
     return connection
+
+
+def connection_disconnect(*, connection: Connection, actor: Actor) -> Connection:
+    """Disconnect a connection: it stops syncing for good, its tokens are deleted and
+    what the provider keeps for it is undone (OneDrive's change-notification
+    subscription), while its documents and the record of its imports stay. A sync
+    running now loses its lease at its next page; files not yet fetched are not
+    fetched. Connecting the same folder again brings it back, with its imports.
+    Disconnecting again changes nothing."""
+    _check_may_manage(connection, actor)
+    with transaction.atomic():
+        connection = _locked(connection)
+        if connection.status == Status.DISCONNECTED:
+            return connection
+        before = connection.status
+        try:
+            credentials = credentials_decrypt(connection.credentials_encrypted)
+        except CredentialsUnreadable:
+            credentials = {}
+        kept = dict(connection.provider_state or {})
+        state = {k: v for k, v in kept.items() if k != "subscription"}
+        connection.status = Status.DISCONNECTED
+        connection.status_reason = f"Disconnected by {_who(actor)}; its documents stay."
+        connection.credentials_encrypted = ""
+        connection.provider_state = state
+        connection.sync_owner, connection.sync_lease_until = "", None
+        connection.next_sync_at = connection.sync_requested_at = None
+        connection.save(update_fields=DISCONNECT_FIELDS)
+        event = connection_event_record(
+            connection=connection, actor=actor, action=Action.DISCONNECTED, status_before=before
+        )
+    # Outside the transaction: the provider's call must not hold the row.
+    try:
+        note = provider_for(connection).disconnect(connection, credentials=credentials, state=kept)
+    except Exception as exc:  # best effort: the connection is disconnected whatever it says
+        logger.warning("connection %s: provider disconnect failed", connection.id, exc_info=True)
+        note = f"What the provider keeps for it could not be undone ({type(exc).__name__})."
+    if note:
+        event.reason = note
+        event.save(update_fields=["reason"])
+    return connection
+
+
+DISCONNECT_FIELDS = [
+    "status",
+    "status_reason",
+    "credentials_encrypted",
+    "provider_state",
+    "sync_owner",
+    "sync_lease_until",
+    "next_sync_at",
+    "sync_requested_at",
+    "updated_at",
+]
 
 
 def connection_request_sync(*, connection_id: int, by_person: bool = False) -> bool:
@@ -201,7 +329,8 @@ def connection_request_sync(*, connection_id: int, by_person: bool = False) -> b
             When(last_sync_result=Connection.Result.FAILED, then=Value(now)),
             default=F("next_sync_at"),
         )
-    return Connection.objects.filter(id=connection_id).update(**fields) == 1
+    connections = Connection.objects.filter(id=connection_id).exclude(status=Status.DISCONNECTED)
+    return connections.update(**fields) == 1
 
 
 # The syncs of a connection its pages show (the newest), kept whatever their age.

@@ -22,10 +22,11 @@ from django.utils import timezone
 
 from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, ProviderError, RemoteFile
 from connectors.folders import files_left_under, folders_forget_unseen, folders_record
-from connectors.models import Connection, ConnectionSync, ConnectorImport
+from connectors.history import connection_event_record
+from connectors.models import Connection, ConnectionEvent, ConnectionSync, ConnectorImport
 from connectors.problems import Problem, problem_text
 from connectors.registry import provider_for
-from connectors.source import DELETED_HERE
+from connectors.source import CONNECTION_DISCONNECTED, DELETED_HERE
 from documents.services.content import (
     document_has_chunks,
     document_mark_source_deleted,
@@ -413,7 +414,7 @@ def connection_refresh_imports(*, connection: Connection) -> None:
     mine.filter(
         state=State.QUEUED,
         run__status=RunStatus.FAILED,
-        run__error_code__in=["superseded", "document_deleted"],
+        run__error_code__in=["superseded", "document_deleted", CONNECTION_DISCONNECTED],
     ).update(state=State.SKIPPED, reason=Subquery(run_error[:1]))
     mine.filter(state=State.QUEUED, run__status=RunStatus.CANCELLED).update(
         state=State.SKIPPED, reason="Cancelled before it was imported."
@@ -471,6 +472,7 @@ def _finish(
         # The cursor (a local folder's is JSON of every file) is neither read nor written
         # here: the sync saved it already if it changed (connection_save_cursor).
         row = Connection.objects.select_for_update().defer("cursor").get(id=connection.id)
+        status_before = row.status
         plain = problem_text(problem, provider=row.get_provider_display())
         row.last_sync_at, row.last_sync_result = now, result
         row.last_error, row.last_problem = error, problem
@@ -507,6 +509,14 @@ def _finish(
         if row.sync_requested_at is not None and row.sync_requested_at <= sync.started_at:
             row.sync_requested_at = None
         row.save(update_fields=FINISH_FIELDS)
+        if row.status != status_before:
+            connection_event_record(
+                connection=row,
+                actor=connector_actor(row),
+                action=ConnectionEvent.Action.SYNC,
+                status_before=status_before,
+                reason=row.status_reason,
+            )
     _refresh_but_cursor(connection)
 
 

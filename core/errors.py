@@ -65,6 +65,13 @@ class QuotaExceeded(ServiceError):
     code = "quota_exceeded"
 
 
+class Forbidden(ServiceError):
+    """The caller may see it, but may not do this to it."""
+
+    status_code = 403
+    code = "forbidden"
+
+
 class NotFound(ServiceError):
     status_code = 404
     code = "not_found"

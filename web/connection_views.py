@@ -1,5 +1,6 @@
-"""HTML pages for members: their organisation's connected folders, their syncs and the
-files that failed; pause, resume, "sync now". Thin callers of services."""
+"""HTML pages for members: their organisation's connected folders, their syncs, history
+and the files that failed; pause, resume, "sync now", disconnect. Thin callers of
+services."""
 
 from django import forms
 from django.contrib import messages
@@ -15,6 +16,7 @@ from connectors.selectors import connection_get, connection_list
 from connectors.services import (
     SYNCS_ALWAYS_KEPT,
     connection_create_local,
+    connection_disconnect,
     connection_pause,
     connection_request_sync,
     connection_resume,
@@ -28,6 +30,7 @@ from pipeline.services.transitions import Actor
 from web.organisation_views import current_organisation
 
 FAILED_ROWS = 100
+HISTORY_ROWS = 50
 
 
 class LocalFolderForm(forms.Form):
@@ -75,6 +78,7 @@ def connection_detail_view(request: HttpRequest, connection_id: int) -> HttpResp
         **_page_context(request, organisation),
         "connection": connection,
         "syncs": connection.syncs.all()[:SYNCS_ALWAYS_KEPT],
+        "events": connection.events.select_related("user")[:HISTORY_ROWS],
         "failed": failed,
         "onedrive_connect_url": onedrive_connect_url(),
     }
@@ -95,11 +99,14 @@ def connection_action_view(request: HttpRequest, connection_id: int, action: str
     organisation = current_organisation(request)
     connection = _get(organisation, connection_id)
     try:
+        actor = Actor.of(user=request.user)
         if action == "pause":
-            connection_pause(connection=connection, reason=f"paused by {request.user}")
+            connection_pause(
+                connection=connection, reason=f"paused by {request.user}", actor=actor
+            )
             messages.success(request, "The connection is paused; nothing new is imported.")
         elif action == "resume":
-            connection_resume(connection=connection)
+            connection_resume(connection=connection, actor=actor)
             messages.success(request, "The connection is active again and syncs now.")
         else:
             connection_request_sync(connection_id=connection.id, by_person=True)
@@ -113,6 +120,30 @@ def connection_action_view(request: HttpRequest, connection_id: int, action: str
                 )
     except ServiceError as exc:
         messages.error(request, exc.message)
+    return redirect("connections:detail", connection_id=connection.id)
+
+
+@login_required
+def connection_disconnect_view(request: HttpRequest, connection_id: int) -> HttpResponse:
+    """Disconnect one of the organisation's connections: what it means first (GET), then
+    done (POST)."""
+    organisation = current_organisation(request)
+    connection = _get(organisation, connection_id)
+    if request.method != "POST":
+        context = {**_page_context(request, organisation), "connection": connection}
+        return render(request, "web/connection_disconnect.html", context)
+    try:
+        connection = connection_disconnect(
+            connection=connection, actor=Actor.of(user=request.user)
+        )
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"{connection.folder_path} is disconnected: nothing more is imported from it, "
+            "and its documents stay.",
+        )
     return redirect("connections:detail", connection_id=connection.id)
 
 
