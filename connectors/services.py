@@ -247,11 +247,18 @@ def connection_make_active(*, connection: Connection, also_save: tuple[str, ...]
 @transaction.atomic
 def connection_resume(*, connection: Connection, actor: Actor = SYSTEM) -> Connection:
     """Sync again now, with a clean failure count. A connection that needs reconnecting,
-    or was disconnected, must be connected again instead (409)."""
+    or was disconnected, or reads with the sign-in of someone who has left the
+    organisation, must be connected again instead (409)."""
     _check_may_manage(connection, actor)
     connection = _locked(connection)
     if connection.status in (Status.NEEDS_RECONNECT, Status.DISCONNECTED):
         raise Conflict("This connection must be connected again before it can sync.")
+    if _signed_in_by_former_member(connection):
+        raise Conflict(
+            "This folder was connected with the sign-in of someone who is no longer a "
+            "member: connect it again with yours.",
+            code="connected_by_former_member",
+        )
     if connection.status != Status.ACTIVE:
         before = connection.status
         connection_make_active(connection=connection)
@@ -259,6 +266,35 @@ def connection_resume(*, connection: Connection, actor: Actor = SYSTEM) -> Conne
             connection=connection, actor=actor, action=Action.RESUMED, status_before=before
         )
     return connection
+
+
+def _signed_in_by_former_member(connection: Connection) -> bool:
+    """A OneDrive connection reads with the tokens of whoever connected it last."""
+    if connection.provider != Connection.Provider.ONEDRIVE or connection.created_by_id is None:
+        return False
+    return not Membership.objects.filter(
+        organisation_id=connection.organisation_id, user_id=connection.created_by_id
+    ).exists()
+
+
+def connections_pause_of_former_member(
+    *, organisation: Organisation, user: AbstractBaseUser
+) -> int:
+    """Pause the connections `user` made in `organisation`, which they just left (a
+    OneDrive folder reads with their sign-in; a local folder was their choice). Runs in
+    the removal's transaction (documents' member_remove, registered in apps.py); returns
+    how many it paused. A OneDrive one syncs again once another member connects it with
+    their own sign-in; a local one once a member resumes it."""
+    reason = (
+        f"Paused: {user.get_username()}, who connected it, is no longer a member of "
+        f"{organisation.name or organisation.slug}."
+    )
+    paused = 0
+    theirs = Connection.objects.filter(organisation=organisation, created_by_id=user.pk)
+    for connection in theirs.exclude(status__in=[Status.PAUSED, Status.DISCONNECTED]):
+        connection_pause(connection=connection, reason=reason, actor=SYSTEM)
+        paused += 1
+    return paused
 
 
 def connection_disconnect(*, connection: Connection, actor: Actor) -> Connection:
