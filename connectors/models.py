@@ -74,6 +74,8 @@ class Connection(models.Model):
     sync_owner = models.CharField(max_length=200, blank=True)
     sync_lease_until = models.DateTimeField(null=True, blank=True)
 
+    # Who connected it last: a OneDrive connection reads with their sign-in, and pauses
+    # when they leave the organisation.
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -70,7 +70,18 @@ class ConnectionAdmin(FastListAdmin):
     ordering = ["-created_at", "-id"]
     actions = ["sync_now", "pause", "resume", "disconnect"]
     fieldsets = [
-        (None, {"fields": ["organisation", "provider", "folder_path", "folder_id", "created_at"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "organisation",
+                    "provider",
+                    "folder_path",
+                    "folder_id",
+                    ("created_by", "created_at"),
+                ]
+            },
+        ),
         (
             "State",
             {
@@ -97,6 +108,7 @@ class ConnectionAdmin(FastListAdmin):
         "provider",
         "folder_path",
         "folder_id",
+        "created_by",
         "created_at",
         "status",
         "status_reason",
