@@ -4,6 +4,7 @@ Grouped by the part of Paperlane each tunes, in the order docs/configuration.md 
 them (every setting there, by its full name, with its default and meaning).
 """
 
+import os
 import socket
 import urllib.parse
 from datetime import timedelta
@@ -460,9 +461,13 @@ PAPERLANE_API_RATE_PER_MINUTE = env.int("PAPERLANE_API_RATE_PER_MINUTE", default
 # Connected folders
 # ======================================================================================
 
-# The Fernet key (urlsafe base64 of 32 bytes) that encrypts connections' credentials at
-# rest. Unset, it is derived from SECRET_KEY (connectors/secrets.py): changing SECRET_KEY
-# then makes stored credentials unreadable and every OneDrive connection must reconnect.
+# The Fernet keys (urlsafe base64 of 32 bytes each) of connections' credentials at rest,
+# newest first, comma separated: the first encrypts, any decrypts. `from-secret-key` names
+# the key derived from SECRET_KEY, the only one when none is set. After putting a new key
+# first, `manage.py reencrypt_connector_credentials` rewrites what is stored; then the
+# old key can go (connectors/secrets.py).
+PAPERLANE_CONNECTOR_KEYS = env.list("PAPERLANE_CONNECTOR_KEYS", default=[])
+# The single key of earlier versions, used when PAPERLANE_CONNECTOR_KEYS is not set.
 PAPERLANE_CONNECTOR_KEY = env("PAPERLANE_CONNECTOR_KEY", default="")
 # How often each provider's connections are synced without being asked (seconds):
 # local folders are polled; OneDrive is synced on change notifications, this is the fallback.
@@ -491,6 +496,14 @@ PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS = env.float(
 PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS = env.bool(
     "PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS", default=True
 )
+# The folders of this server that local connections may read (absolute paths, comma
+# separated): a connection's folder must resolve inside one. Empty, the default: no local
+# folder is read. MEDIA_ROOT, this project's folder (but a root named beneath it), the
+# Python environment and the static files are refused whatever the roots say
+# (connectors/local_roots.py).
+PAPERLANE_LOCAL_FOLDER_ROOTS = env.list("PAPERLANE_LOCAL_FOLDER_ROOTS", default=[])
+if any(not os.path.isabs(root) for root in PAPERLANE_LOCAL_FOLDER_ROOTS):
+    raise ImproperlyConfigured("PAPERLANE_LOCAL_FOLDER_ROOTS must name absolute paths.")
 # A local file is imported once its size and modification time stayed the same this long.
 PAPERLANE_LOCAL_STABLE_SECONDS = env.float("PAPERLANE_LOCAL_STABLE_SECONDS", default=2.0)
 # Where each provider's code lives (one more provider is one more line).
@@ -512,9 +525,10 @@ PAPERLANE_ONEDRIVE_TENANT = env("PAPERLANE_ONEDRIVE_TENANT", default="common")
 # The callback registered with the app; empty: built from the request
 # (https://<host>/connections/onedrive/callback/).
 PAPERLANE_ONEDRIVE_REDIRECT_URI = env("PAPERLANE_ONEDRIVE_REDIRECT_URI", default="")
-PAPERLANE_ONEDRIVE_SCOPES = env(
-    "PAPERLANE_ONEDRIVE_SCOPES", default="offline_access Files.Read.All"
-)
+# The Graph permissions asked for: the signed-in person's own files (Files.Read). Folders
+# shared with them from other drives or SharePoint libraries need Files.Read.All
+# (docs/connectors.md, "Connecting OneDrive").
+PAPERLANE_ONEDRIVE_SCOPES = env("PAPERLANE_ONEDRIVE_SCOPES", default="offline_access Files.Read")
 # National clouds (and the tests' local server) change these two.
 PAPERLANE_ONEDRIVE_GRAPH_URL = env(
     "PAPERLANE_ONEDRIVE_GRAPH_URL", default="https://graph.microsoft.com/v1.0"
@@ -529,6 +543,26 @@ if PAPERLANE_ONEDRIVE_CLIENT_ID:
     CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(
         f"{_login.scheme}://{_login.netloc}"
     )
+# Where the store stage may fetch a file's pre-authenticated download URL (and every
+# redirect it leads to) from: HTTPS to hosts ending in a ".suffix" or named exactly, or
+# an exact origin "http://127.0.0.1:8123" (a local stand-in). Comma separated; national
+# clouds add theirs (connectors/onedrive_download.py).
+PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS = env.list(
+    "PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS",
+    default=[
+        "graph.microsoft.com",
+        ".sharepoint.com",
+        ".sharepoint.us",
+        ".sharepoint-mil.us",
+        ".sharepoint.cn",
+        ".1drv.com",
+        ".onedrive.com",
+        ".live.net",
+        ".storage.live.com",
+        ".livefilestore.com",
+        ".microsoftpersonalcontent.com",
+    ],
+)
 # Public HTTPS address of the notification endpoint (https://<host>/connections/onedrive/
 # notifications/); empty: no change notifications, the periodic sync only.
 PAPERLANE_ONEDRIVE_NOTIFICATION_URL = env("PAPERLANE_ONEDRIVE_NOTIFICATION_URL", default="")

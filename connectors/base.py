@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
+from connectors.problems import Problem
+
 if TYPE_CHECKING:
     from connectors.models import Connection
 
@@ -78,22 +80,45 @@ class Provider(Protocol):
         """Periodic upkeep: refresh tokens, renew change-notification subscriptions."""
         ...
 
+    def disconnect(self, connection: "Connection", *, credentials: dict, state: dict) -> str:
+        """Undo what the provider keeps for the connection outside Paperlane (a change
+        notification subscription), with the credentials and state it had just before
+        they were deleted. Best effort, quick (a person waits); returns a note for the
+        connection's history ("" when there was nothing to undo)."""
+        ...
+
 
 class ProviderError(Exception):
-    """A sync could not go on; `message` is shown on the connection's page."""
+    """A sync could not go on: `message` (technical, for operators) and `kind` (one of
+    Problem, which members are told in plain words)."""
 
-    def __init__(self, message: str) -> None:
+    kind = Problem.UNKNOWN
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        if kind:
+            self.kind = kind
 
 
 class NeedsReconnect(ProviderError):
     """Consent was revoked or the refresh token expired: a person must connect again."""
 
+    kind = Problem.NEEDS_RECONNECT
+
 
 class ProviderBusy(ProviderError):
     """The provider asked us to wait (429, 503): try again after `retry_after` seconds."""
 
+    kind = Problem.PROVIDER_UNAVAILABLE
+
     def __init__(self, message: str, *, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class FolderRefused(ProviderError):
+    """This server may not read the connection's folder (a local folder outside
+    PAPERLANE_LOCAL_FOLDER_ROOTS, or one of Paperlane's own): nothing in it is read."""
+
+    kind = Problem.FOLDER_REFUSED

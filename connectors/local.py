@@ -10,6 +10,7 @@ The cursor is this provider's memory between polls (JSON): the version of every
 file listed, and the files seen changing, with when they were first seen so.
 """
 
+import errno
 import hashlib
 import json
 import logging
@@ -22,8 +23,10 @@ from typing import BinaryIO
 
 from django.conf import settings
 
-from connectors.base import ChangePage, ProviderError, RemoteFile
+from connectors.base import ChangePage, FolderRefused, ProviderError, RemoteFile
+from connectors.local_roots import local_folder_check
 from connectors.models import Connection
+from connectors.problems import Problem
 
 logger = logging.getLogger(__name__)
 
@@ -50,58 +53,137 @@ def _shown(relative: str) -> str:
     return relative
 
 
+def _through_link(path: str) -> bool:
+    """Whether `path` or a folder above it is a link now (to say why it is refused)."""
+    current = PurePosixPath(path)
+    return any(os.path.islink(p) for p in [current, *current.parents])
+
+
 def _skipped(name: str) -> bool:
     # Hidden files, and the lock files editors keep next to an open document ("~$x.docx").
     return name.startswith((".", "~$"))
 
 
+def open_folder(path: str) -> int:
+    """A descriptor of the folder at the real, absolute `path`, opened from / one
+    component at a time without following a link: a folder on the way that is a link
+    (swapped in after any check) is refused (OSError), never followed."""
+    parts = PurePosixPath(path).parts
+    if not parts or parts[0] != "/":
+        raise FileNotFoundError(path)
+    folder = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[1:]:
+            inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
+
+
+def _open_file(folder: int, name: str) -> int:
+    """A read-only descriptor of the regular file `name` in the folder `folder`, not
+    following a link; FileNotFoundError for anything else (a FIFO would block)."""
+    try:
+        # Reading leaves even the access time as it was, where we own the file.
+        fd = os.open(name, _FILE_FLAGS | getattr(os, "O_NOATIME", 0), dir_fd=folder)
+    except PermissionError:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=folder)  # O_NOATIME needs the owner
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileNotFoundError(name)
+    os.set_blocking(fd, True)
+    return fd
+
+
 class LocalFolderProvider:
     name = "local"
 
-    def _root(self, connection: Connection) -> str:
-        root = connection.folder_id
-        if not os.path.isdir(root):
-            raise ProviderError(f"The folder {root} does not exist or is not a folder.")
-        if not os.access(root, os.R_OK | os.X_OK):
-            raise ProviderError(f"The folder {root} cannot be read.")
-        return root
+    def _root(self, connection: Connection) -> int:
+        """The connection's folder, checked against the roots this server may read and
+        opened without following links."""
+        root = local_folder_check(connection.folder_id)
+        try:
+            return open_folder(root)
+        except FileNotFoundError:
+            raise ProviderError(
+                f"The folder {root} does not exist.", kind=Problem.FOLDER_MISSING
+            ) from None
+        except PermissionError:
+            raise ProviderError(
+                f"The folder {root} cannot be read.", kind=Problem.FOLDER_MISSING
+            ) from None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _through_link(root):
+                raise FolderRefused(
+                    f"The folder {root} was replaced by a link (or a folder above it was); "
+                    "links are not followed."
+                ) from None
+            raise ProviderError(
+                f"The folder {root} is not a folder or cannot be opened ({exc.strerror}).",
+                kind=Problem.FOLDER_MISSING,
+            ) from None
 
-    def _walk(self, root: str) -> Iterator[tuple[str, os.stat_result]]:
-        """(relative path, stat) of every regular file below `root`; links are not followed."""
+    def _walk(self, root: int) -> Iterator[tuple[str, str, int, os.stat_result]]:
+        """(relative path, name, descriptor of its folder, stat) of every regular file
+        below the folder `root`, walked by descriptors: no link is followed, and a folder
+        swapped for a link while walking is left out (os.fwalk compares what it opened
+        with what it listed)."""
 
         def failed(error: OSError) -> None:
             raise ProviderError(f"The folder {error.filename} cannot be read: {error.strerror}.")
 
-        for folder, subfolders, files in os.walk(root, onerror=failed, followlinks=False):
+        walk = os.fwalk(".", onerror=failed, follow_symlinks=False, dir_fd=root)
+        for folder, subfolders, files, folder_fd in walk:
             subfolders[:] = sorted(d for d in subfolders if not _skipped(d))
             for name in sorted(files):
                 if _skipped(name):
                     continue
-                full = os.path.join(folder, name)
                 try:
-                    info = os.lstat(full)
+                    info = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
                 except FileNotFoundError:
                     continue  # removed while listing: the next poll sees it gone
                 if stat.S_ISREG(info.st_mode):
-                    yield os.path.relpath(full, root).replace(os.sep, "/"), info
+                    relative = os.path.normpath(os.path.join(folder, name))
+                    yield relative.replace(os.sep, "/"), name, folder_fd, info
 
-    def _hash(self, root: str, relative: str) -> str | None:
+    def _hash(self, folder: int, name: str, relative: str) -> tuple[str, os.stat_result] | None:
+        """The SHA-256 of the file and its stat once read; None if it cannot be read."""
         digest = hashlib.sha256()
         try:
-            with self.open_path(root, relative) as fh:
+            with os.fdopen(_open_file(folder, name), "rb") as fh:
                 while block := fh.read(HASH_BLOCK):
                     digest.update(block)
+                after = os.fstat(fh.fileno())
         except FileNotFoundError:
             return None
         except OSError as exc:
             # One unreadable file (permissions, a link) must not stop the folder's sync;
             # it stays unlisted until it can be read.
-            logger.warning("cannot read %s in %s: %s", relative, root, exc)
+            logger.warning("cannot read %s: %s", relative, exc)
             return None
-        return digest.hexdigest()
+        return digest.hexdigest(), after
 
     def changes(self, connection: Connection, cursor: str | None) -> Iterator[ChangePage]:
         root = self._root(connection)
+        try:
+            changed, state, restarted = self._listing(root, cursor)
+        finally:
+            os.close(root)
+        pages = [changed[i : i + PAGE_SIZE] for i in range(0, len(changed), PAGE_SIZE)] or [[]]
+        for number, files in enumerate(pages):
+            last = number == len(pages) - 1
+            yield ChangePage(
+                files=files,
+                cursor=json.dumps(state, separators=(",", ":")) if last else None,
+                restarted=restarted and number == 0,
+            )
+
+    def _listing(self, root: int, cursor: str | None) -> tuple[list[RemoteFile], dict, bool]:
+        """What changed in the folder `root` since `cursor`: (files, the next cursor's
+        state, whether the listing started from nothing)."""
         try:
             state = json.loads(cursor) if cursor else None
         except ValueError:
@@ -115,7 +197,7 @@ class LocalFolderProvider:
         changed: list[RemoteFile] = []
         present: set[str] = set()
         next_pending: dict = {}
-        for relative, info in self._walk(root):
+        for relative, name, folder, info in self._walk(root):
             present.add(relative)
             shape = [info.st_size, info.st_mtime_ns]
             known = listed.get(relative)
@@ -143,12 +225,12 @@ class LocalFolderProvider:
             if now - seen[2] < stable_after:
                 next_pending[relative] = seen
                 continue
-            digest = self._hash(root, relative)
-            try:
-                after = os.lstat(os.path.join(root, relative))
-            except FileNotFoundError:
+            hashed = self._hash(folder, name, relative)
+            if hashed is None:
+                next_pending[relative] = [*shape, now]
                 continue
-            if digest is None or [after.st_size, after.st_mtime_ns] != shape:
+            digest, after = hashed
+            if [after.st_size, after.st_mtime_ns] != shape:
                 next_pending[relative] = [after.st_size, after.st_mtime_ns, now]
                 continue
             version = f"{info.st_size}-{info.st_mtime_ns}-{digest[:32]}"
@@ -169,47 +251,36 @@ class LocalFolderProvider:
             changed.append(
                 RemoteFile(file_id=shown, version="", name=name, path=shown, deleted=True)
             )
-        state = {"files": listed, "pending": next_pending}
-        pages = [changed[i : i + PAGE_SIZE] for i in range(0, len(changed), PAGE_SIZE)] or [[]]
-        for number, files in enumerate(pages):
-            last = number == len(pages) - 1
-            yield ChangePage(
-                files=files,
-                cursor=json.dumps(state, separators=(",", ":")) if last else None,
-                restarted=restarted and number == 0,
-            )
+        return changed, {"files": listed, "pending": next_pending}, restarted
 
     @staticmethod
     def open_path(root: str, relative: str) -> BinaryIO:
         """Open a regular file below `root` read-only, refusing links and paths that leave
-        it. The path is walked one folder at a time from the root, each opened without
-        following a link (openat), so a folder on the way swapped for a link after the
-        listing is refused, not followed; and something swapped in for the file that is
-        not a regular file (a FIFO would block the reader) is refused without waiting."""
+        it. The root and then the path are walked one folder at a time, each opened
+        without following a link (openat), so a folder on the way swapped for a link after
+        the listing is refused, not followed; and something swapped in for the file that
+        is not a regular file (a FIFO would block the reader) is refused without waiting."""
         parts = PurePosixPath(relative).parts
         if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
             raise FileNotFoundError(relative)
-        folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        folder = open_folder(root)
         try:
             for part in parts[:-1]:
                 inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
                 os.close(folder)
                 folder = inner
-            try:
-                # Reading leaves even the access time as it was, where we own the file.
-                fd = os.open(parts[-1], _FILE_FLAGS | getattr(os, "O_NOATIME", 0), dir_fd=folder)
-            except PermissionError:
-                fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=folder)  # O_NOATIME needs the owner
+            fd = _open_file(folder, parts[-1])
         finally:
             os.close(folder)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise FileNotFoundError(relative)
-        os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
 
     def open(self, connection: Connection, file_id: str) -> BinaryIO:
-        return self.open_path(connection.folder_id, file_id)
+        """The file's bytes, if this server may still read the connection's folder."""
+        return self.open_path(local_folder_check(connection.folder_id), file_id)
 
     def maintain(self, connection: Connection) -> None:
         """Nothing to keep up: no tokens, no subscriptions."""
+
+    def disconnect(self, connection: Connection, *, credentials: dict, state: dict) -> str:
+        """Nothing kept outside Paperlane."""
+        return ""

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from connectors.base import NeedsReconnect
 from connectors.models import Connection, ConnectorImport
+from connectors.problems import problem_text
 from connectors.registry import provider_for
 from connectors.sync import (
     SYNCING,
@@ -55,13 +56,19 @@ def connectors_maintain() -> None:
     """Each provider's upkeep (tokens, subscriptions) for connections that may sync, and
     imports' states brought in line with their runs."""
     # Upkeep never needs the cursor (a local folder's is JSON of every file).
-    keeping = Connection.objects.exclude(status=Connection.Status.NEEDS_RECONNECT).defer("cursor")
+    idle = [Connection.Status.NEEDS_RECONNECT, Connection.Status.DISCONNECTED]
+    keeping = Connection.objects.exclude(status__in=idle).defer("cursor")
     for connection in keeping:
         try:
             provider_for(connection).maintain(connection)
         except NeedsReconnect as exc:
-            Connection.objects.filter(id=connection.id).update(
-                status=Connection.Status.NEEDS_RECONNECT, status_reason=exc.message
+            # Unless it was disconnected meanwhile (its tokens deleted: hence the refusal).
+            plain = problem_text(exc.kind, provider=connection.get_provider_display())
+            Connection.objects.filter(id=connection.id).exclude(status__in=idle).update(
+                status=Connection.Status.NEEDS_RECONNECT,
+                status_reason=plain,
+                last_error=exc.message,
+                last_problem=exc.kind,
             )
         except Exception:  # one connection's trouble must not stop the others' upkeep
             logger.exception("connection %s: upkeep failed", connection.id)

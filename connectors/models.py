@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from connectors.problems import Problem, problem_text
 from documents.models import Document, Organisation
 
 
@@ -28,6 +29,8 @@ class Connection(models.Model):
         PAUSED = "paused", "Paused"
         NEEDS_RECONNECT = "needs_reconnect", "Needs reconnect"
         ERROR = "error", "Error"
+        # A person disconnected it: no tokens kept, no syncs; its documents stay.
+        DISCONNECTED = "disconnected", "Disconnected"
 
     class Result(models.TextChoices):
         OK = "ok", "OK"
@@ -56,7 +59,9 @@ class Connection(models.Model):
     status_reason = models.TextField(blank=True)
     last_sync_at = models.DateTimeField(null=True, blank=True)
     last_sync_result = models.CharField(max_length=20, choices=Result.choices, blank=True)
+    # The last sync's problem: technical (operators) and its kind (members read it plainly).
     last_error = models.TextField(blank=True)
+    last_problem = models.CharField(max_length=32, choices=Problem.CHOICES, blank=True)
     consecutive_failures = models.PositiveIntegerField(default=0)
     files_seen = models.PositiveIntegerField(default=0)
     files_imported = models.PositiveIntegerField(default=0)
@@ -69,6 +74,8 @@ class Connection(models.Model):
     sync_owner = models.CharField(max_length=200, blank=True)
     sync_lease_until = models.DateTimeField(null=True, blank=True)
 
+    # Who connected it last: a OneDrive connection reads with their sign-in, and pauses
+    # when they leave the organisation.
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -83,13 +90,22 @@ class Connection(models.Model):
                 condition=Q(provider__in=["onedrive", "local"]), name="connection_provider_valid"
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["active", "paused", "needs_reconnect", "error"]),
+                condition=Q(
+                    status__in=["active", "paused", "needs_reconnect", "error", "disconnected"]
+                ),
                 name="connection_status_valid",
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.get_provider_display()} {self.folder_path} ({self.organisation})"
+
+    @property
+    def problem_text(self) -> str:
+        """The last sync's problem as members read it ("" if it had none)."""
+        if not (self.last_problem or self.last_error):
+            return ""
+        return problem_text(self.last_problem, provider=self.get_provider_display())
 
 
 class ConnectorImport(models.Model):
@@ -182,7 +198,9 @@ class ConnectionSync(models.Model):
     imports_started = models.PositiveIntegerField(default=0)
     files_skipped = models.PositiveIntegerField(default=0)
     files_deleted = models.PositiveIntegerField(default=0)
+    # What went wrong, for operators; its kind is what members are told (problem_text).
     error = models.TextField(blank=True)
+    problem = models.CharField(max_length=32, choices=Problem.CHOICES, blank=True)
 
     class Meta:
         db_table = "documents_connectionsync"
@@ -191,6 +209,14 @@ class ConnectionSync(models.Model):
 
     def __str__(self) -> str:
         return f"sync of {self.connection_id} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def problem_text(self) -> str:
+        """What went wrong as members read it ("" if nothing did)."""
+        if not (self.problem or self.error):
+            return ""
+        provider = Connection.Provider(self.connection.provider).label
+        return problem_text(self.problem, provider=provider)
 
 
 class ConnectionFolder(models.Model):
@@ -225,3 +251,44 @@ class ConnectionFolder(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.item_id}) in {self.connection_id}"
+
+
+class ConnectionEvent(models.Model):
+    """One change made to a connection (connected, paused, resumed, disconnected, or its
+    status changed by a sync): who or what, when, the status before and after, and why.
+    The connection's history on its page and its audit trail in the admin."""
+
+    class Action(models.TextChoices):
+        CONNECTED = "connected", "Connected"
+        RECONNECTED = "reconnected", "Connected again"
+        PAUSED = "paused", "Paused"
+        RESUMED = "resumed", "Resumed"
+        DISCONNECTED = "disconnected", "Disconnected"
+        SYNC = "sync", "Changed by a sync"
+
+    connection = models.ForeignKey(
+        Connection, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
+    at = models.DateTimeField(default=timezone.now)
+    # As a run's history names actors: "user:alice", "connector:local:7", "system".
+    actor = models.CharField(max_length=200)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=20, choices=Action.choices)
+    status_before = models.CharField(max_length=20, blank=True)
+    status_after = models.CharField(max_length=20)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["connection", "-at"], name="connection_event_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} by {self.actor} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def status_change(self) -> str:
+        """ "Active → Paused", as people read statuses."""
+        before = Connection.Status(self.status_before).label if self.status_before else "new"
+        return f"{before} → {Connection.Status(self.status_after).label}"

@@ -18,16 +18,15 @@
   from nothing, and the pages say `restarted` so the sync reconciles. So does a sync
   whose folder walks would list more than PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS items.
 - Files are downloaded in the store stage from a pre-authenticated URL fetched
-  right then (`@microsoft.graph.downloadUrl`); the URL is never stored.
+  right then (`@microsoft.graph.downloadUrl`); the URL is never stored, and is fetched
+  only from Microsoft's download hosts (connectors/onedrive_download.py).
 - Upkeep: tokens refreshed ahead of expiry and a change-notification subscription
   on the drive's root kept alive (created, renewed before it expires, recreated
   when Graph no longer knows it).
 """
 
-import io
-import urllib.error
+import logging
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO
@@ -44,18 +43,22 @@ from connectors.base import (
     RemoteFolder,
 )
 from connectors.models import Connection
+from connectors.onedrive_download import download_open
 from connectors.onedrive_folders import FolderChanges, Tree, WalkTooLong
 from connectors.onedrive_graph import (
     GraphClient,
     OneDriveConfig,
     Tokens,
     TokenSource,
+    status_problem,
     tokens_refreshed,
 )
 from connectors.onedrive_items import gone_file, item_file
 from connectors.secrets import CredentialsUnreadable
 from connectors.services import connection_credentials, connection_set_credentials
 from pipeline.errors import PermanentError, TransientError
+
+logger = logging.getLogger(__name__)
 
 
 def client_state(connection_id: int) -> str:
@@ -164,7 +167,8 @@ class OneDriveProvider:
                 continue
             if answer.status != 200:
                 raise ProviderError(
-                    f"OneDrive answered {answer.status} {answer.error_code()} while listing."
+                    f"OneDrive answered {answer.status} {answer.error_code()} while listing.",
+                    kind=status_problem(answer.status),
                 )
             data = answer.json()
             items = [i for i in data.get("value") or [] if isinstance(i, dict) and i.get("id")]
@@ -256,7 +260,7 @@ class OneDriveProvider:
                 raise PermanentError(
                     "OneDrive offers no download for this file.", code="source_missing"
                 )
-            stream = _download(link, timeout=self.config.timeout)
+            stream = download_open(link, timeout=self.config.timeout)
             if stream is not None:
                 return stream
             # The short-lived URL expired between fetching and using it: fetch another.
@@ -273,55 +277,38 @@ class OneDriveProvider:
         if settings.PAPERLANE_ONEDRIVE_NOTIFICATION_URL:
             subscription_keep(connection=connection, client=client)
 
+    def disconnect(self, connection: Connection, *, credentials: dict, state: dict) -> str:
+        """Delete the connection's change-notification subscription, if it has one, with
+        the tokens it had (refreshed in memory if they expired, never saved again)."""
+        subscription = state.get("subscription")
+        if not subscription:
+            return ""
+        config = self.config.for_request()
+        until = subscription.get("expires_at", "")[:16].replace("T", " ")
+        left = f"; Graph ends it by itself by {until} UTC" if until else ""
 
-class _Stream(io.RawIOBase):
-    """A download being read: network failures mid-way are transient stage errors."""
+        def source(stale: Tokens | None) -> Tokens:
+            current = Tokens.from_dict(credentials)
+            if stale is None:
+                return current
+            return tokens_refreshed(config=config, refresh_token=current.refresh_token)
 
-    def __init__(self, response) -> None:
-        self._response = response
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
+        client = GraphClient(config=config, tokens=source)
+        sub_id = urllib.parse.quote(str(subscription.get("id", "")), safe="")
         try:
-            return self._response.read(size)
-        except OSError as exc:
-            raise TransientError(
-                f"The OneDrive download broke off ({exc}).", code="source_unavailable"
-            ) from exc
-
-    def close(self) -> None:
-        self._response.close()
-        super().close()
-
-
-def _download(link: str, *, timeout: float) -> BinaryIO | None:
-    """The download's stream; None if the link was refused (expired)."""
-    limit = settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES
-    # Pre-authenticated: no Authorization header goes with it.
-    request = urllib.request.Request(link, method="GET")
-    try:
-        response = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        if exc.code in (401, 403, 404, 410):
-            return None
-        raise TransientError(
-            f"The OneDrive download failed ({exc.code}).", code="source_unavailable"
-        ) from exc
-    except OSError as exc:
-        raise TransientError(
-            f"The OneDrive download failed ({exc}).", code="source_unavailable"
-        ) from exc
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limit:
-        response.close()
-        raise PermanentError(
-            f"The file is larger than {limit:,} bytes, the limit for one file.",
-            code="file_too_large",
+            answer = client.call("DELETE", client.url(f"/subscriptions/{sub_id}"))
+        except ProviderError as exc:
+            logger.warning("connection %s: subscription not deleted: %s", connection.id, exc)
+            return f"Its change notifications could not be stopped just now{left}."
+        if answer.status in (200, 204, 404):
+            return "Its change notifications were stopped."
+        logger.warning(
+            "connection %s: subscription not deleted: %s %s",
+            connection.id,
+            answer.status,
+            answer.error_code(),
         )
-    return _Stream(response)  # type: ignore[return-value]
+        return f"Its change notifications could not be stopped just now{left}."
 
 
 # --- change notifications ------------------------------------------------------------

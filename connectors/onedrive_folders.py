@@ -27,7 +27,7 @@ from typing import Any
 from connectors.base import ChangePage, ProviderError, RemoteFile, RemoteFolder
 from connectors.folders import MAX_DEPTH, FolderStore, KnownFolder
 from connectors.models import Connection
-from connectors.onedrive_graph import GraphClient
+from connectors.onedrive_graph import GraphClient, status_problem
 from connectors.onedrive_items import as_delta_lists_it, gone_file, item_file
 
 # What a walk asks of each child; the same facets delta gives (Graph's page size, 200,
@@ -77,7 +77,10 @@ class Tree:
         if answer.status == 404:
             return False
         if answer.status != 200:
-            raise ProviderError(f"OneDrive answered {answer.status} for a folder.")
+            raise ProviderError(
+                f"OneDrive answered {answer.status} for a folder.",
+                kind=status_problem(answer.status),
+            )
         self.learn(answer.json())
         return True
 
@@ -242,7 +245,8 @@ class FolderChanges:
                 return
             if answer.status != 200:
                 raise ProviderError(
-                    f"OneDrive answered {answer.status} {answer.error_code()} listing a folder."
+                    f"OneDrive answered {answer.status} {answer.error_code()} listing a folder.",
+                    kind=status_problem(answer.status),
                 )
             data = answer.json()
             children = [c for c in data.get("value") or [] if isinstance(c, dict) and c.get("id")]

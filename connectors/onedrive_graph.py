@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 
 from connectors.base import NeedsReconnect, ProviderBusy, ProviderError
+from connectors.problems import Problem
 
 # Each call a person waits on (connecting a folder) gets at most this long.
 REQUEST_TIMEOUT_SECONDS = 5
@@ -149,15 +150,28 @@ def http_request(
     except urllib.error.HTTPError as exc:
         response = exc
     except (OSError, ValueError) as exc:
-        raise ProviderError(f"Could not reach OneDrive ({exc}).") from exc
+        raise ProviderError(
+            f"Could not reach OneDrive ({exc}).", kind=Problem.PROVIDER_UNAVAILABLE
+        ) from exc
     try:
         with response:
             data = response.read(max_bytes + 1)
     except OSError as exc:
-        raise ProviderError(f"OneDrive stopped answering ({exc}).") from exc
+        raise ProviderError(
+            f"OneDrive stopped answering ({exc}).", kind=Problem.PROVIDER_UNAVAILABLE
+        ) from exc
     if len(data) > max_bytes:
         raise ProviderError("OneDrive sent an answer larger than expected.")
     return Answer(response.status, {k.lower(): v for k, v in response.headers.items()}, data)
+
+
+def status_problem(status: int) -> str:
+    """The kind of problem an unexpected Graph status is, for the members' pages."""
+    if status == 429 or status >= 500:
+        return Problem.PROVIDER_UNAVAILABLE
+    if status == 404:
+        return Problem.FOLDER_MISSING
+    return Problem.UNKNOWN
 
 
 def retry_after_seconds(answer: Answer) -> float:
@@ -218,7 +232,7 @@ def _token_call(config: OneDriveConfig, form: dict[str, str]) -> Tokens:
     if code in ("invalid_grant", "interaction_required", "consent_required"):
         # Revoked consent, an expired or used refresh token, a changed password.
         raise NeedsReconnect(
-            "OneDrive access was revoked or has expired; connect the folder again."
+            f"OneDrive access was revoked or has expired ({code}); connect the folder again."
         )
     if code in ("invalid_client", "unauthorized_client"):
         raise ProviderError("The OneDrive app registration was refused (client id or secret).")
@@ -326,6 +340,7 @@ class GraphClient:
         answer = self.call("GET", url)
         if answer.status != 200:
             raise ProviderError(
-                f"OneDrive answered {answer.status} {answer.error_code()} for a request."
+                f"OneDrive answered {answer.status} {answer.error_code()} for a request.",
+                kind=status_problem(answer.status),
             )
         return answer.json()

@@ -1,50 +1,98 @@
 """Connections' credentials, encrypted at rest with Fernet (AES-128-CBC and HMAC-SHA256).
 
-The key is PAPERLANE_CONNECTOR_KEY; unset, it is derived from SECRET_KEY, so a
-deployment works without one more secret, and rotating SECRET_KEY then means
-reconnecting every connection whose credentials were stored.
+The keys are PAPERLANE_CONNECTOR_KEYS, newest first: credentials are encrypted with the
+first and read with any (MultiFernet), so a new key goes in front and the old one stays
+behind it until `reencrypt_connector_credentials` has rewritten every stored token with
+the new one. The entry `from-secret-key` stands for the key derived from SECRET_KEY,
+which is the only key when none is set (and PAPERLANE_CONNECTOR_KEY, the single key of
+earlier versions, is not either): a deployment works without one more secret, and its
+stored credentials stay readable when it starts naming keys of its own.
 """
 
 import base64
 import hashlib
 import json
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+# In PAPERLANE_CONNECTOR_KEYS: the key derived from SECRET_KEY.
+DERIVED_KEY = "from-secret-key"
 
 
 class CredentialsUnreadable(Exception):
     """Stored credentials cannot be decrypted (the key changed): the connection must reconnect."""
 
 
-def _fernet() -> Fernet:
-    key = settings.PAPERLANE_CONNECTOR_KEY
-    if not key:
-        digest = hashlib.sha256(b"paperlane-connector-key:" + settings.SECRET_KEY.encode()).digest()
-        key = base64.urlsafe_b64encode(digest).decode()
-    try:
-        return Fernet(key)
-    except ValueError as exc:
-        raise ImproperlyConfigured(
-            "PAPERLANE_CONNECTOR_KEY must be 32 url-safe base64-encoded bytes "
-            "(python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key())')."
-        ) from exc
+def _derived_key() -> str:
+    digest = hashlib.sha256(b"paperlane-connector-key:" + settings.SECRET_KEY.encode()).digest()
+    return base64.urlsafe_b64encode(digest).decode()
+
+
+def connector_keys() -> list[str]:
+    """The configured keys, newest first, with `from-secret-key` resolved."""
+    named = [k.strip() for k in settings.PAPERLANE_CONNECTOR_KEYS if k.strip()]
+    if not named:
+        named = [settings.PAPERLANE_CONNECTOR_KEY or DERIVED_KEY]
+    return [_derived_key() if key == DERIVED_KEY else key for key in named]
+
+
+def _fernets() -> list[Fernet]:
+    fernets = []
+    setting = "PAPERLANE_CONNECTOR_KEY"
+    if settings.PAPERLANE_CONNECTOR_KEYS:
+        setting = "PAPERLANE_CONNECTOR_KEYS"
+    for number, key in enumerate(connector_keys(), start=1):
+        try:
+            fernets.append(Fernet(key))
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                f"{setting}: key {number} must be 32 url-safe base64-encoded bytes "
+                "(python -c 'from cryptography.fernet import Fernet; "
+                "print(Fernet.generate_key().decode())') or from-secret-key."
+            ) from exc
+    return fernets
 
 
 def credentials_encrypt(data: dict) -> str:
-    """The Fernet token of `data` as JSON; empty data is stored as ""."""
+    """The Fernet token of `data` as JSON, under the newest key; empty data is ""."""
     if not data:
         return ""
-    return _fernet().encrypt(json.dumps(data, sort_keys=True).encode()).decode()
+    return MultiFernet(_fernets()).encrypt(json.dumps(data, sort_keys=True).encode()).decode()
 
 
 def credentials_decrypt(token: str) -> dict:
+    """The credentials of a stored token, read with whichever configured key made it."""
     if not token:
         return {}
     try:
-        return json.loads(_fernet().decrypt(token.encode()))
+        return json.loads(MultiFernet(_fernets()).decrypt(token.encode()))
     except InvalidToken as exc:
         raise CredentialsUnreadable(
-            "The stored credentials cannot be read with the current key."
+            "The stored credentials cannot be read with the current keys."
+        ) from exc
+
+
+def credentials_under_newest_key(token: str) -> bool:
+    """Whether a stored token was made with the newest key (nothing to re-encrypt)."""
+    if not token:
+        return True
+    try:
+        _fernets()[0].decrypt(token.encode())
+    except InvalidToken:
+        return False
+    return True
+
+
+def credentials_reencrypt(token: str) -> str:
+    """The same credentials under the newest key (CredentialsUnreadable if no key reads
+    them). Fernet's timestamp is kept."""
+    if not token:
+        return ""
+    try:
+        return MultiFernet(_fernets()).rotate(token.encode()).decode()
+    except InvalidToken as exc:
+        raise CredentialsUnreadable(
+            "The stored credentials cannot be read with the current keys."
         ) from exc

@@ -1,13 +1,16 @@
-"""Connections: made, paused, resumed, asked to sync; their credentials kept encrypted.
+"""Connections: made, paused, resumed, asked to sync, disconnected; who may do so; their
+credentials kept encrypted. Each change to a connection writes its history row
+(connectors/history.py) in the same transaction.
 
 The sync itself (listing changes, recording imports, starting runs) is the
 pipeline's (`connectors/sync.py`); these are what people and providers do
 to a connection.
 """
 
+import logging
 import os
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -15,12 +18,27 @@ from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
-from connectors.models import Connection, ConnectionSync
-from connectors.secrets import credentials_decrypt, credentials_encrypt
+from connectors.history import connection_event_record
+from connectors.local_roots import local_folder_refusal, local_folder_resolve
+from connectors.models import Connection, ConnectionEvent, ConnectionSync
+from connectors.registry import provider_for
+from connectors.secrets import (
+    CredentialsUnreadable,
+    credentials_decrypt,
+    credentials_encrypt,
+    credentials_reencrypt,
+    credentials_under_newest_key,
+)
 from core.errors import Conflict, InvalidUpload
-from documents.models import Organisation
+from documents.models import Membership, Organisation
+from documents.roles import Ability, ability_require
+from pipeline.services.transitions import Actor
+
+logger = logging.getLogger(__name__)
 
 Status = Connection.Status
+Action = ConnectionEvent.Action
+SYSTEM = Actor("system")
 
 
 def connection_create_local(
@@ -28,23 +46,42 @@ def connection_create_local(
 ) -> Connection:
     """Connect a local (or mounted) folder of this server: an operator's choice of path.
 
-    The folder must exist and be readable; it is only ever read. Connecting the same
-    folder to the same organisation again returns the existing connection.
+    The path is resolved once (links followed, `..` removed) and its real path must be
+    inside PAPERLANE_LOCAL_FOLDER_ROOTS and none of Paperlane's own folders
+    (connectors/local_roots.py; refused with the reason in plain words, before anything
+    about the path is looked at). The folder must exist and be readable; it is only ever
+    read. Connecting the same folder to the same organisation again returns the existing
+    connection.
     """
-    folder = Path(path).expanduser()
-    if not folder.is_absolute():
-        folder = Path.cwd() / folder
-    folder = Path(os.path.realpath(folder))
-    if not folder.is_dir():
+    folder = local_folder_resolve(path)
+    reason = local_folder_refusal(folder)
+    if reason:
+        raise InvalidUpload(reason, code="folder_not_allowed")
+    if not os.path.isdir(folder):
         raise InvalidUpload(f"{folder} is not a folder.", code="folder_missing")
     if not os.access(folder, os.R_OK | os.X_OK):
         raise InvalidUpload(f"{folder} cannot be read.", code="folder_unreadable")
-    connection, _ = Connection.objects.get_or_create(
-        organisation=organisation,
-        provider=Connection.Provider.LOCAL,
-        folder_id=str(folder),
-        defaults={"folder_path": str(folder), "created_by": created_by},
-    )
+    actor = Actor.of(user=created_by)
+    with transaction.atomic():
+        connection, created = Connection.objects.select_for_update().get_or_create(
+            organisation=organisation,
+            provider=Connection.Provider.LOCAL,
+            folder_id=folder,
+            defaults={"folder_path": folder, "created_by": created_by},
+        )
+        if created:
+            connection_event_record(
+                connection=connection, actor=actor, action=Action.CONNECTED, status_before=""
+            )
+        elif connection.status == Status.DISCONNECTED:
+            connection.created_by = created_by or connection.created_by
+            connection_make_active(connection=connection, also_save=("created_by",))
+            connection_event_record(
+                connection=connection,
+                actor=actor,
+                action=Action.RECONNECTED,
+                status_before=Status.DISCONNECTED,
+            )
     return connection
 
 
@@ -60,19 +97,30 @@ def connection_connect_onedrive(
 ) -> Connection:
     """The organisation's connection to this OneDrive folder with these credentials,
     active and due to sync now. Connecting the same folder again reconnects it (new
-    tokens, same cursor and imports), which is how `needs reconnect` is cleared."""
-    connection, _ = Connection.objects.select_for_update().get_or_create(
+    tokens, same cursor and imports), which is how `needs reconnect` is cleared.
+    Forbidden unless `created_by` is an admin of the organisation."""
+    ability_require(organisation_id=organisation.id, ability=Ability.CONNECTIONS, user=created_by)
+    connection, created = Connection.objects.select_for_update().get_or_create(
         organisation=organisation,
         provider=Connection.Provider.ONEDRIVE,
         folder_id=folder_id,
         defaults={"folder_path": folder_path, "created_by": created_by},
     )
+    before = "" if created else connection.status
     connection.folder_path = folder_path
     connection.credentials_encrypted = credentials_encrypt(credentials)
     connection.provider_state = {**(connection.provider_state or {}), "drive_id": drive_id}
+    # Whose sign-in the connection reads with: whoever connected it last.
+    connection.created_by = created_by or connection.created_by
     connection_make_active(
         connection=connection,
-        also_save=("folder_path", "credentials_encrypted", "provider_state"),
+        also_save=("folder_path", "credentials_encrypted", "provider_state", "created_by"),
+    )
+    connection_event_record(
+        connection=connection,
+        actor=Actor.of(user=created_by),
+        action=Action.CONNECTED if created else Action.RECONNECTED,
+        status_before=before,
     )
     return connection
 
@@ -88,17 +136,83 @@ def connection_set_credentials(*, connection: Connection, credentials: dict) -> 
     connection.save(update_fields=["credentials_encrypted", "updated_at"])
 
 
+@dataclass(frozen=True)
+class ReencryptReport:
+    """What `connection_credentials_reencrypt` did: how many stored credentials it
+    rewrote under the newest key, how many already were, and the connections whose
+    credentials no configured key reads (they must be connected again)."""
+
+    reencrypted: int
+    current: int
+    unreadable: list[int]
+
+
+def connection_credentials_reencrypt() -> ReencryptReport:
+    """Rewrite every connection's stored credentials under the newest of
+    PAPERLANE_CONNECTOR_KEYS, so that the older keys can be dropped.
+
+    Each connection is rewritten under its row lock (a token refresh that saves new
+    credentials meanwhile is either before or after, never lost). Running it again
+    rewrites nothing."""
+    reencrypted, current, unreadable = 0, 0, []
+    stored = Connection.objects.exclude(credentials_encrypted="").order_by("id")
+    for connection_id in stored.values_list("id", flat=True).iterator():
+        with transaction.atomic():
+            connection = (
+                Connection.objects.select_for_update()
+                .only("id", "credentials_encrypted")
+                .filter(id=connection_id)
+                .first()
+            )
+            if connection is None or not connection.credentials_encrypted:
+                continue
+            token = connection.credentials_encrypted
+            if credentials_under_newest_key(token):
+                current += 1
+                continue
+            try:
+                connection.credentials_encrypted = credentials_reencrypt(token)
+            except CredentialsUnreadable:
+                unreadable.append(connection_id)
+                continue
+            connection.save(update_fields=["credentials_encrypted", "updated_at"])
+            reencrypted += 1
+    return ReencryptReport(reencrypted=reencrypted, current=current, unreadable=unreadable)
+
+
 def _locked(connection: Connection) -> Connection:
     return Connection.objects.select_for_update().get(id=connection.id)
 
 
+def _check_may_manage(connection: Connection, actor: Actor) -> None:
+    """Pausing, resuming and disconnecting take an admin of the connection's organisation,
+    or an operator in the admin (Forbidden otherwise); the system may."""
+    actor.require(organisation_id=connection.organisation_id, ability=Ability.CONNECTIONS)
+
+
+def _who(actor: Actor) -> str:
+    return actor.user.get_username() if actor.user is not None else actor.label
+
+
 @transaction.atomic
-def connection_pause(*, connection: Connection, reason: str = "paused by a person") -> Connection:
-    """Stop syncing until resumed (runs already started go on). Pausing again changes nothing."""
+def connection_pause(
+    *, connection: Connection, reason: str = "paused by a person", actor: Actor = SYSTEM
+) -> Connection:
+    """Stop syncing until resumed (runs already started go on). Pausing again, or pausing
+    a disconnected connection, changes nothing."""
+    _check_may_manage(connection, actor)
     connection = _locked(connection)
-    if connection.status != Status.PAUSED:
+    if connection.status not in (Status.PAUSED, Status.DISCONNECTED):
+        before = connection.status
         connection.status, connection.status_reason = Status.PAUSED, reason
         connection.save(update_fields=["status", "status_reason", "updated_at"])
+        connection_event_record(
+            connection=connection,
+            actor=actor,
+            action=Action.PAUSED,
+            status_before=before,
+            reason=reason,
+        )
     return connection
 
 
@@ -121,15 +235,110 @@ def connection_make_active(*, connection: Connection, also_save: tuple[str, ...]
 
 
 @transaction.atomic
-def connection_resume(*, connection: Connection) -> Connection:
-    """Sync again now, with a clean failure count. A connection that needs reconnecting
-    must be connected again instead (409)."""
+def connection_resume(*, connection: Connection, actor: Actor = SYSTEM) -> Connection:
+    """Sync again now, with a clean failure count. A connection that needs reconnecting,
+    or was disconnected, or reads with the sign-in of someone who has left the
+    organisation, must be connected again instead (409)."""
+    _check_may_manage(connection, actor)
     connection = _locked(connection)
-    if connection.status == Status.NEEDS_RECONNECT:
+    if connection.status in (Status.NEEDS_RECONNECT, Status.DISCONNECTED):
         raise Conflict("This connection must be connected again before it can sync.")
+    if _signed_in_by_former_member(connection):
+        raise Conflict(
+            "This folder was connected with the sign-in of someone who is no longer a "
+            "member: connect it again with yours.",
+            code="connected_by_former_member",
+        )
     if connection.status != Status.ACTIVE:
+        before = connection.status
         connection_make_active(connection=connection)
+        connection_event_record(
+            connection=connection, actor=actor, action=Action.RESUMED, status_before=before
+        )
     return connection
+
+
+def _signed_in_by_former_member(connection: Connection) -> bool:
+    """A OneDrive connection reads with the tokens of whoever connected it last."""
+    if connection.provider != Connection.Provider.ONEDRIVE or connection.created_by_id is None:
+        return False
+    return not Membership.objects.filter(
+        organisation_id=connection.organisation_id, user_id=connection.created_by_id
+    ).exists()
+
+
+def connections_pause_of_former_member(
+    *, organisation: Organisation, user: AbstractBaseUser
+) -> int:
+    """Pause the connections `user` made in `organisation`, which they just left (a
+    OneDrive folder reads with their sign-in; a local folder was their choice). Runs in
+    the removal's transaction (documents' member_remove, registered in apps.py); returns
+    how many it paused. A OneDrive one syncs again once another member connects it with
+    their own sign-in; a local one once a member resumes it."""
+    reason = (
+        f"Paused: {user.get_username()}, who connected it, is no longer a member of "
+        f"{organisation.name or organisation.slug}."
+    )
+    paused = 0
+    theirs = Connection.objects.filter(organisation=organisation, created_by_id=user.pk)
+    for connection in theirs.exclude(status__in=[Status.PAUSED, Status.DISCONNECTED]):
+        connection_pause(connection=connection, reason=reason, actor=SYSTEM)
+        paused += 1
+    return paused
+
+
+def connection_disconnect(*, connection: Connection, actor: Actor) -> Connection:
+    """Disconnect a connection: it stops syncing for good, its tokens are deleted and
+    what the provider keeps for it is undone (OneDrive's change-notification
+    subscription), while its documents and the record of its imports stay. A sync
+    running now loses its lease at its next page; files not yet fetched are not
+    fetched. Connecting the same folder again brings it back, with its imports.
+    Disconnecting again changes nothing."""
+    _check_may_manage(connection, actor)
+    with transaction.atomic():
+        connection = _locked(connection)
+        if connection.status == Status.DISCONNECTED:
+            return connection
+        before = connection.status
+        try:
+            credentials = credentials_decrypt(connection.credentials_encrypted)
+        except CredentialsUnreadable:
+            credentials = {}
+        kept = dict(connection.provider_state or {})
+        state = {k: v for k, v in kept.items() if k != "subscription"}
+        connection.status = Status.DISCONNECTED
+        connection.status_reason = f"Disconnected by {_who(actor)}; its documents stay."
+        connection.credentials_encrypted = ""
+        connection.provider_state = state
+        connection.sync_owner, connection.sync_lease_until = "", None
+        connection.next_sync_at = connection.sync_requested_at = None
+        connection.save(update_fields=DISCONNECT_FIELDS)
+        event = connection_event_record(
+            connection=connection, actor=actor, action=Action.DISCONNECTED, status_before=before
+        )
+    # Outside the transaction: the provider's call must not hold the row.
+    try:
+        note = provider_for(connection).disconnect(connection, credentials=credentials, state=kept)
+    except Exception as exc:  # best effort: the connection is disconnected whatever it says
+        logger.warning("connection %s: provider disconnect failed", connection.id, exc_info=True)
+        note = f"What the provider keeps for it could not be undone ({type(exc).__name__})."
+    if note:
+        event.reason = note
+        event.save(update_fields=["reason"])
+    return connection
+
+
+DISCONNECT_FIELDS = [
+    "status",
+    "status_reason",
+    "credentials_encrypted",
+    "provider_state",
+    "sync_owner",
+    "sync_lease_until",
+    "next_sync_at",
+    "sync_requested_at",
+    "updated_at",
+]
 
 
 def connection_request_sync(*, connection_id: int, by_person: bool = False) -> bool:
@@ -146,7 +355,8 @@ def connection_request_sync(*, connection_id: int, by_person: bool = False) -> b
             When(last_sync_result=Connection.Result.FAILED, then=Value(now)),
             default=F("next_sync_at"),
         )
-    return Connection.objects.filter(id=connection_id).update(**fields) == 1
+    connections = Connection.objects.filter(id=connection_id).exclude(status=Status.DISCONNECTED)
+    return connections.update(**fields) == 1
 
 
 # The syncs of a connection its pages show (the newest), kept whatever their age.

@@ -17,7 +17,7 @@ import uuid
 from django.conf import settings
 from django.utils import timezone
 
-from connectors.base import NeedsReconnect, ProviderBusy, ProviderError
+from connectors.base import FolderRefused, NeedsReconnect, ProviderBusy, ProviderError
 from connectors.models import Connection, ConnectorImport
 from connectors.registry import provider_for
 from core.errors import QuotaExceeded
@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 State = ConnectorImport.State
 # The reason a connected file's imports give once its document was deleted here.
 DELETED_HERE = "Its document was deleted in Paperlane; new versions are not imported."
+# The error code of a file's run whose connection was disconnected before it was fetched.
+CONNECTION_DISCONNECTED = "connection_disconnected"
 READ_BLOCK = 1024 * 1024
 # Downloads up to this size stay in memory; larger ones spill to a temporary file.
 SPOOL_BYTES = 8 * 1024 * 1024
@@ -58,6 +60,15 @@ def _import_of(run: ImportRun) -> ConnectorImport:
     return record
 
 
+def _check_connected(record: ConnectorImport) -> None:
+    """A disconnected connection's files are not fetched any more (nor documents made)."""
+    if record.connection.status == Connection.Status.DISCONNECTED:
+        raise PermanentError(
+            f"{record.path} was not imported: its connection was disconnected first.",
+            code=CONNECTION_DISCONNECTED,
+        )
+
+
 def _kind_by_name(name: str) -> str:
     return DOCX if name.lower().endswith(".docx") else PDF
 
@@ -66,6 +77,7 @@ def connector_create(ctx: StageContext) -> None:
     """Link the run to the document of its file, made now for a file seen the first time."""
     run = ctx.run
     record = _import_of(run)
+    _check_connected(record)
     with ctx.complete():
         # Every version of one file locks the file's first import: two versions created
         # at once find one document, not two.
@@ -156,6 +168,13 @@ def _download(ctx: StageContext, connection: Connection, record: ConnectorImport
     except ProviderBusy as exc:
         spooled.close()
         raise TransientError(exc.message, code="provider_busy") from exc
+    except FolderRefused as exc:
+        spooled.close()
+        # Retrying cannot help until an operator allows the folder; then a retry does.
+        raise PermanentError(
+            f"This server may no longer read the connected folder: {exc.message}",
+            code="folder_refused",
+        ) from exc
     except ProviderError as exc:
         spooled.close()
         raise TransientError(exc.message, code="provider_error") from exc
@@ -170,6 +189,7 @@ def connector_store(ctx: StageContext) -> None:
     pages and hold them (QuotaExceeded fails this run alone, "over quota")."""
     run = ctx.run
     record = _import_of(run)
+    _check_connected(record)
     if record.state == State.DELETED:
         raise PermanentError(
             f"{record.path} was deleted at its source before it was imported.",

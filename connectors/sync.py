@@ -20,11 +20,13 @@ from django.db import transaction
 from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
+from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, ProviderError, RemoteFile
 from connectors.folders import files_left_under, folders_forget_unseen, folders_record
-from connectors.models import Connection, ConnectionSync, ConnectorImport
+from connectors.history import connection_event_record
+from connectors.models import Connection, ConnectionEvent, ConnectionSync, ConnectorImport
+from connectors.problems import Problem, problem_text
 from connectors.registry import provider_for
-from connectors.source import DELETED_HERE
+from connectors.source import CONNECTION_DISCONNECTED, DELETED_HERE
 from documents.services.content import (
     document_has_chunks,
     document_mark_source_deleted,
@@ -412,7 +414,7 @@ def connection_refresh_imports(*, connection: Connection) -> None:
     mine.filter(
         state=State.QUEUED,
         run__status=RunStatus.FAILED,
-        run__error_code__in=["superseded", "document_deleted"],
+        run__error_code__in=["superseded", "document_deleted", CONNECTION_DISCONNECTED],
     ).update(state=State.SKIPPED, reason=Subquery(run_error[:1]))
     mine.filter(state=State.QUEUED, run__status=RunStatus.CANCELLED).update(
         state=State.SKIPPED, reason="Cancelled before it was imported."
@@ -450,10 +452,16 @@ def _finish(
     *,
     result: str,
     error: str = "",
+    problem: str = "",
     retry_after: float | None = None,
 ) -> None:
+    """Record how the sync ended on it and on its connection. `error` is the technical
+    message (kept for operators); members are told the `problem` kind in plain words,
+    and a status the sync sets says it plainly too."""
     now = timezone.now()
+    problem = problem or (Problem.UNKNOWN if error else "")
     sync.finished_at, sync.result, sync.error = now, result, error[:5000]
+    sync.problem = problem
     sync.files_seen, sync.imports_started = counts.seen, counts.started
     sync.files_skipped, sync.files_deleted = counts.skipped, counts.deleted
     # The history keeps syncs that found something or went wrong; a quiet poll (a local
@@ -464,36 +472,51 @@ def _finish(
         # The cursor (a local folder's is JSON of every file) is neither read nor written
         # here: the sync saved it already if it changed (connection_save_cursor).
         row = Connection.objects.select_for_update().defer("cursor").get(id=connection.id)
+        status_before = row.status
+        plain = problem_text(problem, provider=row.get_provider_display())
         row.last_sync_at, row.last_sync_result = now, result
+        row.last_error, row.last_problem = error, problem
         interval = sync_interval(row)
+        # A person's pause stays a pause, whatever the sync met.
+        syncing = row.status in SYNCING
         if result == Result.OK:
-            row.consecutive_failures, row.last_error = 0, ""
+            row.consecutive_failures = 0
             if row.status == Status.ERROR:
                 row.status, row.status_reason = Status.ACTIVE, ""
             row.next_sync_at = now + timedelta(seconds=interval)
         elif result == Result.BUSY:
-            row.last_error = error
             row.next_sync_at = now + timedelta(seconds=max(retry_after or 0, 1))
         elif result == Result.NEEDS_RECONNECT:
-            row.last_error = error
-            row.status, row.status_reason = Status.NEEDS_RECONNECT, error
+            if syncing:
+                row.status, row.status_reason = Status.NEEDS_RECONNECT, plain
+        elif problem == Problem.FOLDER_REFUSED:
+            # Not reading the folder is this server's rule: asking again cannot help, an
+            # operator allows the folder and a person resumes the connection.
+            row.consecutive_failures += 1
+            if syncing:
+                row.status, row.status_reason = Status.PAUSED, plain
         else:
-            row.last_error = error
             row.consecutive_failures += 1
             failures = row.consecutive_failures
-            if failures >= settings.PAPERLANE_CONNECTOR_MAX_FAILURES:
+            if failures >= settings.PAPERLANE_CONNECTOR_MAX_FAILURES and syncing:
                 row.status = Status.PAUSED
-                row.status_reason = (
-                    f"Paused after {failures} failed syncs in a row. Last error: {error}"
-                )
-            elif row.status in SYNCING:
-                row.status, row.status_reason = Status.ERROR, error
+                row.status_reason = f"Paused after {failures} failed syncs in a row. {plain}"
+            elif syncing:
+                row.status, row.status_reason = Status.ERROR, plain
             backoff = min(interval * 2 ** (failures - 1), MAX_BACKOFF_SECONDS)
             row.next_sync_at = now + timedelta(seconds=backoff)
         # A request made before this sync started is answered by it.
         if row.sync_requested_at is not None and row.sync_requested_at <= sync.started_at:
             row.sync_requested_at = None
         row.save(update_fields=FINISH_FIELDS)
+        if row.status != status_before:
+            connection_event_record(
+                connection=row,
+                actor=connector_actor(row),
+                action=ConnectionEvent.Action.SYNC,
+                status_before=status_before,
+                reason=row.status_reason,
+            )
     _refresh_but_cursor(connection)
 
 
@@ -502,6 +525,7 @@ FINISH_FIELDS = [
     "last_sync_at",
     "last_sync_result",
     "last_error",
+    "last_problem",
     "consecutive_failures",
     "status",
     "status_reason",
@@ -557,20 +581,33 @@ def connection_sync(
             counts,
             result=Result.BUSY,
             error=exc.message,
+            problem=exc.kind,
             retry_after=exc.retry_after,
         )
     except NeedsReconnect as exc:
-        _finish(claimed, sync, counts, result=Result.NEEDS_RECONNECT, error=exc.message)
+        _finish(
+            claimed,
+            sync,
+            counts,
+            result=Result.NEEDS_RECONNECT,
+            error=exc.message,
+            problem=exc.kind,
+        )
     except SyncLeaseLost:
         logger.warning("connection %s: sync lease lost; another host syncs it", claimed.id)
         sync.finished_at, sync.result = timezone.now(), Result.FAILED
         sync.error = "Stopped: the sync was taken over by another worker."
+        sync.problem = Problem.INTERRUPTED
         sync.save()
         return SyncOutcome(sync=sync, counts=counts)
     except Exception as exc:  # any other failure counts toward pausing the connection
         logger.warning("connection %s: sync failed", claimed.id, exc_info=True)
-        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-        _finish(claimed, sync, counts, result=Result.FAILED, error=message)
+        if isinstance(exc, ProviderError):
+            message, problem = exc.message, exc.kind
+        else:
+            # Kept for operators (the admin); members read only the kind, in plain words.
+            message, problem = f"{type(exc).__name__}: {exc}", Problem.UNKNOWN
+        _finish(claimed, sync, counts, result=Result.FAILED, error=message, problem=problem)
     else:
         _finish(claimed, sync, counts, result=Result.OK)
     finally:

@@ -8,10 +8,20 @@ source scripts/redis.sh
 export DEBUG="${DEBUG:-true}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 PORT="${PORT:-8000}"
+# The demo's connected folder: the one folder of this machine the demo may read.
+DEMO_FOLDER="${DEMO_FOLDER:-$PWD/demo-folder}"
+export PAPERLANE_LOCAL_FOLDER_ROOTS="${PAPERLANE_LOCAL_FOLDER_ROOTS:-$DEMO_FOLDER}"
 
 ensure_redis 127.0.0.1 6379
 "$PY" manage.py migrate --no-input -v 0
 "$PY" manage.py demo_setup --port "$PORT"
+mkdir -p "$DEMO_FOLDER"
+if "$PY" manage.py connect_folder demo "$DEMO_FOLDER" >/dev/null; then
+  echo "  Connected folder  $DEMO_FOLDER   (PDF and .docx files put there are imported)"
+else
+  echo "  The demo folder $DEMO_FOLDER is not connected (see above); the rest runs."
+fi
+echo
 
 # Workers (every stage, the scheduler and the sweeper) beside the web server;
 # Ctrl+C stops both, the workers finishing their current stage first.

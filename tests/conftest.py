@@ -23,6 +23,13 @@ def _media_root(tmp_path, settings):
     shutil.rmtree(tmp_path / "media", ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _local_folder_roots(tmp_path, settings):
+    # Local connections may read folders under the test's own temporary folder (and its
+    # MEDIA_ROOT, tmp_path/media, stays refused as in production).
+    settings.PAPERLANE_LOCAL_FOLDER_ROOTS = [str(tmp_path)]
+
+
 def _test_database(connection) -> bool:
     # The demo and a default deployment use database 0 (REDIS_URL's default).
     return connection.connection_pool.connection_kwargs.get("db", 0) != 0

@@ -30,6 +30,11 @@ urlpatterns = [
         {"action": "sync"},
         name="sync",
     ),
+    path(
+        "<int:connection_id>/disconnect/",
+        views.connection_disconnect_view,
+        name="disconnect",
+    ),
     # OneDrive: Microsoft sign-in, and Graph's change notifications (public, CSRF-exempt).
     path("onedrive/connect/", onedrive_views.onedrive_connect_view, name="onedrive_connect"),
     path("onedrive/callback/", onedrive_views.onedrive_callback_view, name="onedrive_callback"),

@@ -1,5 +1,6 @@
-"""HTML pages for members: their organisation's connected folders, their syncs and the
-files that failed; pause, resume, "sync now". Thin callers of services."""
+"""HTML pages for members: their organisation's connected folders, their syncs, history
+and the files that failed; pause, resume, "sync now", disconnect. Thin callers of
+services."""
 
 from django import forms
 from django.contrib import messages
@@ -15,19 +16,22 @@ from connectors.selectors import connection_get, connection_list
 from connectors.services import (
     SYNCS_ALWAYS_KEPT,
     connection_create_local,
+    connection_disconnect,
     connection_pause,
     connection_request_sync,
     connection_resume,
 )
 from connectors.sync import connection_refresh_imports
-from core.errors import NotFound, ServiceError
+from core.errors import Forbidden, NotFound, ServiceError
+from documents.roles import Ability, abilities, refusal, role_allows
 from documents.selectors import organisations_for_user
 from pipeline.models import ImportRun
 from pipeline.services.people import run_retry
 from pipeline.services.transitions import Actor
-from web.organisation_views import current_organisation
+from web.organisation_views import current_membership, forbidden
 
 FAILED_ROWS = 100
+HISTORY_ROWS = 50
 
 
 class LocalFolderForm(forms.Form):
@@ -42,18 +46,20 @@ def onedrive_connect_url() -> str | None:
         return None
 
 
-def _page_context(request: HttpRequest, organisation) -> dict:
+def _page_context(request: HttpRequest, membership) -> dict:
     return {
-        "organisation": organisation,
+        "organisation": membership.organisation,
         "organisations": organisations_for_user(user=request.user),
+        "can": abilities(membership.role),
     }
 
 
 @login_required
 def connection_list_view(request: HttpRequest) -> HttpResponse:
-    organisation = current_organisation(request)
+    membership = current_membership(request)
+    organisation = membership.organisation
     context = {
-        **_page_context(request, organisation),
+        **_page_context(request, membership),
         "connections": list(connection_list(organisation=organisation)),
         "onedrive_connect_url": onedrive_connect_url(),
         # A server path is the operator's choice, not a member's.
@@ -64,17 +70,18 @@ def connection_list_view(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def connection_detail_view(request: HttpRequest, connection_id: int) -> HttpResponse:
-    organisation = current_organisation(request)
-    connection = _get(organisation, connection_id)
+    membership = current_membership(request)
+    connection = _get(membership.organisation, connection_id)
     failed = (
         ConnectorImport.objects.filter(connection=connection, state=ConnectorImport.State.FAILED)
         .select_related("run")
         .order_by("-updated_at", "-id")[:FAILED_ROWS]
     )
     context = {
-        **_page_context(request, organisation),
+        **_page_context(request, membership),
         "connection": connection,
         "syncs": connection.syncs.all()[:SYNCS_ALWAYS_KEPT],
+        "events": connection.events.select_related("user")[:HISTORY_ROWS],
         "failed": failed,
         "onedrive_connect_url": onedrive_connect_url(),
     }
@@ -92,15 +99,20 @@ def _get(organisation, connection_id: int):
 @login_required
 @require_POST
 def connection_action_view(request: HttpRequest, connection_id: int, action: str) -> HttpResponse:
-    """Pause, resume or "sync now" one of the member's organisation's connections."""
-    organisation = current_organisation(request)
-    connection = _get(organisation, connection_id)
+    """Pause, resume (an admin) or "sync now" (a member) one of the organisation's
+    connections."""
+    membership = current_membership(request)
+    connection = _get(membership.organisation, connection_id)
     try:
+        actor = Actor.of(user=request.user)
+        if action == "sync" and not role_allows(membership.role, Ability.UPLOAD):
+            # A sync imports files, as an upload does.
+            raise refusal(membership.role, Ability.UPLOAD)
         if action == "pause":
-            connection_pause(connection=connection, reason=f"paused by {request.user}")
+            connection_pause(connection=connection, reason=f"paused by {request.user}", actor=actor)
             messages.success(request, "The connection is paused; nothing new is imported.")
         elif action == "resume":
-            connection_resume(connection=connection)
+            connection_resume(connection=connection, actor=actor)
             messages.success(request, "The connection is active again and syncs now.")
         else:
             connection_request_sync(connection_id=connection.id, by_person=True)
@@ -112,8 +124,37 @@ def connection_action_view(request: HttpRequest, connection_id: int, action: str
                     f"The connection is {connection.get_status_display().lower()}: "
                     "it syncs once it is resumed.",
                 )
+    except Forbidden as exc:
+        return forbidden(request, exc)
     except ServiceError as exc:
         messages.error(request, exc.message)
+    return redirect("connections:detail", connection_id=connection.id)
+
+
+@login_required
+def connection_disconnect_view(request: HttpRequest, connection_id: int) -> HttpResponse:
+    """Disconnect one of the organisation's connections: what it means first (GET), then
+    done (POST). An admin's."""
+    membership = current_membership(request)
+    connection = _get(membership.organisation, connection_id)
+    if not role_allows(membership.role, Ability.CONNECTIONS):
+        # Said before the page offers a button that would be refused.
+        return forbidden(request, refusal(membership.role, Ability.CONNECTIONS))
+    if request.method != "POST":
+        context = {**_page_context(request, membership), "connection": connection}
+        return render(request, "web/connection_disconnect.html", context)
+    try:
+        connection = connection_disconnect(connection=connection, actor=Actor.of(user=request.user))
+    except Forbidden as exc:
+        return forbidden(request, exc)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"{connection.folder_path} is disconnected: nothing more is imported from it, "
+            "and its documents stay.",
+        )
     return redirect("connections:detail", connection_id=connection.id)
 
 
@@ -121,8 +162,7 @@ def connection_action_view(request: HttpRequest, connection_id: int, action: str
 @require_POST
 def import_retry_view(request: HttpRequest, connection_id: int, import_id: int) -> HttpResponse:
     """Retry the run of a file that failed (e.g. over quota, after the limit was raised)."""
-    organisation = current_organisation(request)
-    connection = _get(organisation, connection_id)
+    connection = _get(current_membership(request).organisation, connection_id)
     run = ImportRun.objects.filter(
         connector_import__id=import_id, connector_import__connection=connection
     ).first()
@@ -130,6 +170,8 @@ def import_retry_view(request: HttpRequest, connection_id: int, import_id: int) 
         raise Http404("No such file in this connection.")
     try:
         change = run_retry(run=run, actor=Actor.of(user=request.user))
+    except Forbidden as exc:
+        return forbidden(request, exc)
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:
@@ -150,7 +192,7 @@ def connection_create_local_view(request: HttpRequest) -> HttpResponse:
     """Operators connect a folder of this server to the organisation they work in."""
     if not _may_connect_server_folders(request.user):
         raise PermissionDenied("Only operators connect folders of the server.")
-    organisation = current_organisation(request)
+    organisation = current_membership(request).organisation
     form = LocalFolderForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Give the folder's path.")

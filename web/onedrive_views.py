@@ -35,8 +35,10 @@ from connectors.onedrive_graph import (
     tokens_from_code,
 )
 from connectors.services import connection_connect_onedrive, connection_request_sync
+from core.errors import Forbidden
+from documents.roles import Ability, refusal, role_allows
 from documents.selectors import organisations_for_user
-from web.organisation_views import current_organisation
+from web.organisation_views import current_membership, forbidden
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +76,12 @@ def _redirect_uri(request: HttpRequest) -> str:
 
 @login_required
 def onedrive_connect_view(request: HttpRequest) -> HttpResponse:
-    """A member names a folder and is sent to Microsoft to sign in and consent."""
-    organisation = current_organisation(request)
+    """An admin of the organisation names a folder and is sent to Microsoft to sign in
+    and consent."""
+    membership = current_membership(request)
+    organisation = membership.organisation
+    if not role_allows(membership.role, Ability.CONNECTIONS):
+        return forbidden(request, refusal(membership.role, Ability.CONNECTIONS))
     config = OneDriveConfig.from_settings()
     form = ConnectForm(request.POST or None)
     context = {
@@ -150,14 +156,17 @@ def onedrive_callback_view(request: HttpRequest) -> HttpResponse:
         return _refused(request, "Microsoft is busy; connect the folder again in a minute.")
     except ProviderError as exc:
         return _refused(request, exc.message)
-    connection = connection_connect_onedrive(
-        organisation=organisation,
-        drive_id=drive_id,
-        folder_id=folder_id,
-        folder_path=pending["folder"],
-        credentials=tokens.as_dict(),
-        created_by=request.user,
-    )
+    try:
+        connection = connection_connect_onedrive(
+            organisation=organisation,
+            drive_id=drive_id,
+            folder_id=folder_id,
+            folder_path=pending["folder"],
+            credentials=tokens.as_dict(),
+            created_by=request.user,
+        )
+    except Forbidden as exc:  # no longer an admin since the sign-in started
+        return forbidden(request, exc)
     messages.success(
         request, f"OneDrive folder {connection.folder_path} is connected; its documents follow."
     )

@@ -3,9 +3,10 @@
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from core.errors import Forbidden
 from documents.models import Membership, Organisation
 from documents.selectors import memberships_for_user, organisations_for_user
 
@@ -37,3 +38,14 @@ def organisation_switch_view(request: HttpRequest) -> HttpResponse:
     if organisations_for_user(user=request.user).filter(slug=slug).exists():
         request.session[SESSION_ORG] = slug
     return redirect("web:document_list")
+
+
+def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
+    """A 403 page that says, in the words of the refusal, what one's role does not allow."""
+    membership = current_membership(request)
+    context = {
+        "organisation": membership.organisation,
+        "organisations": organisations_for_user(user=request.user),
+        "reason": exc.message,
+    }
+    return render(request, "web/forbidden.html", context, status=403)

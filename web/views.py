@@ -27,18 +27,7 @@ from pipeline.services.deletion import document_delete
 from pipeline.services.people import run_cancel, run_retry
 from pipeline.services.transitions import Actor
 from retrieval.search import MAX_QUERY_CHARS, documents_search
-from web.organisation_views import current_membership, current_organisation
-
-
-def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
-    """A 403 page that says, in the words of the refusal, what one's role does not allow."""
-    membership = current_membership(request)
-    context = {
-        "organisation": membership.organisation,
-        "organisations": organisations_for_user(user=request.user),
-        "reason": exc.message,
-    }
-    return render(request, "web/forbidden.html", context, status=403)
+from web.organisation_views import current_membership, current_organisation, forbidden
 
 
 class UploadForm(forms.Form):

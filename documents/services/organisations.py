@@ -1,5 +1,7 @@
 """Organisations and their members."""
 
+from collections.abc import Callable
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.db import transaction
@@ -92,4 +94,46 @@ def member_add(
         Membership.objects.update_or_create(
             organisation=organisation, user=user, defaults={"role": Membership.Role(role)}
         )
+    return user
+
+
+# What other apps stop when a member leaves an organisation, run in the same transaction
+# as the removal (connectors pause the connections the member made): each registered by
+# its app's AppConfig.ready, as documents imports no app above it.
+MemberRemoved = Callable[..., None]
+_member_removed_hooks: list[MemberRemoved] = []
+
+
+def member_removed_register(hook: MemberRemoved) -> None:
+    """Call `hook(organisation=..., user=...)` whenever a member leaves an organisation,
+    inside the removal's transaction (an error in it undoes the removal)."""
+    if hook not in _member_removed_hooks:
+        _member_removed_hooks.append(hook)
+
+
+@transaction.atomic
+def member_remove(*, organisation: Organisation, user: AbstractBaseUser) -> bool:
+    """Take `user` out of `organisation`, and in the same transaction stop what they set
+    up there in their own name (the registered hooks: their connections are paused).
+    False, and nothing changes, if they were not a member."""
+    membership = (
+        Membership.objects.select_for_update()
+        .filter(organisation=organisation, user_id=user.pk)
+        .first()
+    )
+    if membership is None:
+        return False
+    membership.delete()
+    for hook in _member_removed_hooks:
+        hook(organisation=organisation, user=user)
+    return True
+
+
+def member_get(*, organisation: Organisation, username: str) -> AbstractBaseUser:
+    """The member of `organisation` called `username` (NotFound if there is none)."""
+    user = get_user_model().objects.filter(
+        username=username, memberships__organisation=organisation
+    ).first()
+    if user is None:
+        raise NotFound(f"{username!r} is not a member of {organisation.slug}.")
     return user

@@ -10,6 +10,7 @@ from django.utils.html import format_html
 from connectors.models import Connection, ConnectionSync, ConnectorImport
 from connectors.services import (
     SYNCS_ALWAYS_KEPT,
+    connection_disconnect,
     connection_pause,
     connection_request_sync,
     connection_resume,
@@ -21,8 +22,10 @@ from operations.admin.listing import (
     RecordAdmin,
     RelatedChoiceFilter,
 )
+from pipeline.services.transitions import Actor
 
 FAILED_ROWS = 20
+HISTORY_ROWS = 50
 CURSOR_CHARS = 400
 
 
@@ -65,16 +68,27 @@ class ConnectionAdmin(FastListAdmin):
     list_defer = ("cursor",)
     search_fields = ["folder_path", "organisation__slug"]
     ordering = ["-created_at", "-id"]
-    actions = ["sync_now", "pause", "resume"]
+    actions = ["sync_now", "pause", "resume", "disconnect"]
     fieldsets = [
-        (None, {"fields": ["organisation", "provider", "folder_path", "folder_id", "created_at"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "organisation",
+                    "provider",
+                    "folder_path",
+                    "folder_id",
+                    ("created_by", "created_at"),
+                ]
+            },
+        ),
         (
             "State",
             {
                 "fields": [
                     ("status", "status_reason"),
                     ("last_sync_at", "last_sync_result", "consecutive_failures"),
-                    "last_error",
+                    ("last_problem", "last_error"),
                     ("next_sync_at", "sync_requested_at"),
                     ("sync_owner", "sync_lease_until"),
                 ]
@@ -85,6 +99,7 @@ class ConnectionAdmin(FastListAdmin):
             {"fields": [("files_seen", "files_imported", "files_failed", "files_skipped")]},
         ),
         ("Cursor", {"fields": ["cursor_text", "reconcile_since"]}),
+        ("History", {"fields": ["history"]}),
         ("Recent syncs", {"fields": ["recent_syncs"]}),
         ("Files that failed", {"fields": ["failed_files"]}),
     ]
@@ -93,12 +108,14 @@ class ConnectionAdmin(FastListAdmin):
         "provider",
         "folder_path",
         "folder_id",
+        "created_by",
         "created_at",
         "status",
         "status_reason",
         "last_sync_at",
         "last_sync_result",
         "consecutive_failures",
+        "last_problem",
         "last_error",
         "next_sync_at",
         "sync_requested_at",
@@ -110,6 +127,7 @@ class ConnectionAdmin(FastListAdmin):
         "files_skipped",
         "cursor_text",
         "reconcile_since",
+        "history",
         "recent_syncs",
         "failed_files",
     ]
@@ -124,6 +142,13 @@ class ConnectionAdmin(FastListAdmin):
         if len(cursor) > CURSOR_CHARS:
             cursor = f"{cursor[:CURSOR_CHARS]}… ({len(connection.cursor):,} characters)"
         return format_html("<code>{}</code>", cursor or "(none yet)")
+
+    @admin.display(description="history")
+    def history(self, connection):
+        return render_to_string(
+            "admin/connectors/connection/events.html",
+            {"events": connection.events.all()[:HISTORY_ROWS]},
+        )
 
     @admin.display(description="recent syncs")
     def recent_syncs(self, connection):
@@ -170,13 +195,33 @@ class ConnectionAdmin(FastListAdmin):
     @admin.action(description="Pause the selected connections", permissions=["change"])
     def pause(self, request, queryset):
         reason = f"paused by operator {request.user}"
+        actor = Actor.of_operator(request.user)
         self._each(
-            request, queryset, lambda c: connection_pause(connection=c, reason=reason), "paused"
+            request,
+            queryset,
+            lambda c: connection_pause(connection=c, reason=reason, actor=actor),
+            "paused",
         )
 
     @admin.action(description="Resume the selected connections", permissions=["change"])
     def resume(self, request, queryset):
-        self._each(request, queryset, lambda c: connection_resume(connection=c), "resumed")
+        actor = Actor.of_operator(request.user)
+        self._each(
+            request, queryset, lambda c: connection_resume(connection=c, actor=actor), "resumed"
+        )
+
+    @admin.action(
+        description="Disconnect the selected connections (tokens deleted, documents kept)",
+        permissions=["change"],
+    )
+    def disconnect(self, request, queryset):
+        actor = Actor.of_operator(request.user)
+        self._each(
+            request,
+            queryset,
+            lambda c: connection_disconnect(connection=c, actor=actor),
+            "disconnected",
+        )
 
 
 @admin.register(ConnectorImport)

@@ -29,7 +29,11 @@ from documents.models import (
     UsageEntry,
 )
 from documents.selectors import api_token_list, usage_entry_list
-from documents.services.organisations import organisation_limit_error, organisation_set_limit
+from documents.services.organisations import (
+    member_remove,
+    organisation_limit_error,
+    organisation_set_limit,
+)
 from documents.services.tokens import api_token_create, api_tokens_revoke
 from operations.admin.listing import FastListAdmin, OrganisationFilter, RecordAdmin
 
@@ -39,6 +43,9 @@ TOKEN_ROWS = 20
 
 
 class MembershipInline(admin.TabularInline):
+    """Members, added here; removed through `member_remove` (OrganisationAdmin.save_formset),
+    so that what they set up stops with them."""
+
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]
@@ -106,6 +113,23 @@ class OrganisationAdmin(admin.ModelAdmin):
     @admin.display(description="Quota")
     def quota(self, obj):
         return quota_bar(obj)
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not Membership:
+            return super().save_formset(request, form, formset, change)
+        # A member taken out (a row deleted, or changed to name another user) leaves
+        # through the service, which pauses their connections in the same transaction.
+        organisation = form.instance
+        memberships = formset.save(commit=False)
+        for membership in formset.deleted_objects:
+            member_remove(organisation=organisation, user=membership.user)
+        for membership in memberships:
+            before = Membership.objects.filter(pk=membership.pk).select_related("user").first()
+            if before is not None and before.user_id != membership.user_id:
+                member_remove(organisation=organisation, user=before.user)
+                membership.pk, membership._state.adding = None, True
+            membership.save()
+        formset.save_m2m()
 
     @admin.display(description="Quota")
     def quota_compact(self, obj):

@@ -200,8 +200,8 @@ def test_a_missing_folder_pauses_the_connection_after_repeated_failures(
 
     assert results == ["failed"] * 3
     assert connection.status == Connection.Status.PAUSED
-    assert "3 failed syncs in a row" in connection.status_reason
-    assert "does not exist" in connection.status_reason
+    assert "3 failed syncs in a row. The folder is gone" in connection.status_reason
+    assert "does not exist" in connection.last_error
     assert connection.syncs.count() == 3
     # Paused: it is not synced until resumed.
     assert sync_module.connection_sync(connection=connection, only_due=False) is None

@@ -11,7 +11,7 @@ from connectors.sync import connection_sync
 from documents.models import Document, UsageEntry
 from pipeline.models import ImportRun
 from tests.support.files import make_docx, make_pdf
-from tests.support.graph_server import connected, graph_fixture, graph_settings
+from tests.support.graph_server import connected, graph_env, graph_fixture
 from tests.support.pipeline import running_workers, wait_terminal
 from tests.support.runs import drive
 
@@ -415,7 +415,7 @@ def test_a_folder_moved_in_is_imported_by_the_real_workers(graph, org, tree):
     assert len(moved.counts.run_ids) == 3
 
     # The same SECRET_KEY: the connection's credentials are encrypted under a key from it.
-    env = {name: str(value) for name, value in graph_settings(graph).items()}
+    env = graph_env(graph)
     with running_workers(**env, SECRET_KEY=django_settings.SECRET_KEY):
         ended = wait_terminal(first.counts.run_ids + moved.counts.run_ids, timeout=120)
 

@@ -19,7 +19,7 @@ from documents.models import Document, UsageEntry
 from pipeline.errors import PermanentError
 from pipeline.models import ImportRun
 from tests.support.files import make_docx, make_pdf
-from tests.support.graph_server import connected, graph_fixture, graph_settings
+from tests.support.graph_server import connected, graph_env, graph_fixture
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
 from tests.support.processes import ROOT, process_env
 from tests.support.runs import drive
@@ -385,7 +385,7 @@ def _graph_env(graph) -> dict[str, str]:
     from django.conf import settings
 
     # The same SECRET_KEY: the credentials' encryption key is derived from it.
-    env = {name: str(value) for name, value in graph_settings(graph).items()}
+    env = graph_env(graph)
     return {**env, "SECRET_KEY": settings.SECRET_KEY}
 
 

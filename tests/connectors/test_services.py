@@ -84,7 +84,8 @@ def test_a_connection_that_needs_reconnecting_resumes_only_by_reconnecting(org):
 
 
 def test_pause_and_resume_are_idempotent(org, tmp_path):
-    connection = connection_create_local(organisation=org, path=str(tmp_path))
+    (tmp_path / "scans").mkdir()
+    connection = connection_create_local(organisation=org, path=str(tmp_path / "scans"))
     Connection.objects.filter(id=connection.id).update(consecutive_failures=4)
     connection_pause(connection=connection, reason="first")
     again = connection_pause(connection=connection, reason="second")
@@ -98,5 +99,6 @@ def test_pause_and_resume_are_idempotent(org, tmp_path):
 def test_a_local_folder_must_exist_and_is_connected_once(org, tmp_path):
     with pytest.raises(InvalidUpload, match="is not a folder"):
         connection_create_local(organisation=org, path=str(tmp_path / "missing"))
-    first = connection_create_local(organisation=org, path=str(tmp_path))
-    assert connection_create_local(organisation=org, path=f"{tmp_path}/./").id == first.id
+    (tmp_path / "scans").mkdir()
+    first = connection_create_local(organisation=org, path=str(tmp_path / "scans"))
+    assert connection_create_local(organisation=org, path=f"{tmp_path}/scans/./").id == first.id

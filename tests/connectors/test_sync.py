@@ -88,7 +88,10 @@ def test_the_cursor_is_saved_only_with_a_page_that_carries_one(remote, connectio
 
     assert outcome.sync.result == "failed"
     assert connection.cursor == "delta-1" and connection.consecutive_failures == 1
-    assert connection.status == "error" and "network" in connection.status_reason
+    assert connection.status == "error" and connection.last_error == "RuntimeError: network"
+    # Members read the kind of problem in plain words, not the exception.
+    assert "operators have the details" in connection.status_reason
+    assert outcome.sync.problem == "unknown" and "network" not in outcome.sync.problem_text
 
 
 def test_a_restarted_listing_records_files_not_listed_again_as_deleted(remote, connection):
@@ -295,7 +298,8 @@ def test_revoked_consent_needs_a_reconnect_and_stops_syncing(remote, connection)
 
     assert outcome.sync.result == "needs_reconnect"
     assert connection.status == "needs_reconnect"
-    assert "revoked" in connection.status_reason
+    assert "revoked" in connection.last_error
+    assert "connect the folder again" in connection.status_reason
     assert connection_sync(connection=connection) is None
 
 

@@ -117,6 +117,9 @@ class GraphState:
     # modified items, as Graph documents; "personal" keeps it.
     drive_type: str = "personal"
     requests: list[tuple[str, str]] = field(default_factory=list)
+    # Where the download URLs it hands out point: its own address unless a test names
+    # another origin (the same server by another name, a redirecting server).
+    download_origin: str = ""
     token_grants: list[str] = field(default_factory=list)
     # Changes made to the drive once, just before a call whose path has the given part.
     before_call: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
@@ -352,7 +355,7 @@ class GraphServer:
         self.state.refresh_tokens.add(refresh)
         return {
             "token_type": "Bearer",
-            "scope": "Files.Read.All",
+            "scope": "Files.Read",
             "expires_in": seconds,
             "access_token": access,
             "refresh_token": refresh,
@@ -363,7 +366,7 @@ class GraphServer:
         message = f"{item.id}:{item.content_rev}:{expires}".encode()
         sig = hmac.new(self._signing_key, message, hashlib.sha256).hexdigest()[:32]
         query = urllib.parse.urlencode({"rev": item.content_rev, "exp": expires, "sig": sig})
-        return f"{self.url}/download/{item.id}?{query}"
+        return f"{self.state.download_origin or self.url}/download/{item.id}?{query}"
 
     def item_json(self, item: Item, *, in_delta: bool = False, select: str = "") -> dict:
         if item.deleted:
@@ -796,6 +799,16 @@ def graph_settings(graph: GraphServer) -> dict[str, object]:
         "PAPERLANE_ONEDRIVE_GRAPH_URL": graph.graph_url,
         "PAPERLANE_ONEDRIVE_LOGIN_URL": graph.url,
         "PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS": 5.0,
+        # Its download URLs are on its own (plain HTTP) address.
+        "PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS": [graph.url],
+    }
+
+
+def graph_env(graph: GraphServer) -> dict[str, str]:
+    """The same settings as environment variables, for a child process."""
+    return {
+        name: ",".join(value) if isinstance(value, list) else str(value)
+        for name, value in graph_settings(graph).items()
     }
 
 

@@ -32,6 +32,7 @@ def process_env(**extra: str) -> dict[str, str]:
         DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         REDIS_URL=settings.REDIS_URL,
         MEDIA_ROOT=str(settings.MEDIA_ROOT),
+        PAPERLANE_LOCAL_FOLDER_ROOTS=",".join(settings.PAPERLANE_LOCAL_FOLDER_ROOTS),
         SECRET_KEY="test-secret",
         PYTHONUNBUFFERED="1",
     )

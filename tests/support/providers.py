@@ -45,6 +45,9 @@ class ScriptedProvider:
         if type(self).maintain_error is not None:
             raise type(self).maintain_error
 
+    def disconnect(self, connection, *, credentials: dict, state: dict) -> str:
+        return ""
+
 
 def page(*files, cursor=None, restarted=False) -> ChangePage:
     return ChangePage(files=list(files), cursor=cursor, restarted=restarted)

@@ -78,9 +78,10 @@ def test_members_pause_resume_and_ask_for_a_sync(connection, member_client):
 def test_another_organisations_connection_is_not_shown_or_changed(
     other_org, tmp_path, member_client
 ):
-    theirs = connection_create_local(organisation=other_org, path=str(tmp_path))
+    (tmp_path / "theirs").mkdir()
+    theirs = connection_create_local(organisation=other_org, path=str(tmp_path / "theirs"))
 
-    assert str(tmp_path) not in page_text(member_client.get("/connections/"))
+    assert str(tmp_path / "theirs") not in page_text(member_client.get("/connections/"))
     assert member_client.get(f"/connections/{theirs.id}/").status_code == 404
     assert member_client.post(f"/connections/{theirs.id}/pause/").status_code == 404
     theirs.refresh_from_db()

@@ -19,7 +19,7 @@ from connectors.services import connection_credentials
 from connectors.sync import connection_sync
 from pipeline.models import ImportRun
 from tests.support.files import make_pdf
-from tests.support.graph_server import GraphServer, connected, graph_fixture, graph_settings
+from tests.support.graph_server import GraphServer, connected, graph_env, graph_fixture
 from tests.support.pages import page_text
 from tests.support.pipeline import running_workers, wait_for
 from tests.support.processes import process_env, web_server
@@ -138,7 +138,8 @@ def test_a_member_connects_a_folder_through_microsoft_sign_in(member_client, gra
     authorize, answer = sign_in(member_client, graph, "Contracts/2024/")
 
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(authorize).query))
-    assert query["scope"] == "offline_access Files.Read.All"
+    # Least privilege by default: the person's own files, not everything they can open.
+    assert query["scope"] == "offline_access Files.Read"
     assert query["code_challenge_method"] == "S256" and len(query["state"]) >= 32
     connection = Connection.objects.get(organisation=org)
     assert answer.status_code == 302 and answer["Location"] == f"/connections/{connection.id}/"
@@ -282,7 +283,7 @@ def test_graph_validates_the_live_endpoint_and_a_burst_is_answered_within_a_seco
     connection = connected(graph, org)
     env = process_env(
         SECRET_KEY=django_settings.SECRET_KEY,
-        **{name: str(value) for name, value in graph_settings(graph).items()},
+        **graph_env(graph),
     )
     with web_server(workers=2, threads=4, env=env) as base:
         settings.PAPERLANE_ONEDRIVE_NOTIFICATION_URL = f"{base}{NOTIFY}"
@@ -316,7 +317,7 @@ def test_a_notification_brings_a_new_file_in_through_the_running_workers(graph, 
     connection = connected(graph, org)
     site = {
         "SECRET_KEY": django_settings.SECRET_KEY,
-        **{name: str(value) for name, value in graph_settings(graph).items()},
+        **graph_env(graph),
     }
     with web_server(workers=1, threads=4, env=process_env(**site)) as base:
         site["PAPERLANE_ONEDRIVE_NOTIFICATION_URL"] = f"{base}{NOTIFY}"
