@@ -42,14 +42,14 @@ def onedrive(org, user, folder_id="FOLDER") -> Connection:
 
 @pytest.fixture
 def alice(org, other_org):
-    user = member_add(organisation=org, username="alice")
-    member_add(organisation=other_org, username="alice")
+    user = member_add(organisation=org, username="alice", role="admin")
+    member_add(organisation=other_org, username="alice", role="admin")
     return user
 
 
 @pytest.fixture
 def bob(org):
-    return member_add(organisation=org, username="bob")
+    return member_add(organisation=org, username="bob", role="admin")
 
 
 def statuses(*connections) -> list[str]:
