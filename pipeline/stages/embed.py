@@ -7,7 +7,8 @@ Chunk ids come from (document, version, index), so a re-run (a retry, a
 worker killed half way) overwrites the rows it already wrote instead of adding
 new ones; every batch commits with the run's progress while the worker still holds
 the run, and the last batch and the removal of rows past the new end commit with the
-stage's completion.
+stage's completion. None of them is searchable yet: settle makes the version searchable
+with its charge, and a run that ends without success takes its chunks with it.
 """
 
 from django.conf import settings
