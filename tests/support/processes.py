@@ -122,3 +122,18 @@ def run_workers_process(
         yield process
     finally:
         stop_group(process, grace=stop_timeout)
+
+
+@contextmanager
+def stage_worker_process(*stages: str, env: dict[str, str], burst: bool = False):
+    """`manage.py stage_worker STAGE…`: one real RQ worker for those stages, no sweeper or
+    supervisor. With `burst` it exits once their queues are empty; at the end it is
+    stopped (SIGTERM, then SIGKILL) if it has not."""
+    command = [sys.executable, "manage.py", "stage_worker", *stages]
+    process = subprocess.Popen(
+        command + (["--burst"] if burst else []), cwd=ROOT, env=env, start_new_session=True
+    )
+    try:
+        yield process
+    finally:
+        stop_group(process, grace=10)
