@@ -136,11 +136,12 @@ def run_requeue(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
     """Deliver a run's due stage again when its job is lost from Redis.
 
     Left alone: an ended run (retry it instead), a stage running under a live lease,
-    and a job RQ will still run (queued, scheduled, started a moment ago). A stage
+    and a job RQ will still run (queued, scheduled, popped by a worker that is about to
+    start it, started a moment ago or still a live worker's current job). A stage
     whose worker's lease expired is taken back first, as the sweeper would. The
-    decision is made under the row lock; the job is enqueued after commit under its
-    deterministic id, so a repeat or the sweeper doing the same is a duplicate RQ
-    refuses.
+    decision and the redelivery are made under the row lock, so two requeues apply one
+    after the other, and the history says what the redelivery did; the job keeps its
+    deterministic id, so the sweeper doing the same is a duplicate RQ refuses.
     """
     run = _lock(run)
     if run.status not in ACTIVE_STATUSES:
@@ -164,15 +165,18 @@ def run_requeue(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
     state = job_state(run)
     if state.waiting:
         return RunChange(run, False, f"its job is {state.describe()}")
+    # Delivered under the run's lock: a second requeue waits for this one, then finds
+    # the job it enqueued waiting (or being taken by a worker) and leaves it alone.
+    redelivery = stage_redeliver(delivery=delivery_of(run))
+    if not redelivery:
+        return RunChange(run, False, redelivery.note)
     run_move(
         run=run,
         move="requeue",
         actor=actor,
-        reason=f"requeued {run.stage} (its job was {state.describe()}): {reason}",
-        # Delivered again below: the lost job's id is taken out of RQ's way first.
+        reason=f"requeued {run.stage}: its job was {state.describe()}; {redelivery.note}: {reason}",
         deliver=False,
     )
-    delivery = delivery_of(run)
-    transaction.on_commit(lambda: stage_redeliver(delivery=delivery))
-    when = "now" if not run.due_at or run.due_at <= now else "for its retry time"
-    return RunChange(run, True, f"{run.stage} requeued {when}; its job was {state.describe()}")
+    return RunChange(
+        run, True, f"{run.stage} requeued: its job was {state.describe()}; {redelivery.note}"
+    )
