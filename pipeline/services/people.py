@@ -47,8 +47,12 @@ def _ended(run: ImportRun) -> Conflict:
 
 def _stop(run: ImportRun, move: str, *, actor: Actor, reason: str, why: str) -> None:
     """End an active, locked run on someone's request: its worker (if any) loses the
-    lease, so whatever it does next is refused; its running attempt is closed as
-    skipped and its pages are given back."""
+    lease, so whatever it does next is refused, and its pages are given back. The
+    attempt of a worker holding a live lease stays running: that worker is still at
+    it, and records it as stopped when it stops at its next step. Any other running
+    attempt (a lease that expired: its worker stopped answering) is closed as
+    abandoned now."""
+    held_by = run.lease_owner.partition("@")[0] if _lease_live(run) else None
     changes = {}
     if move == "dead_letter":
         changes["error_code"] = OPERATOR_DEAD_LETTER
@@ -57,7 +61,13 @@ def _stop(run: ImportRun, move: str, *, actor: Actor, reason: str, why: str) -> 
         )
     run_move(run=run, move=move, actor=actor, reason=reason, changes=changes)
     for attempt in StageAttempt.objects.filter(run=run, outcome=Outcome.RUNNING):
-        attempt_finish(attempt, Outcome.SKIPPED, message=why)
+        if attempt.job_id != held_by:
+            message = f"its worker had stopped renewing its lease when {why}"
+            attempt_finish(attempt, Outcome.ABANDONED, code="worker_lost", message=message)
+
+
+def _lease_live(run: ImportRun) -> bool:
+    return bool(run.lease_owner and run.lease_expires_at and run.lease_expires_at > timezone.now())
 
 
 @transaction.atomic
@@ -146,8 +156,7 @@ def run_requeue(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
     run = _lock(run)
     if run.status not in ACTIVE_STATUSES:
         return RunChange(run, False, f"it has ended ({run.status}); retry it instead")
-    now = timezone.now()
-    if run.lease_owner and run.lease_expires_at and run.lease_expires_at > now:
+    if _lease_live(run):
         worker = run.lease_owner.partition("@")[2] or "a worker"
         until = timezone.localtime(run.lease_expires_at).strftime("%H:%M:%S")
         return RunChange(
