@@ -11,6 +11,7 @@ next run of the document that ends without success removes them.
 
 from django.db import migrations, models
 from django.db.models import Count, Exists, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 
 def searchable_from_the_ledger(apps, schema_editor):
@@ -39,7 +40,9 @@ def searchable_from_the_ledger(apps, schema_editor):
         .annotate(n=Count("id"))
         .values("n")
     )
-    Document.objects.filter(searchable_version__isnull=False).update(chunk_count=Subquery(counted))
+    Document.objects.filter(searchable_version__isnull=False).update(
+        chunk_count=Coalesce(Subquery(counted), 0)
+    )
 
 
 class Migration(migrations.Migration):

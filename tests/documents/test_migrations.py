@@ -77,7 +77,9 @@ def test_the_backfill_makes_searchable_exactly_the_versions_that_were_charged():
         # Charged, but its chunks were taken out of search (deleted at its source).
         taken_out = _document(apps, organisation, "taken-out.pdf")
         _charged(apps, taken_out, 1)
+        # Deleted, with chunks that were left behind.
         deleted = _document(apps, organisation, "deleted.pdf", deleted=True)
+        _chunks(apps, deleted, 1, 1)
         _charged(apps, deleted, 1)
     finally:
         apps = migrate(SEARCHABLE)
