@@ -130,6 +130,11 @@ class Document(models.Model):
     # the usage ledger are keyed by it.
     version = models.PositiveIntegerField(default=1)
     page_count = models.PositiveIntegerField(null=True, blank=True)
+    # The version whose chunks search reads: set when a run of it settles (with its
+    # charge), cleared when the document leaves search. NULL: nothing is searchable. A
+    # newer version's chunks wait, unsearchable, until its own run settles.
+    searchable_version = models.PositiveIntegerField(null=True, blank=True)
+    # The searchable version's chunks (what search can find), as of its settle.
     chunk_count = models.PositiveIntegerField(default=0)
     text_chars = models.PositiveIntegerField(default=0)
     # Pages of the current version whose text could not be read (numbered from 1): the

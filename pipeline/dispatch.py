@@ -25,6 +25,7 @@ from rq.intermediate_queue import IntermediateQueue
 from rq.job import Callback, Job
 from rq.registry import ScheduledJobRegistry
 from rq.utils import utcparse
+from rq.worker import Worker
 
 from core.redis import redis_connection, request_breaker, request_connection
 from pipeline.lanes import lane_choose
@@ -210,8 +211,14 @@ class JobState:
     # 1 = next to be taken; None when the job is not in its queue's list.
     position: int | None = None
     # The job is marked queued but sits neither in its queue nor in the list a
-    # worker moves it to while taking it: nothing would ever run it.
+    # worker moves it to while taking it, and has for longer than a worker takes to
+    # start a job it popped (PAPERLANE_STRANDED_AFTER_SECONDS): nothing would ever run it.
     stranded: bool = False
+    # Marked queued and in no list, enqueued moments ago: a worker popped it and is
+    # about to mark it started. Deleting it now would pull it from under that worker.
+    being_taken: bool = False
+    # Started, and still the current job of the live worker that started it.
+    held: bool = False
     worker: str = ""
     scheduled_for: datetime | None = None
     enqueued_at: datetime | None = None
@@ -227,8 +234,9 @@ class JobState:
         if self.status in WAITING_STATUSES:
             return not self.stranded
         if self.status == "started":
-            # A worker claims the run first thing; one that has not for this long died.
-            return not _long_ago(self.started_at)
+            # A worker claims the run first thing; one that has not for this long died,
+            # unless it still names the job as its own (the claim waits on a lock).
+            return self.held or not _long_ago(self.started_at)
         return False
 
     def describe(self) -> str:
@@ -248,6 +256,10 @@ class JobState:
         }.get(self.status, self.status)
         if self.stranded:
             text = f"marked queued but in no queue list of {self.queue}"
+        elif self.being_taken:
+            text = f"queued in {self.queue} and taken off it by a worker a moment ago"
+        elif self.status == "started" and self.held and _long_ago(self.started_at):
+            text += ", still its current job"
         elif self.status == "started" and not self.waiting:
             text += ", long ago, and the run was never claimed"
         elif self.status == "scheduled" and not self.waiting:
@@ -258,6 +270,13 @@ class JobState:
 def _long_ago(moment: datetime | None) -> bool:
     # The sweeper's rule for a job that should have moved on by now.
     limit = timedelta(seconds=settings.PAPERLANE_REDELIVER_AFTER_SECONDS)
+    return moment is None or timezone.now() - moment > limit
+
+
+def _queued_long(moment: datetime | None) -> bool:
+    # The sweeper's rule for a job in no list: a worker that popped it marks it started
+    # within milliseconds, so only one queued this long ago is left with nobody.
+    limit = timedelta(seconds=settings.PAPERLANE_STRANDED_AFTER_SECONDS)
     return moment is None or timezone.now() - moment > limit
 
 
@@ -311,21 +330,35 @@ def _read_state(connection: Redis, job_id: str, stage: str, *, again: bool = Tru
         # Deleted or enqueued again between the two reads: read the new job's lane.
         return _read_state(connection, job_id, stage, again=False)
     status = status.decode() if status else "missing"
+    worker = worker.decode() if worker else ""
+    enqueued_at = rq_time(enqueued)
+    # In no list a worker reads: a queue no worker reads (named after a stage alone, or a
+    # lane beyond a lowered PAPERLANE_LANES), or neither of its lane's lists for longer
+    # than a worker that popped it takes to start it.
+    in_no_list = status == "queued" and index is None and taking is None
+    unserved = status == "queued" and not is_served_queue(queue.name)
+    stranded = unserved or (in_no_list and _queued_long(enqueued_at))
+    held = status == "started" and bool(worker) and _current_job_of(connection, worker) == job_id
     return JobState(
         job_id=job_id,
         queue=queue.name,
         status=status,
         position=None if index is None else index + 1,
-        # In no list a worker reads: neither its lane's lists nor a lane at all (a queue
-        # named after a stage alone, or a lane beyond a lowered PAPERLANE_LANES).
-        stranded=status == "queued"
-        and ((index is None and taking is None) or not is_served_queue(queue.name)),
-        worker=worker.decode() if worker else "",
+        stranded=stranded,
+        being_taken=in_no_list and not stranded,
+        held=held,
+        worker=worker,
         scheduled_for=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
-        enqueued_at=rq_time(enqueued),
+        enqueued_at=enqueued_at,
         started_at=rq_time(started),
         ended_at=rq_time(ended),
     )
+
+
+def _current_job_of(connection: Redis, worker: str) -> str | None:
+    """The job a worker says it is running (its RQ registration), None if it is gone."""
+    current = connection.hget(Worker.redis_worker_namespace_prefix + worker, "current_job")
+    return current.decode() if current else None
 
 
 def job_state(run: ImportRun) -> JobState:
@@ -371,11 +404,22 @@ def runs_without_waiting_job(runs: list[ImportRun]) -> list[ImportRun]:
     return [run for run, state in zip(runs, job_states(runs), strict=True) if not state.waiting]
 
 
-def stage_redeliver(*, delivery: dict) -> bool:
+@dataclass(frozen=True)
+class Redelivery:
+    """What delivering a run's stage again did: `queued` a new job or not, and why."""
+
+    queued: bool
+    note: str
+
+    def __bool__(self) -> bool:
+        return self.queued
+
+
+def stage_redeliver(*, delivery: dict) -> Redelivery:
     """Enqueue a run's current stage again because its job was lost. A job RQ still
-    keeps under the same id but that will not run (ended, stranded, started long ago)
-    is removed first; one that is waiting after all is left to run. True if a new job
-    was queued."""
+    keeps under the same id but that will not run (ended, stranded, started long ago by
+    a worker that no longer runs it) is removed first; one that is waiting after all (a
+    worker taking it this moment included) is left to run."""
     connection = redis_connection()
     job_id = stage_job_id(
         run_id=delivery["run_id"],
@@ -386,10 +430,22 @@ def stage_redeliver(*, delivery: dict) -> bool:
     try:
         state = _read_state(connection, job_id, delivery["stage"])
         if state.waiting:
-            return False
+            return Redelivery(False, f"its job is {state.describe()}: left to run")
         if state.status != "missing":
             job_delete(connection, job_id)
-    except RedisError:
+    except RedisError as exc:
         logger.warning("could not redeliver %s; the sweeper will retry", job_id, exc_info=True)
-        return False
-    return stage_enqueue(**delivery)
+        return Redelivery(False, f"Redis did not answer ({exc}); nothing was enqueued")
+    removed = "" if state.status == "missing" else f"removed {job_id} ({state.describe()}), "
+    if not stage_enqueue(**delivery):
+        return Redelivery(
+            False,
+            f"{removed}but the enqueue did not happen (enqueued by someone else meanwhile, "
+            "or Redis did not answer); the sweeper delivers it if it is lost",
+        )
+    try:
+        lane = job_origin(connection, job_id) or delivery["stage"]
+    except RedisError:
+        lane = delivery["stage"]
+    when = " for its retry time" if delivery.get("at") and delivery["at"] > timezone.now() else ""
+    return Redelivery(True, f"{removed}enqueued {job_id} again in {lane}{when}")

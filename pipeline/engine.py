@@ -43,8 +43,10 @@ from pipeline.services.workers import (
     run_claim,
     run_complete_stage,
     run_record_failure,
+    run_record_lost_hold,
     run_release,
     run_set_progress,
+    run_still_held,
 )
 from pipeline.stage_list import StageSpec, stage_spec
 
@@ -102,11 +104,19 @@ class ClaimedStage:
         return self.spec.timeout
 
     def check(self) -> None:
+        # The keeper notices a lost lease only at its next renewal (a third of the lease
+        # later): before something slow or paid, the database says whether it is ours.
+        self._check_kept()
+        if not run_still_held(claim=self.claim):
+            raise LeaseLost(str(self.run.id))
+
+    def _check_kept(self) -> None:
+        # What the keeper knows; the conditional UPDATE that follows proves the rest.
         if keeper.lost:
             raise LeaseLost(str(self.run.id))
 
     def progress(self, done: int, total: int) -> None:
-        self.check()
+        self._check_kept()
         now = time.monotonic()
         # Nobody sees a count that lasts milliseconds: a short stage (most small
         # documents) writes none, a long one at most one every PROGRESS_INTERVAL.
@@ -117,7 +127,7 @@ class ClaimedStage:
 
     @contextmanager
     def checkpoint(self, done: int, total: int) -> Iterator[None]:
-        self.check()
+        self._check_kept()
         with transaction.atomic():
             # The progress is written first: its conditional UPDATE locks the run and
             # proves the hold is still ours, as completing does, so the rows the stage
@@ -129,7 +139,7 @@ class ClaimedStage:
 
     @contextmanager
     def complete(self) -> Iterator[None]:
-        self.check()
+        self._check_kept()
         with transaction.atomic():
             # Completing first locks the run before the stage's own rows (the order
             # cancel uses too) and proves the hold is still ours; the stage's rows
@@ -141,7 +151,7 @@ class ClaimedStage:
     def finish(self) -> None:
         """Complete a stage that has nothing of its own to save: one statement, no
         transaction around it."""
-        self.check()
+        self._check_kept()
         self._finish()
         self.completed = True
 
@@ -239,6 +249,9 @@ def _handle_error(
     """
     if isinstance(exc, LeaseLost):
         logger.warning("run %s: lost the hold during %s; leaving it", claim.run.id, spec.name)
+        # The attempt says why it stopped: the run ended meanwhile, or the stage was
+        # taken back from this worker.
+        _safely(run_record_lost_hold, claim=claim)
         return "lease_lost", None
     if isinstance(exc, (SystemExit, KeyboardInterrupt)):
         # The worker is being stopped: give the stage back so it resumes elsewhere now.

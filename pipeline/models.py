@@ -162,6 +162,12 @@ class StageAttempt(models.Model):
         TIMEOUT = "timeout", "Timed out"
         ABANDONED = "abandoned", "Abandoned (worker died)"
         SKIPPED = "skipped", "Skipped (run changed meanwhile)"
+        # The worker found, at its next step, that the run had ended meanwhile (cancelled,
+        # dead-lettered by an operator, its document deleted) and stopped there.
+        STOPPED = "stopped", "Stopped (the run ended meanwhile)"
+        # The worker stopped answering for longer than its lease, the stage was taken
+        # back, and it came back and stopped at its next step.
+        LEASE_LOST = "lease_lost", "Lease lost (stage taken back meanwhile)"
 
     # Indexed by attempt_unique_number, which starts with it.
     run = models.ForeignKey(

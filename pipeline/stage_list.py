@@ -29,6 +29,10 @@ class StageSpec:
     # The outside provider the stage calls, by its breaker's name (core/provider_breaker.py): the
     # stage's workers take none of its jobs while that provider keeps failing.
     provider: str | None = None
+    # What the stage writes is removed when its run ends without success (embed's chunks,
+    # which only a settle makes searchable): a retry of a run that ended after it starts
+    # again from it.
+    discarded_on_end: bool = False
 
     @property
     def timeout(self) -> int:
@@ -68,6 +72,7 @@ STAGES: tuple[StageSpec, ...] = (
         default_timeout=600,
         default_concurrency=2,
         provider=embed.PROVIDER,
+        discarded_on_end=True,
     ),
     StageSpec(Stage.SETTLE, settle.run, default_timeout=30, default_concurrency=1),
 )
@@ -98,3 +103,15 @@ def next_stage(name: str, *, source: str) -> str | None:
     stages = SOURCE_STAGES[source]
     index = stages.index(name)
     return stages[index + 1] if index + 1 < len(stages) else None
+
+
+def resume_stage(name: str, *, source: str) -> str:
+    """The stage a run of `source` that ended at `name` without success starts again
+    from: `name`, or the first stage before it whose output went with the run's end."""
+    stages = SOURCE_STAGES[source]
+    if name not in stages:
+        return name
+    for stage in stages[: stages.index(name)]:
+        if _BY_NAME[stage].discarded_on_end:
+            return stage
+    return name

@@ -2,7 +2,9 @@
 
 One pass:
 1. runs whose worker stopped renewing its lease: record the crash, then
-   resume the stage elsewhere (or dead-letter a poison run);
+   resume the stage elsewhere (or dead-letter a poison run); and attempts still
+   marked running that no worker can still be at (past their stage's timeout):
+   closed as abandoned;
 2. runs with a stage due (or a retry scheduled) but no job waiting in Redis
    (Redis flushed, a callback that never ran, an enqueue that failed at
    accept, a job stuck with a dead worker, a job marked queued whose id is in
@@ -52,7 +54,7 @@ from pipeline.dispatch import (
 )
 from pipeline.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
 from pipeline.queues import is_served_queue
-from pipeline.services.take_back import run_abandon_expired
+from pipeline.services.take_back import attempts_abandon_unreported, run_abandon_expired
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,7 @@ ORPHANS_RESUME_KEY = "paperlane:sweeper:orphans_after"
 @dataclass
 class SweepReport:
     abandoned: int = 0
+    attempts_closed: int = 0
     redelivered: int = 0
     released: int = 0
     uploads_expired: int = 0
@@ -96,7 +99,8 @@ class SweepReport:
     def __str__(self) -> str:
         done = "".join(f", {name} {count}" for name, count in self.housekeeping.items())
         return (
-            f"abandoned {self.abandoned}, redelivered {self.redelivered}, "
+            f"abandoned {self.abandoned}, attempts closed {self.attempts_closed}, "
+            f"redelivered {self.redelivered}, "
             f"released {self.released}, uploads expired {self.uploads_expired}, "
             f"orphans removed {self.orphans_removed}{done}"
         )
@@ -126,6 +130,7 @@ def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> Swee
     host."""
     report = SweepReport()
     report.abandoned = _abandon_expired_leases()
+    report.attempts_closed = attempts_abandon_unreported(limit=REPAIRS_PER_PASS)
     if not one_of_many or _take_the_check():
         report.redelivered = _redeliver_lost_jobs()
     report.released = _release_ended_reservations()

@@ -10,6 +10,9 @@ are then ranked by their text rank fused with the cosine similarity of their emb
 and the query's, embedded by the provider that embedded the chunks; each document
 appears once, with its best chunk. If the provider cannot embed the query (down, or
 its breaker open), the text rank alone orders the results, and the answer says so.
+Only a document's searchable version is read (`Document.searchable_version`, set when
+its run settles): chunks of a run still in the pipeline, or of one that did not settle,
+are never found.
 
 Candidates come from words: with the default hashing embedder, whose vectors are made
 of words and word pairs, a chunk without a word of the query scores about zero anyway.
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
 from django.db.utils import OperationalError
 
 from core.errors import ServiceError
@@ -124,6 +128,8 @@ CANDIDATES_SQL = f"""
         JOIN {Document._meta.db_table} d ON d.id = c.document_id,
              websearch_to_tsquery('simple', %s) q(q)
         WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+          -- Only the settled version: chunks of a run that has not settled are not found.
+          AND c.version = d.searchable_version
           AND to_tsvector('simple', c.text) @@ q.q
           -- A query the index cannot answer (only -words: every chunk but some) finds nothing.
           AND querytree(q.q) NOT IN ('T', '')
@@ -165,7 +171,9 @@ def _candidates_by_substring(
     organisation_id: int, words: list[str], unwanted: list[str]
 ) -> list[_Candidate]:
     chunks = Chunk.objects.filter(
-        document__organisation_id=organisation_id, document__deleted_at__isnull=True
+        document__organisation_id=organisation_id,
+        document__deleted_at__isnull=True,
+        version=F("document__searchable_version"),
     )
     for word in dict.fromkeys(words):
         chunks = chunks.filter(text__icontains=word)

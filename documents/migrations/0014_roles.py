@@ -27,7 +27,7 @@ def tokens_keep_their_rights(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("documents", "0012_connectors_moved"),
+        ("documents", "0013_document_searchable_version"),
     ]
 
     operations = [

@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from documents.models import Chunk, Document, DocumentText
@@ -68,13 +67,37 @@ def document_chunks_upsert(
 @transaction.atomic(savepoint=False)
 def document_chunks_finish(*, document: Document, count: int) -> None:
     """The current version has `count` chunks: drop any beyond them (from an earlier,
-    longer run) and those of earlier versions (a connected file edited), and record the
-    count. Inside a transaction it joins it without a savepoint; its errors end it."""
-    Chunk.objects.filter(
-        Q(version=document.version, index__gte=count) | Q(version__lt=document.version),
-        document=document,
-    ).delete()
-    Document.objects.filter(id=document.id).update(chunk_count=count)
+    longer try). They are not searchable yet: `document_make_searchable` makes them so
+    when the run settles, and only then are earlier versions' chunks dropped. Inside a
+    transaction it joins it without a savepoint; its errors end it."""
+    Chunk.objects.filter(document=document, version=document.version, index__gte=count).delete()
+
+
+@transaction.atomic(savepoint=False)
+def document_make_searchable(*, document: Document) -> int:
+    """Search reads the document's current version from now on (its run settles, in the
+    settle's transaction): its chunk count is recorded and the chunks of every other
+    version (the one it supersedes) are dropped. Returns the chunk count."""
+    version = document.version
+    Chunk.objects.filter(document=document).exclude(version=version).delete()
+    count = Chunk.objects.filter(document=document, version=version).count()
+    Document.objects.filter(id=document.id).update(searchable_version=version, chunk_count=count)
+    document.searchable_version, document.chunk_count = version, count
+    return count
+
+
+def document_chunks_discard_unsettled(*, document_id) -> int:
+    """Remove the chunks of the document that search does not read (of a version whose
+    run never settled): the run that wrote them ended without success. The searchable
+    version's chunks stay. Returns how many went."""
+    searchable = (
+        Document.objects.filter(id=document_id).values_list("searchable_version", flat=True).first()
+    )
+    chunks = Chunk.objects.filter(document_id=document_id)
+    if searchable is not None:
+        chunks = chunks.exclude(version=searchable)
+    deleted, _ = chunks.delete()
+    return deleted
 
 
 @transaction.atomic
@@ -86,13 +109,16 @@ def document_mark_source_deleted(*, document_ids: Sequence, remove_chunks: bool)
     )
     if remove_chunks:
         Chunk.objects.filter(document_id__in=document_ids).delete()
-        Document.objects.filter(id__in=document_ids).update(chunk_count=0)
+        Document.objects.filter(id__in=document_ids).update(searchable_version=None, chunk_count=0)
     return marked
 
 
 def document_has_chunks(*, document: Document) -> bool:
-    """Whether the document's current version has chunks (is searchable)."""
-    return Chunk.objects.filter(document=document, version=document.version).exists()
+    """Whether the document's current version is searchable: settled, with chunks."""
+    return (
+        document.searchable_version == document.version
+        and Chunk.objects.filter(document=document, version=document.version).exists()
+    )
 
 
 def document_mark_source_restored(*, document_ids: Sequence) -> None:

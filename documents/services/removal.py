@@ -23,8 +23,16 @@ def document_mark_deleted(*, document: Document, deleted_by: str) -> None:
     now = timezone.now()
     document.deleted_at, document.deleted_by = now, deleted_by[:200]
     document.chunk_count = document.text_chars = 0
+    document.searchable_version = None
     document.save(
-        update_fields=["deleted_at", "deleted_by", "chunk_count", "text_chars", "updated_at"]
+        update_fields=[
+            "deleted_at",
+            "deleted_by",
+            "searchable_version",
+            "chunk_count",
+            "text_chars",
+            "updated_at",
+        ]
     )
     Chunk.objects.filter(document=document).delete()
     DocumentText.objects.filter(document=document).delete()

@@ -395,6 +395,7 @@ class DocumentAdmin(FastListAdmin, RecordAdmin):
         "organisation",
         "kind",
         "page_count",
+        "searchable_version",
         "chunk_count",
         "created_at",
         "deleted_at",

@@ -48,8 +48,12 @@ def _ended(run: ImportRun) -> Conflict:
 
 def _stop(run: ImportRun, move: str, *, actor: Actor, reason: str, why: str) -> None:
     """End an active, locked run on someone's request: its worker (if any) loses the
-    lease, so whatever it does next is refused; its running attempt is closed as
-    skipped and its pages are given back."""
+    lease, so whatever it does next is refused, and its pages are given back. The
+    attempt of a worker holding a live lease stays running: that worker is still at
+    it, and records it as stopped when it stops at its next step. Any other running
+    attempt (a lease that expired: its worker stopped answering) is closed as
+    abandoned now."""
+    held_by = run.lease_owner.partition("@")[0] if _lease_live(run) else None
     changes = {}
     if move == "dead_letter":
         changes["error_code"] = OPERATOR_DEAD_LETTER
@@ -58,7 +62,13 @@ def _stop(run: ImportRun, move: str, *, actor: Actor, reason: str, why: str) -> 
         )
     run_move(run=run, move=move, actor=actor, reason=reason, changes=changes)
     for attempt in StageAttempt.objects.filter(run=run, outcome=Outcome.RUNNING):
-        attempt_finish(attempt, Outcome.SKIPPED, message=why)
+        if attempt.job_id != held_by:
+            message = f"its worker had stopped renewing its lease when {why}"
+            attempt_finish(attempt, Outcome.ABANDONED, code="worker_lost", message=message)
+
+
+def _lease_live(run: ImportRun) -> bool:
+    return bool(run.lease_owner and run.lease_expires_at and run.lease_expires_at > timezone.now())
 
 
 @transaction.atomic
@@ -140,17 +150,17 @@ def run_requeue(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
     """Deliver a run's due stage again when its job is lost from Redis.
 
     Left alone: an ended run (retry it instead), a stage running under a live lease,
-    and a job RQ will still run (queued, scheduled, started a moment ago). A stage
+    and a job RQ will still run (queued, scheduled, popped by a worker that is about to
+    start it, started a moment ago or still a live worker's current job). A stage
     whose worker's lease expired is taken back first, as the sweeper would. The
-    decision is made under the row lock; the job is enqueued after commit under its
-    deterministic id, so a repeat or the sweeper doing the same is a duplicate RQ
-    refuses.
+    decision and the redelivery are made under the row lock, so two requeues apply one
+    after the other, and the history says what the redelivery did; the job keeps its
+    deterministic id, so the sweeper doing the same is a duplicate RQ refuses.
     """
     run = _lock(run)
     if run.status not in ACTIVE_STATUSES:
         return RunChange(run, False, f"it has ended ({run.status}); retry it instead")
-    now = timezone.now()
-    if run.lease_owner and run.lease_expires_at and run.lease_expires_at > now:
+    if _lease_live(run):
         worker = run.lease_owner.partition("@")[2] or "a worker"
         until = timezone.localtime(run.lease_expires_at).strftime("%H:%M:%S")
         return RunChange(
@@ -168,15 +178,18 @@ def run_requeue(*, run: ImportRun, actor: Actor, reason: str) -> RunChange:
     state = job_state(run)
     if state.waiting:
         return RunChange(run, False, f"its job is {state.describe()}")
+    # Delivered under the run's lock: a second requeue waits for this one, then finds
+    # the job it enqueued waiting (or being taken by a worker) and leaves it alone.
+    redelivery = stage_redeliver(delivery=delivery_of(run))
+    if not redelivery:
+        return RunChange(run, False, redelivery.note)
     run_move(
         run=run,
         move="requeue",
         actor=actor,
-        reason=f"requeued {run.stage} (its job was {state.describe()}): {reason}",
-        # Delivered again below: the lost job's id is taken out of RQ's way first.
+        reason=f"requeued {run.stage}: its job was {state.describe()}; {redelivery.note}: {reason}",
         deliver=False,
     )
-    delivery = delivery_of(run)
-    transaction.on_commit(lambda: stage_redeliver(delivery=delivery))
-    when = "now" if not run.due_at or run.due_at <= now else "for its retry time"
-    return RunChange(run, True, f"{run.stage} requeued {when}; its job was {state.describe()}")
+    return RunChange(
+        run, True, f"{run.stage} requeued: its job was {state.describe()}; {redelivery.note}"
+    )

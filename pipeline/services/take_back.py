@@ -1,6 +1,8 @@
-"""What the sweeper does to a run: take back a stage whose worker stopped renewing its hold."""
+"""What the sweeper does to a run: take back a stage whose worker stopped renewing its hold,
+and close the attempts no worker is left to close."""
 
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -8,6 +10,7 @@ from django.utils import timezone
 
 from pipeline.models import ImportRun, RunStatus, StageAttempt
 from pipeline.services.transitions import SWEEPER, Actor, attempt_finish, run_move
+from pipeline.stage_list import STAGES
 
 Outcome = StageAttempt.Outcome
 
@@ -82,3 +85,36 @@ def run_take_back_locked(*, run: ImportRun, actor: Actor, note: str = "") -> Non
         )
         reason = f"{message}; resuming elsewhere"
     run_move(run=run, move=move, actor=actor, reason=f"{reason}{note}", changes=changes)
+
+
+def attempts_abandon_unreported(*, limit: int) -> int:
+    """Close as abandoned the running attempts no worker can still be at: started longer
+    ago than their stage's timeout, the hung margin and a lease (by then the lease keeper
+    has stopped a worker that was still in the stage). These are the attempts of runs
+    that ended while their worker was at it (a cancel leaves the attempt to the worker to
+    close) and whose worker then died before it could. Returns how many, at most `limit`
+    per stage."""
+    now = timezone.now()
+    closed = 0
+    for spec in STAGES:
+        past = spec.timeout + settings.PAPERLANE_HUNG_MARGIN_SECONDS
+        past += settings.PAPERLANE_LEASE_SECONDS
+        unreported = list(
+            StageAttempt.objects.filter(
+                outcome=Outcome.RUNNING,
+                stage=spec.name,
+                started_at__lt=now - timedelta(seconds=past),
+            )
+            .order_by("started_at", "id")
+            .values_list("id", flat=True)[:limit]
+        )
+        closed += StageAttempt.objects.filter(id__in=unreported, outcome=Outcome.RUNNING).update(
+            outcome=Outcome.ABANDONED,
+            finished_at=now,
+            error_code="worker_lost",
+            error_message=(
+                f"Its worker never said how this attempt ended; after {past} s it can no "
+                "longer have been running it."
+            ),
+        )
+    return closed

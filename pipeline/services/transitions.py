@@ -26,10 +26,11 @@ from core.errors import Conflict
 from core.text import storable
 from documents.models import ApiToken
 from documents.roles import Ability, ability_require
+from documents.services.content import document_chunks_discard_unsettled
 from documents.services.quota import quota_release
 from pipeline.dispatch import delivery_of, stage_enqueue
 from pipeline.models import ImportRun, RunStatus, RunTransition, Stage, StageAttempt
-from pipeline.stage_list import SOURCE_STAGES, first_stage, next_stage
+from pipeline.stage_list import SOURCE_STAGES, first_stage, next_stage, resume_stage
 
 Status = RunStatus
 
@@ -81,8 +82,8 @@ class Actor:
 SWEEPER = Actor("sweeper")
 
 # Where a move takes the stage: it stays, the next one of the run's source, the first
-# one of its source, or a named stage.
-SAME, NEXT, FIRST = "same", "next", "first"
+# one of its source, the one an ended run resumes at, or a named stage.
+SAME, NEXT, FIRST, RESUME = "same", "next", "first", "resume"
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,9 @@ MOVES: dict[str, Move] = {
         # Retries exhausted, poison, or an operator's decision.
         _move("dead_letter", ACTIVE, Status.DEAD_LETTER),
         _move("cancel", ACTIVE, Status.CANCELLED),
-        # A person or an operator starts an ended run again from the stage it ended in.
-        _move("retry", ENDED_WITHOUT_SUCCESS, Status.QUEUED),
+        # A person or an operator starts an ended run again from the stage it ended in
+        # (from embed if it ended after it: its chunks went when it ended).
+        _move("retry", ENDED_WITHOUT_SUCCESS, Status.QUEUED, RESUME),
         # A connected file back at its source after its chunks were taken out of search:
         # they are made again from the text kept (settle then charges nothing new).
         _move("reembed", {Status.SUCCEEDED}, Status.QUEUED, Stage.EMBED),
@@ -149,6 +151,8 @@ def move_check(move: str, *, status: str, stage: str, source: str) -> tuple[str,
         to_stage = stage
     elif rule.stage == FIRST:
         to_stage = first_stage(source)
+    elif rule.stage == RESUME:
+        to_stage = resume_stage(stage, source=source)
     elif rule.stage == NEXT:
         if stage not in SOURCE_STAGES[source]:
             raise DisallowedMove(f"A {source} run does not go through {stage}.")
@@ -237,9 +241,23 @@ def run_move(
     ).save(force_insert=True)
     if status in ENDED_WITHOUT_SUCCESS:
         quota_release(reservation=run.reservation)
+        _discard_unsettled_chunks(run)
     elif deliver and status in ACTIVE and not run.lease_owner:
         deliver_on_commit(run)
     return run
+
+
+def _discard_unsettled_chunks(run: ImportRun) -> None:
+    # Chunks become searchable only when a run settles; those this run wrote never will,
+    # so they go with its end (the searchable version's stay). Another run of the document
+    # still in the pipeline may be writing them: its own end or settle decides instead.
+    if run.document_id is None:
+        return
+    others = ImportRun.objects.filter(document_id=run.document_id, status__in=ACTIVE).exclude(
+        id=run.id
+    )
+    if not others.exists():
+        document_chunks_discard_unsettled(document_id=run.document_id)
 
 
 # --- The claim and the completion: what they write, for both ways of writing it ---------

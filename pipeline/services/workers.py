@@ -16,7 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from pipeline.errors import LeaseLost
-from pipeline.models import ImportRun, RunStatus, StageAttempt
+from pipeline.models import TERMINAL_STATUSES, ImportRun, RunStatus, RunTransition, StageAttempt
 from pipeline.retry import backoff_seconds, retries_left
 from pipeline.services.stage_sql import ClaimTake, StageDone, claim_statement, complete_statement
 from pipeline.services.transitions import (
@@ -133,6 +133,60 @@ def run_renew_lease(*, run_id: uuid.UUID, owner: str) -> bool:
     return (
         ImportRun.objects.filter(id=run_id, lease_owner=owner).update(lease_expires_at=expires) == 1
     )
+
+
+def run_still_held(*, claim: Claim) -> bool:
+    """Whether this worker still holds the claimed run (not cancelled, ended or taken
+    back): one indexed read, asked before each slow or paid step."""
+    return ImportRun.objects.filter(id=claim.run.id, lease_owner=claim.owner).exists()
+
+
+_ENDED_AS = {
+    RunStatus.CANCELLED: "cancelled",
+    RunStatus.DEAD_LETTER: "dead-lettered",
+    RunStatus.FAILED: "failed",
+    RunStatus.SUCCEEDED: "completed",
+}
+
+
+def run_record_lost_hold(*, claim: Claim) -> str | None:
+    """A worker found its hold on the run gone and stopped: close its attempt as what
+    happened. `stopped` if the run ended meanwhile (cancelled, dead-lettered, its
+    document deleted), `lease_lost` if its stage was taken back after the lease expired
+    (the sweeper had recorded it abandoned; the worker was alive after all). Returns the
+    outcome, or None if the attempt had been closed otherwise."""
+    run = ImportRun.objects.filter(id=claim.run.id).only("status", "stage").first()
+    if run is not None and run.status in TERMINAL_STATUSES:
+        ended = (
+            RunTransition.objects.filter(run_id=run.id, to_status=run.status)
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        by = f" by {ended.actor_label} ({ended.reason})" if ended else ""
+        outcome, code = Outcome.STOPPED, "run_ended"
+        message = (
+            f"The run was {_ENDED_AS.get(run.status, run.status)}{by} while this attempt "
+            "ran; the worker stopped at its next step and saved nothing more."
+        )
+    else:
+        outcome, code = Outcome.LEASE_LOST, "lease_lost"
+        message = (
+            "The worker kept no hold on the run: its lease expired (the worker did not "
+            "renew it in time) and the stage was taken back; the worker stopped at its "
+            "next step and saved nothing more."
+        )
+    closed = StageAttempt.objects.filter(
+        id=claim.attempt.id, outcome__in=[Outcome.RUNNING, Outcome.ABANDONED]
+    ).update(
+        outcome=outcome,
+        finished_at=timezone.now(),
+        error_code=code,
+        error_type="",
+        error_message=message,
+        traceback="",
+        cpu_ms=claim.attempt.cpu_ms,
+    )
+    return outcome if closed else None
 
 
 def run_set_progress(*, claim: Claim, done: int, total: int) -> None:

@@ -20,7 +20,8 @@ class StageContext(Protocol):
         """The stage's time limit in seconds (its job is stopped past it)."""
 
     def check(self) -> None:
-        """Stop (LeaseLost) if this worker no longer holds the run: cancelled or taken over."""
+        """Stop (LeaseLost) if this worker no longer holds the run: cancelled or taken over.
+        Asks the database: call it before each slow or paid step (a provider call)."""
 
     def progress(self, done: int, total: int) -> None:
         """Report `done` of `total` steps; shown to the uploader and operators (written

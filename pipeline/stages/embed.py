@@ -2,12 +2,16 @@
 
 Each call to the provider is counted by its breaker (core/provider_breaker.py): while the
 provider keeps failing, the embed workers pause instead of failing a try of every run.
+Before each call the worker asks the database whether it still holds the run: a run
+cancelled, or a stage taken back from a worker that stopped answering, costs no call
+after that.
 
 Chunk ids come from (document, version, index), so a re-run (a retry, a
 worker killed half way) overwrites the rows it already wrote instead of adding
 new ones; every batch commits with the run's progress while the worker still holds
 the run, and the last batch and the removal of rows past the new end commit with the
-stage's completion.
+stage's completion. None of them is searchable yet: settle makes the version searchable
+with its charge, and a run that ends without success takes its chunks with it.
 """
 
 from django.conf import settings
@@ -54,6 +58,9 @@ def run(ctx: StageContext) -> None:
     for start in range(0, len(pieces), batch_size):
         batch = pieces[start : start + batch_size]
         rate_limit_wait()
+        # Each call is paid for and slow: none for a run that was cancelled, or taken back
+        # from this worker, since the last batch (or during the wait for the rate limit).
+        ctx.check()
         vectors = _embed(embedder, batch)  # never inside a transaction: the provider is slow
         chunks = {
             "document": document,

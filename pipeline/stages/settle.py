@@ -1,6 +1,8 @@
-"""settle: charge the actual page count once and mark the run succeeded."""
+"""settle: charge the actual page count once, make the version searchable, and mark the
+run succeeded, in one transaction: what is found is what was charged."""
 
 from core.errors import QuotaExceeded
+from documents.services.content import document_make_searchable
 from documents.services.quota import quota_settle
 from pipeline.errors import PermanentError
 from pipeline.stages.context import StageContext
@@ -16,6 +18,9 @@ def run(ctx: StageContext) -> None:
             quota_settle(
                 reservation=ctx.run.reservation, document=document, pages=document.page_count
             )
+            # Its chunks become searchable with the charge (and the version it supersedes
+            # leaves search), or, if a cancel took the run first, neither happens.
+            document_make_searchable(document=document)
     except QuotaExceeded as exc:
         raise PermanentError(
             f"The document has {document.page_count} pages, more than were reserved, "

@@ -1,6 +1,7 @@
 """The demo runs on SQLite, where the tests' own database is PostgreSQL: in a process
 of its own, on a fresh SQLite file, uploads go through every stage they are due for,
-are charged once, settling again charges nothing, and search finds them."""
+are charged once, settling again charges nothing, and search finds them (and not a
+document that has not settled)."""
 
 import json
 import os
@@ -23,10 +24,11 @@ setup_test_environment()  # the test client's host
 from django.core.management import call_command
 from django.test import Client
 
-from documents.models import UsageEntry
+from documents.models import Chunk, UsageEntry
 from documents.services.organisations import organisation_create
 from documents.services.quota import quota_get, quota_settle
 from documents.services.tokens import api_token_create
+from pipeline.engine import execute_stage
 from pipeline.models import StageAttempt
 from tests.support.files import make_docx, make_pdf
 from tests.support.runs import drive
@@ -40,6 +42,10 @@ runs = [
     drive(accepted_run(client, make_pdf(3, label="Lighthouse")).id),
     drive(accepted_run(client, make_docx(3), "doc.docx").id),
 ]
+# Embedded, not settled: its chunks are stored and must not be found.
+pending = accepted_run(client, make_pdf(2, label="Lighthouse"), "pending.pdf")
+for stage in ("extract", "embed"):
+    execute_stage(str(pending.id), stage)
 again = quota_settle(reservation=runs[0].reservation, document=runs[0].document, pages=3)
 quota = quota_get(organisation_id=org.id)
 found = client.get("/api/v1/search", {"q": "lighthouse searchable"}).json()
@@ -53,6 +59,7 @@ print(json.dumps({
     "pages_reserved": quota.pages_reserved,
     "entries": UsageEntry.objects.count(),
     "charged_again": again.charged,
+    "pending_chunks": Chunk.objects.filter(document=pending.document_id).count(),
 }))
 """
 
@@ -80,8 +87,10 @@ def test_uploads_go_through_the_pipeline_on_sqlite(tmp_path, settings):
     assert outcome["statuses"] == ["succeeded", "succeeded"], outcome["errors"]
     assert outcome["stages"] == ["embed", "extract", "settle"]
     assert outcome["entries"] == 2
-    assert outcome["pages_used"] >= 4 and outcome["pages_reserved"] == 0
-    # Only the PDF holds both words ("Lighthouse 1", …); SQLite matches substrings.
-    assert outcome["search"] == [["doc.pdf", 3]]
+    # The run not settled still holds its 2 pages.
+    assert outcome["pages_used"] >= 4 and outcome["pages_reserved"] == 2
+    # Only the PDF holds both words ("Lighthouse 1", …); SQLite matches substrings. The
+    # document embedded but not settled holds them too, and is not found.
+    assert outcome["search"] == [["doc.pdf", 3]] and outcome["pending_chunks"] > 0
     assert outcome["ranking"] == "embedding"
     assert outcome["charged_again"] is False

@@ -30,6 +30,7 @@ from pipeline.services.workers import (
     run_claim,
     run_complete_stage,
     run_record_failure,
+    run_record_lost_hold,
     run_set_progress,
 )
 from pipeline.stage_list import first_stage
@@ -214,7 +215,10 @@ def test_a_dead_lettered_run_stays_out_whatever_its_worker_does_next(api, org, o
     assert execute_stage(str(run.id), FIRST)["outcome"] == "skipped"
     run.refresh_from_db()
     assert (run.status, run.lease_owner, run.reservation.status) == ("dead_letter", "", "released")
-    assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "skipped"
+    # The worker, stopping at that refusal, says why its attempt ended.
+    assert run_record_lost_hold(claim=claim) == "stopped"
+    attempt = StageAttempt.objects.get(id=claim.attempt.id)
+    assert attempt.outcome == "stopped" and "dead-lettered by user:" in attempt.error_message
     assert_quota_consistent(org)
 
 

@@ -188,7 +188,8 @@ def test_the_run_page_shows_every_attempt_with_its_traceback_folded(api, org, se
     assert "embed failed 1 times; last error: TransientError" in history
     assert "2 pages, released" in page  # the reservation
     assert "nothing charged for this document version" in page  # the ledger
-    assert "2 pages, 0 chunks recorded, 0 stored" in page  # the document
+    # The document: its unsettled chunks went with the run.
+    assert "2 pages, not searchable, 0 chunks stored for version 1" in page
     assert "none: the run has ended" in page  # its RQ job
 
 

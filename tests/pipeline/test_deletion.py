@@ -54,7 +54,8 @@ def test_a_document_deleted_while_its_text_is_extracted_gets_no_text(api, org, m
 
     assert_nothing_left_and_nothing_charged(run, org)
     assert Document.objects.get(id=run.document_id).page_count is None
-    assert StageAttempt.objects.get(run=run).outcome == "skipped"
+    attempt = StageAttempt.objects.get(run=run)
+    assert attempt.outcome == "stopped" and "its document was deleted" in attempt.error_message
 
 
 def test_a_document_deleted_between_two_embed_batches_gets_no_chunk(

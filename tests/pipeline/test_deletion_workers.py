@@ -47,7 +47,7 @@ def test_a_document_deleted_half_way_through_embedding_keeps_nothing_and_costs_n
     assert not UsageEntry.objects.filter(document=run.document_id).exists()
     assert QuotaReservation.objects.get(run=run).status == "released"
     embed = StageAttempt.objects.filter(run=run, stage="embed")
-    assert list(embed.values_list("outcome", flat=True)) == ["skipped"]
+    assert list(embed.values_list("outcome", flat=True)) == ["stopped"]
     assert not StageAttempt.objects.filter(run=run, stage="settle").exists()
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (1, 0)

@@ -6,8 +6,9 @@ from types import SimpleNamespace
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from documents.models import UsageEntry
+from documents.models import Chunk, UsageEntry
 from pipeline import engine
 from pipeline.dispatch import on_stage_job_success, stage_job_id
 from pipeline.engine import execute_stage
@@ -16,7 +17,12 @@ from pipeline.models import ImportRun, RunSource, RunTransition, StageAttempt
 from pipeline.services import workers
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import Actor
-from pipeline.services.workers import run_claim, run_complete_stage, run_release
+from pipeline.services.workers import (
+    run_claim,
+    run_complete_stage,
+    run_record_lost_hold,
+    run_release,
+)
 from pipeline.stage_list import first_stage, next_stage
 from tests.support.files import make_pdf
 from tests.support.lanes import lane_of, waiting_job_ids
@@ -72,14 +78,24 @@ def test_the_history_records_every_transition(api):
     assert transitions(run) == SUCCEEDED_HISTORY
 
 
-def test_cancelling_a_run_mid_stage_closes_its_running_attempt(api):
-    run = accepted_run(api, make_pdf(1))
-    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
+def test_a_cancel_leaves_a_live_workers_attempt_to_it_and_closes_a_silent_ones(api):
+    live, silent = accepted_run(api, make_pdf(1)), accepted_run(api, make_pdf(1))
+    held = run_claim(run_id=live.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
+    lost = run_claim(run_id=silent.id, stage=FIRST, job_id="job-2", worker=f"host.2.{FIRST}")
+    ImportRun.objects.filter(id=silent.id).update(lease_expires_at=timezone.now())
 
-    run_cancel(run=run, actor=Actor("test"))
+    for run in (live, silent):
+        run_cancel(run=run, actor=Actor("user:alice"))
 
-    attempt = StageAttempt.objects.get(id=claim.attempt.id)
-    assert (attempt.outcome, attempt.error_message) == ("skipped", "the run was cancelled")
+    # The worker holding its lease is still at it: it says how it ended when it stops.
+    assert StageAttempt.objects.get(id=held.attempt.id).outcome == "running"
+    assert run_record_lost_hold(claim=held) == "stopped"
+    attempt = StageAttempt.objects.get(id=held.attempt.id)
+    assert attempt.finished_at is not None
+    assert "cancelled by user:alice (cancelled)" in attempt.error_message
+    # One whose lease had expired stopped answering: nobody else will close it.
+    attempt = StageAttempt.objects.get(id=lost.attempt.id)
+    assert (attempt.outcome, attempt.error_code) == ("abandoned", "worker_lost")
 
 
 def test_an_upload_has_no_create_or_store_attempt_and_still_succeeds(api):
@@ -188,7 +204,8 @@ def test_a_short_stage_writes_no_progress_and_a_long_one_does(api, settings, mon
         assert execute_stage(str(slow.id), "embed")["outcome"] == "succeeded"
 
     assert short_writes == 0
-    batches = ImportRun.objects.get(id=slow.id).document.chunk_count
+    # The chunks are stored (not yet searchable: that waits for settle).
+    batches = Chunk.objects.filter(document=slow.document_id).count()
     assert batches >= 3
     assert progress_writes([q["sql"] for q in long.captured_queries]) >= batches - 1
 

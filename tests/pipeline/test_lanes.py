@@ -194,11 +194,17 @@ def delivery_job_of(run: ImportRun) -> str:
     return f"run-{run.id}-0-{run.stage}-0"
 
 
-def test_redelivery_finds_a_job_gone_from_its_lane_and_queues_it_again(org, redis_conn):
+def test_redelivery_finds_a_job_gone_from_its_lane_and_queues_it_again(org, redis_conn, settings):
     run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
     assert enqueue_current(run)
     job_id = delivery_job_of(run)
     assert redis_conn.lrem(lane_of(job_id).key, 0, job_id) == 1
+    # Out of its lane moments after it was enqueued, as a worker's pop leaves it: taken.
+    assert job_state(run).being_taken and job_state(run).waiting
+    assert not stage_redeliver(delivery=delivery_of(run))
+    assert redis_conn.exists(f"rq:job:{job_id}") and waiting_job_ids(run.stage) == []
+    # Out of every list for longer than a worker takes to start a job it popped: lost.
+    settings.PAPERLANE_STRANDED_AFTER_SECONDS = 0
     assert job_state(run).stranded
 
     assert stage_redeliver(delivery=delivery_of(run))

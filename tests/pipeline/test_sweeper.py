@@ -23,8 +23,10 @@ from documents.storage import document_storage_key, storage_delete, storage_put
 from pipeline.dispatch import stage_job_id
 from pipeline.models import ImportRun, RunSource, StageAttempt
 from pipeline.queues import get_queue, queue_for
+from pipeline.services.people import run_cancel
+from pipeline.services.transitions import Actor
 from pipeline.services.workers import run_claim
-from pipeline.stage_list import first_stage
+from pipeline.stage_list import first_stage, stage_spec
 from pipeline.sweeper import (
     CHECK_LOCK_KEY,
     HOUSEKEEPING_LOCK_KEY,
@@ -163,6 +165,28 @@ def test_a_live_lease_is_left_alone(api):
     assert sweep_once().abandoned == 0
     run.refresh_from_db()
     assert run.lease_owner.startswith("job-1@")
+
+
+def test_an_attempt_left_running_by_a_worker_that_died_after_a_cancel_is_closed_later(
+    api, settings
+):
+    run = upload(api)
+    claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=WORKER)
+    run_cancel(run=run, actor=Actor("user:alice"))  # its worker is left to close it
+    sweep_once()
+    assert StageAttempt.objects.get(id=claim.attempt.id).outcome == "running"
+    # Past its stage's timeout, the hung margin and a lease, no worker can be at it.
+    past = stage_spec(FIRST).timeout + settings.PAPERLANE_HUNG_MARGIN_SECONDS
+    past += settings.PAPERLANE_LEASE_SECONDS
+    StageAttempt.objects.filter(id=claim.attempt.id).update(
+        started_at=timezone.now() - timedelta(seconds=past + 1)
+    )
+
+    assert sweep_once().attempts_closed == 1
+
+    attempt = StageAttempt.objects.get(id=claim.attempt.id)
+    assert (attempt.outcome, attempt.error_code) == ("abandoned", "worker_lost")
+    assert attempt.finished_at is not None
 
 
 def test_it_releases_pages_held_by_a_run_that_ended_without_settling(api, org):

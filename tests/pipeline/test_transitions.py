@@ -19,7 +19,7 @@ from pipeline.services.transitions import (
     run_begin,
     run_move,
 )
-from pipeline.stage_list import SOURCE_STAGES, first_stage, next_stage
+from pipeline.stage_list import SOURCE_STAGES, first_stage, next_stage, resume_stage
 from tests.support.files import make_pdf
 from tests.support.processes import ROOT
 from tests.support.runs import unchecked_run
@@ -60,9 +60,11 @@ def test_every_allowed_move_works_and_is_recorded(org, name, status):
 
     after, delivered = move(run, name)
 
-    expected_stage = {"same": stage, "next": next_stage(stage, source=run.source)}.get(
-        rule.stage, rule.stage
-    )
+    expected_stage = {
+        "same": stage,
+        "next": next_stage(stage, source=run.source),
+        "resume": resume_stage(stage, source=run.source),
+    }.get(rule.stage, rule.stage)
     assert (after.status, after.stage) == (rule.to or status, expected_stage)
     last = RunTransition.objects.filter(run=run).latest("id")
     assert (last.from_status, last.to_status) == (status, after.status)

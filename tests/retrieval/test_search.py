@@ -7,8 +7,9 @@ from django.utils import timezone
 
 from core.provider_breaker import breaker
 from documents.models import Document
-from retrieval.embedding import PROVIDER, get_embedder
-from retrieval.search import CANDIDATES_SQL, _terms, snippet
+from documents.services.content import document_chunks_upsert
+from retrieval.embedding import PROVIDER, get_embedder, pack_vector
+from retrieval.search import CANDIDATES_SQL, _candidates_by_substring, _terms, snippet
 from tests.support.files import make_pdf
 from tests.support.runs import document_with_chunks, drive
 from tests.support.uploads import accepted_run
@@ -198,3 +199,34 @@ def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(api,
     body = _search(api, "anchor").json()
 
     assert body["ranking"] == "text" and len(body["results"]) == 1
+
+
+@pytest.mark.parametrize("path", ["postgresql", "sqlite"])
+def test_only_the_searchable_version_of_a_document_is_read(api, org, path):
+    settled = document_with_chunks(org, "settled.pdf", ["the buoy at the harbour mouth"])
+    # A newer version embedded but not settled, and a document never settled at all.
+    Document.objects.filter(id=settled.id).update(version=2)
+    settled.refresh_from_db()
+    embedder = get_embedder()
+    document_chunks_upsert(
+        document=settled,
+        start=0,
+        texts=["the anchor of the harbour"],
+        vectors=[pack_vector(v) for v in embedder.embed(["the anchor of the harbour"])],
+        model=embedder.name,
+    )
+    never = document_with_chunks(org, "never.pdf", ["the harbour anchor"])
+    Document.objects.filter(id=never.id).update(searchable_version=None)
+
+    if path == "postgresql":
+
+        def search(words):
+            return [hit["document_id"] for hit in _search(api, words).json()["results"]]
+    else:  # the query the SQLite demo runs, here on PostgreSQL
+
+        def search(words):
+            return [str(c.document_id) for c in _candidates_by_substring(org.id, words.split(), [])]
+
+    assert search("harbour") == [str(settled.id)]
+    assert search("buoy") == [str(settled.id)]
+    assert search("anchor") == []

@@ -5,9 +5,12 @@ embedder, so everything but the provider's behaviour is the product's code.
 """
 
 import hashlib
+import json
 import os
 import signal
 import time
+
+from rq import get_current_job
 
 from core.redis import redis_connection
 from pipeline.errors import TransientError
@@ -69,4 +72,33 @@ class HookedEmbedder(HashingEmbedder):
 
     def embed(self, texts):
         type(self).before_batch(texts)
+        return super().embed(texts)
+
+
+CALLS = "test:embed:calls"
+
+
+def provider_calls() -> list[dict]:
+    """Every call RecordingEmbedder answered, oldest first: its job id, pid and time."""
+    return [json.loads(entry) for entry in redis_connection().lrange(CALLS, 0, -1)]
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """Notes each call (the stage job making it, its process, when) in Redis before it
+    answers, so a test can tell which worker called the provider, and when."""
+
+    def embed(self, texts):
+        job = get_current_job()
+        entry = {"job": job.id if job else "", "pid": os.getpid(), "at": time.time()}
+        redis_connection().rpush(CALLS, json.dumps(entry))
+        return super().embed(texts)
+
+
+class FailsAfterEmbedder(HashingEmbedder):
+    """Answers the first EMBED_SUCCESSES calls, then '503 Service Unavailable' to every
+    one after: a provider that goes down in the middle of a document."""
+
+    def embed(self, texts):
+        if redis_connection().incr("test:embed:answered") > int(os.environ["EMBED_SUCCESSES"]):
+            raise TransientError("embedding provider answered 503 Service Unavailable")
         return super().embed(texts)

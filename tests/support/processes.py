@@ -123,3 +123,24 @@ def run_workers_process(
         yield process
     finally:
         stop_group(process, grace=stop_timeout)
+
+
+@contextmanager
+def stage_worker_process(*stages: str, env: dict[str, str], burst: bool = False, stdout=None):
+    """`manage.py stage_worker STAGE…`: one real RQ worker for those stages, no sweeper or
+    supervisor (its pid is the worker's). With `burst` it exits once their queues are
+    empty; at the end it is stopped (SIGTERM, then SIGKILL) if it has not. `stdout`: a
+    file for its output (and errors)."""
+    command = [sys.executable, "manage.py", "stage_worker", *stages]
+    process = subprocess.Popen(
+        command + (["--burst"] if burst else []),
+        cwd=ROOT,
+        env=env,
+        stdout=stdout,
+        stderr=None if stdout is None else subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        stop_group(process, grace=10)

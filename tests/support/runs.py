@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from documents.models import Document, Organisation, QuotaReservation
-from documents.services.content import document_chunks_upsert
+from documents.services.content import document_chunks_upsert, document_make_searchable
 from documents.services.quota import quota_take
 from documents.storage import document_storage_key, storage_delete, storage_put
 from pipeline.engine import execute_stage
@@ -78,8 +78,9 @@ def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: 
 def document_with_chunks(
     organisation: Organisation, filename: str, texts: list[str], *, vectors=None
 ) -> Document:
-    """A processed document whose chunks are `texts`, embedded by the configured embedder
-    (or given `vectors`), written by the embed stage's own service."""
+    """A processed (settled) document whose chunks are `texts`, embedded by the configured
+    embedder (or given `vectors`), written by the embed stage's own service and made
+    searchable by the settle stage's."""
     document = Document.objects.create(
         organisation=organisation,
         filename=filename,
@@ -97,4 +98,5 @@ def document_with_chunks(
         vectors=[pack_vector(v) for v in (vectors or embedder.embed(texts))],
         model=embedder.name,
     )
+    document_make_searchable(document=document)
     return document

@@ -1,0 +1,98 @@
+"""Data migrations of the documents app, run on PostgreSQL from the state before them."""
+
+import uuid
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BEFORE_SEARCHABLE = ("documents", "0012_connectors_moved")
+SEARCHABLE = ("documents", "0013_document_searchable_version")
+
+
+def migrate(target):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate([target])
+    return executor.loader.project_state([target]).apps
+
+
+def _document(apps, organisation, name: str, *, version: int = 1, deleted: bool = False):
+    Document = apps.get_model("documents", "Document")
+    return Document.objects.create(
+        organisation=organisation,
+        filename=name,
+        kind="pdf",
+        size_bytes=1,
+        sha256=uuid.uuid4().hex * 2,
+        storage_key=f"test/{uuid.uuid4()}.pdf",
+        version=version,
+        chunk_count=99,  # whatever the embed stage recorded, before the migration
+        deleted_at="2026-01-01T00:00:00Z" if deleted else None,
+    )
+
+
+def _chunks(apps, document, version: int, count: int) -> None:
+    Chunk = apps.get_model("documents", "Chunk")
+    for index in range(count):
+        Chunk.objects.create(
+            id=uuid.uuid5(document.id, f"v{version}/chunk/{index}"),
+            document=document,
+            version=version,
+            index=index,
+            text="text",
+            embedding=b"\0\0\0\0",
+            embedding_model="m",
+        )
+
+
+def _charged(apps, document, version: int) -> None:
+    apps.get_model("documents", "UsageEntry").objects.create(
+        organisation=document.organisation, document=document, document_version=version, pages=1
+    )
+
+
+def test_the_backfill_makes_searchable_exactly_the_versions_that_were_charged():
+    assert connection.vendor == "postgresql"
+    apps = migrate(BEFORE_SEARCHABLE)
+    try:
+        organisation = apps.get_model("documents", "Organisation").objects.create(
+            slug="acme", name="Acme", page_limit=100
+        )
+        # Its run succeeded: charged, with its chunks.
+        settled = _document(apps, organisation, "settled.pdf")
+        _chunks(apps, settled, 1, 3)
+        _charged(apps, settled, 1)
+        # Cancelled half way through embed: chunks written, nothing charged.
+        cancelled = _document(apps, organisation, "cancelled.pdf")
+        _chunks(apps, cancelled, 1, 2)
+        # A connected file whose version 2 has not settled: version 1 stays searchable,
+        # the chunks of version 2 that were written are not.
+        edited = _document(apps, organisation, "edited.pdf", version=2)
+        _chunks(apps, edited, 1, 4)
+        _chunks(apps, edited, 2, 1)
+        _charged(apps, edited, 1)
+        # Charged, but its chunks were taken out of search (deleted at its source).
+        taken_out = _document(apps, organisation, "taken-out.pdf")
+        _charged(apps, taken_out, 1)
+        # Deleted, with chunks that were left behind.
+        deleted = _document(apps, organisation, "deleted.pdf", deleted=True)
+        _chunks(apps, deleted, 1, 1)
+        _charged(apps, deleted, 1)
+    finally:
+        apps = migrate(SEARCHABLE)
+
+    Document = apps.get_model("documents", "Document")
+    found = {
+        d.filename: (d.searchable_version, d.chunk_count)
+        for d in Document.objects.filter(organisation__slug="acme")
+    }
+    assert found == {
+        "settled.pdf": (1, 3),
+        "cancelled.pdf": (None, 0),
+        "edited.pdf": (1, 4),
+        "taken-out.pdf": (None, 0),
+        "deleted.pdf": (None, 0),
+    }

@@ -1,0 +1,68 @@
+"""Hold PostgreSQL row locks from a connection of the test's own, to force the order in
+which other processes' transactions meet: they queue on the lock, and go in the order
+they queued once it is released."""
+
+import time
+
+import psycopg
+from django.db import connection
+
+
+class RowLock:
+    """A transaction on a separate connection that holds the rows it locked until
+    `release()` (or the end of the `with` block)."""
+
+    def __init__(self) -> None:
+        self._conn = _connect()
+        # Another session looks: one transaction sees pg_stat_activity as it first read it.
+        self._observer = _connect(autocommit=True)
+        self._held = False
+
+    def lock(self, sql: str, params: list) -> None:
+        """Run `sql` (a SELECT … FOR UPDATE) in the held transaction."""
+        assert self._conn.execute(sql, params).fetchall(), "nothing was locked"
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._conn.commit()
+            self._held = False
+
+    def waiting(self, like: str = "%") -> list[str]:
+        """The queries of this database's sessions waiting on a lock, oldest first, of
+        those whose text is LIKE `like`."""
+        rows = self._observer.execute(
+            "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND query LIKE %s ORDER BY query_start",
+            [like],
+        ).fetchall()
+        return [query for (query,) in rows]
+
+    def wait_for_waiters(self, count: int, *, like: str = "%", timeout: float = 30) -> None:
+        """Until `count` sessions wait on a lock with a query LIKE `like`."""
+        deadline = time.monotonic() + timeout
+        while len(self.waiting(like)) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {count} sessions on a lock ({like})")
+            time.sleep(0.02)
+
+    def __enter__(self) -> "RowLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.release()
+        finally:
+            self._conn.close()
+            self._observer.close()
+
+
+def _connect(*, autocommit: bool = False) -> psycopg.Connection:
+    db = connection.settings_dict
+    return psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"] or 5432,
+        user=db["USER"],
+        dbname=db["NAME"],
+        autocommit=autocommit,
+    )
