@@ -19,6 +19,15 @@ def migrate(target):
     return executor.loader.project_state([target]).apps
 
 
+@pytest.fixture(autouse=True)
+def _migrated_to_the_end_after():
+    """Every later test expects the schema of every migration, those after the one tried
+    here included (taking 0012 back unapplies what depends on it)."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 def _document(apps, organisation, name: str, *, version: int = 1, deleted: bool = False):
     Document = apps.get_model("documents", "Document")
     return Document.objects.create(
