@@ -9,6 +9,7 @@ from documents.models import Document
 from documents.services.organisations import member_add
 from pipeline.models import ImportRun
 from tests.support.files import make_pdf
+from tests.support.folders import local_folder_fixtures
 from tests.support.uploads import upload
 
 pytestmark = pytest.mark.django_db
@@ -82,3 +83,43 @@ def test_another_organisations_document_and_run_are_404s(other_org, queued):
     assert theirs.post(f"/runs/{queued['run_id']}/cancel/").status_code == 404
     assert theirs.get(f"/documents/{queued['document_id']}/delete/").status_code == 404
     assert ImportRun.objects.get(id=queued["run_id"]).status == "queued"
+
+
+_fast_settle, folder, connection = local_folder_fixtures("roles")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_an_admin_pauses_or_disconnects_a_connection_and_a_viewer_cannot_sync(org, connection):
+    viewer, member, admin = (_signed_in(org, role) for role in ("viewer", "member", "admin"))
+    base = f"/connections/{connection.id}"
+
+    viewer_page = viewer.get(f"{base}/").content.decode()
+    member_page = member.get(f"{base}/").content.decode()
+    assert f"{base}/sync/" not in viewer_page and f"{base}/pause/" not in viewer_page
+    assert f"{base}/sync/" in member_page and f"{base}/pause/" not in member_page
+    assert f"{base}/disconnect/" in admin.get(f"{base}/").content.decode()
+
+    assert viewer.post(f"{base}/sync/").status_code == 403
+    assert member.post(f"{base}/sync/").status_code == 302
+    for refused in (member.post(f"{base}/pause/"), member.get(f"{base}/disconnect/")):
+        assert refused.status_code == 403
+        assert "only admins may connect, pause or disconnect folders" in refused.content.decode()
+    connection.refresh_from_db()
+    assert connection.status == "active"
+
+    assert admin.post(f"{base}/pause/").status_code == 302
+    connection.refresh_from_db()
+    assert connection.status == "paused"
+
+
+def test_only_an_admin_is_offered_or_allowed_to_connect_onedrive(org, settings):
+    settings.PAPERLANE_ONEDRIVE_CLIENT_ID = "client"
+    settings.PAPERLANE_ONEDRIVE_CLIENT_SECRET = "secret"
+    member, admin = _signed_in(org, "member"), _signed_in(org, "admin")
+
+    assert "Connect a OneDrive folder" not in member.get("/connections/").content.decode()
+    assert "Connect a OneDrive folder" in admin.get("/connections/").content.decode()
+    refused = member.post("/connections/onedrive/connect/", {"folder": "/Contracts"})
+    assert refused.status_code == 403
+    assert "microsoftonline" not in refused.get("Location", "")
+    assert admin.post("/connections/onedrive/connect/", {"folder": "/Contracts"}).status_code == 302
