@@ -206,6 +206,13 @@ PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = env.int(
     "PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES", default=8 * 1024 * 1024
 )
 PAPERLANE_ACCEPT_INSPECT_SECONDS = env.float("PAPERLANE_ACCEPT_INSPECT_SECONDS", default=2.0)
+# The inspection runs in a child process with this much memory (address space); one child
+# inspects this many files, one after another, before a new one takes over.
+PAPERLANE_ACCEPT_INSPECT_MEMORY_MB = env.int("PAPERLANE_ACCEPT_INSPECT_MEMORY_MB", default=512)
+PAPERLANE_ACCEPT_INSPECT_CHILD_FILES = env.int("PAPERLANE_ACCEPT_INSPECT_CHILD_FILES", default=100)
+# PDF: refuse a file whose cross-reference sections list more objects than this, counted
+# from their headers before a single entry is read.
+PAPERLANE_PDF_MAX_OBJECTS = env.int("PAPERLANE_PDF_MAX_OBJECTS", default=500_000)
 FILE_UPLOAD_HANDLERS = [
     "core.uploads.UploadLimitHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",

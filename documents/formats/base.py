@@ -64,6 +64,8 @@ class AcceptLimits:
     docx_xml_budget_bytes: int
     # Wall-clock budget of the whole inspection of one upload.
     seconds: float
+    # Cross-reference entries a PDF may list, all its sections together.
+    pdf_max_objects: int
 
 
 class Deadline:
@@ -75,11 +77,24 @@ class Deadline:
 
     def check(self) -> None:
         if time.monotonic() > self._ends:
-            raise UnreadableDocument(
-                f"The file could not be checked within {self.seconds:g} seconds; it is too "
-                "complex to accept. Saving it again from its application may help.",
-                code="inspection_too_slow",
-            )
+            raise too_slow(self.seconds)
+
+
+def too_slow(seconds: float) -> UnreadableDocument:
+    return UnreadableDocument(
+        f"The file could not be checked within {seconds:g} seconds; it is too complex to "
+        "accept. Saving it again from its application may help.",
+        code="inspection_too_slow",
+    )
+
+
+def too_complex(why: str) -> UnreadableDocument:
+    """A PDF whose structure is beyond what is read to accept it: `why` says how."""
+    return UnreadableDocument(
+        f"The PDF is too complex to accept: {why}. Saving it again from its application "
+        "(or printing it to a new PDF) may help.",
+        code="pdf_too_complex",
+    )
 
 
 def check_page_count(pages: object, *, limit: int, what: str = "document") -> int:
