@@ -26,6 +26,7 @@ from documents.formats.base import (
     ExtractLimits,
     Inspection,
     OnPage,
+    PagesOverBudget,
     too_slow,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "Extracted",
     "ExtractLimits",
     "Inspection",
+    "PagesOverBudget",
     "extract",
     "extract_limits",
     "inspect_upload",
@@ -135,13 +137,19 @@ def inspect_file(kind: str, limits: AcceptLimits, *, file: BinaryIO, progress) -
 
 
 def extract(
-    kind: str, data: bytes, limits: ExtractLimits, *, progress: OnPage | None = None
+    kind: str,
+    data: bytes,
+    limits: ExtractLimits,
+    *,
+    progress: OnPage | None = None,
+    page_budget: int | None = None,
 ) -> Extracted:
     """The clean text and real page count of a document of `kind` (UnreadableDocument if
-    it cannot be read or is over a limit). Reads no settings: safe in a child process."""
+    it cannot be read or is over a limit; PagesOverBudget as soon as its pages counted
+    pass `page_budget`). Reads no settings: safe in a child process."""
     if kind == pdf.KIND:
-        return pdf.extract(data, limits=limits, on_page=progress)
-    return docx.extract(data, limits=limits)
+        return pdf.extract(data, limits=limits, on_page=progress, page_budget=page_budget)
+    return docx.extract(data, limits=limits, page_budget=page_budget)
 
 
 def _describe(head: bytes) -> str:

@@ -97,6 +97,22 @@ def too_complex(why: str) -> UnreadableDocument:
     )
 
 
+class PagesOverBudget(Exception):
+    """Extraction counted more pages than the document may be charged (its `budget`, the
+    quota it can still have): `counted` so far, all of its pages when `complete`. Raised
+    as soon as the count passes the budget, before the rest of the text is read."""
+
+    def __init__(self, counted: int, budget: int, complete: bool) -> None:
+        super().__init__(counted, budget, complete)
+        self.counted, self.budget, self.complete = counted, budget, complete
+
+
+def check_page_budget(pages: int, *, budget: int | None, complete: bool) -> None:
+    """PagesOverBudget if `pages` counted so far pass `budget` (None: no budget)."""
+    if budget is not None and pages > budget:
+        raise PagesOverBudget(pages, budget, complete)
+
+
 def check_page_count(pages: object, *, limit: int, what: str = "document") -> int:
     """A usable page count within `limit`, or UnreadableDocument."""
     if not isinstance(pages, int) or pages < 1:

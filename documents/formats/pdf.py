@@ -37,6 +37,7 @@ from documents.formats.base import (
     ExtractLimits,
     Inspection,
     OnPage,
+    check_page_budget,
     check_page_count,
     clean_extracted,
     too_complex,
@@ -327,11 +328,18 @@ def _count_page_objects(stream: BinaryIO, deadline: Deadline) -> int:
         deadline.check()
 
 
-def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None) -> Extracted:
+def extract(
+    data: bytes,
+    *,
+    limits: ExtractLimits,
+    on_page: OnPage | None = None,
+    page_budget: int | None = None,
+) -> Extracted:
     """Text of every page and the number of pages there really are (pypdf walks the page
     tree, whatever its /Count says). The tolerant parser repairs what it can. A page whose
     content cannot be read is left out and named, as a viewer shows the others; a file of
-    which no page can be read is damaged."""
+    which no page can be read is damaged. Pages are counted before any text is read: over
+    `page_budget`, PagesOverBudget."""
     try:
         reader = _decrypted(PdfReader(io.BytesIO(data), strict=False))
         pages = reader.pages
@@ -343,6 +351,7 @@ def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None
     if total < 1:
         raise _damaged("'s pages could not be found")
     check_page_count(total, limit=limits.max_pages)
+    check_page_budget(total, budget=page_budget, complete=True)
     texts, chars, unreadable, error = [], 0, [], None
     for number, page in enumerate(pages, start=1):
         try:

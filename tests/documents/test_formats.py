@@ -21,7 +21,7 @@ from documents.formats import (
     inspect_upload,
     pdf,
 )
-from documents.formats.base import Deadline, Inspection, clean_extracted
+from documents.formats.base import Deadline, Inspection, PagesOverBudget, clean_extracted
 from tests.support import hostile, real_world
 from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf, make_pdf
 
@@ -158,6 +158,36 @@ def test_a_page_with_more_text_than_the_limit_is_refused_naming_it(settings):
     with pytest.raises(UnreadableDocument, match="Page 1 has more text") as refused:
         pdf.extract(make_pdf(2, words_per_page=100), limits=_limits())
     assert "100 characters" in refused.value.message
+
+
+def test_a_pdf_over_its_page_budget_is_refused_once_counted_before_any_text(limits, monkeypatch):
+    read = []
+    monkeypatch.setattr(PageObject, "extract_text", lambda page, *a, **k: read.append(page))
+
+    with pytest.raises(PagesOverBudget) as over:
+        extract("pdf", make_pdf(3), limits, page_budget=2)
+
+    assert (over.value.counted, over.value.budget, over.value.complete) == (3, 2, True)
+    assert read == []
+    assert extract("pdf", make_pdf(3), limits, page_budget=3).page_count == 3
+
+
+def test_a_docx_over_its_page_budget_stops_as_soon_as_its_words_pass_it(settings):
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+    data = hostile.docx_many_words(20_000, stated_pages=1)  # 200 pages of words
+
+    with pytest.raises(PagesOverBudget) as over:
+        extract("docx", data, _limits(), page_budget=5)
+
+    # Counting stopped at the sixth page, not at the two hundredth.
+    assert (over.value.counted, over.value.budget, over.value.complete) == (6, 5, False)
+
+
+def test_a_docx_stating_more_pages_than_its_budget_is_refused_before_its_text_is_read(limits):
+    with pytest.raises(PagesOverBudget) as over:
+        extract("docx", make_docx(1, pages_property=30), limits, page_budget=20)
+
+    assert (over.value.counted, over.value.complete) == (30, False)
 
 
 # --- Accept: bounded inspection ---------------------------------------------------------
