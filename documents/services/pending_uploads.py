@@ -1,7 +1,14 @@
 """Direct uploads waiting to be completed: what a declared file is taken for, the bound of
-open uploads per organisation, marking one completed, and removing those whose time ran
-out. Asking for the URL and completing through the accept path are the pipeline's side
-(pipeline/services/direct_uploads.py).
+open uploads per organisation, marking one completed, deleting refused bytes, and removing
+those whose time ran out. Asking for the URL and completing through the accept path are
+the pipeline's side (pipeline/services/direct_uploads.py).
+
+An upload's bytes belong to it until a completion marks it completed, and from then to
+its document. Whatever deletes them (a refused completion, the sweeper) does so under
+the upload's row lock, and only while the row says it is not completed; a completion
+that accepts them holds that lock from marking the row until it commits, and checks
+that the bytes are still there once it holds it. So bytes a document owns are never
+deleted, and no document is made of bytes that were.
 """
 
 import logging
@@ -12,10 +19,17 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import Gone, TooManyOpenUploads, UnsupportedFileType
+from core.errors import (
+    Conflict,
+    Gone,
+    StorageUnavailable,
+    TooManyOpenUploads,
+    UnsupportedFileType,
+)
 from documents.formats.base import DOCX, MEDIA_TYPES, PDF
 from documents.models import Document, Organisation, PendingUpload
-from documents.storage import STORAGE_ERRORS, storage_delete
+from documents.s3 import stored_size
+from documents.storage import STORAGE_ERRORS, STORAGE_RETRY_AFTER_SECONDS, storage_delete
 
 logger = logging.getLogger(__name__)
 
@@ -85,19 +99,63 @@ def pending_upload_expired(*, upload: PendingUpload) -> Gone:
     )
 
 
+def pending_upload_missing(*, upload: PendingUpload) -> Conflict:
+    return Conflict(
+        "The uploaded file is no longer there (another completion of this upload refused "
+        "it, and it was deleted): PUT the file to its URL again, then complete the upload.",
+        code="upload_missing",
+    )
+
+
 @transaction.atomic(savepoint=False)
 def pending_upload_mark_completed(*, upload: PendingUpload, document: Document) -> None:
     """Record that the upload became `document`. Call inside the transaction that accepts
-    the document; Gone (410) if the sweeper removed the upload meanwhile (its time had
-    run out), and that transaction must then end. A second completion never gets here:
-    its document, under the same id, conflicts first."""
+    the document: the upload's row stays locked until it ends, so nothing deletes the
+    bytes meanwhile. Gone (410) if the sweeper removed the upload meanwhile (its time had
+    run out); Conflict (409 upload_missing) if a refused completion deleted its bytes
+    before this one held the row; the transaction must then end. A second completion
+    that accepts never gets here: its document, under the same id, conflicts first."""
     now = timezone.now()
     marked = PendingUpload.objects.filter(id=upload.id, completed_at__isnull=True).update(
         document=document, completed_at=now
     )
     if marked != 1:
         raise pending_upload_expired(upload=upload)
+    try:
+        # The bytes were read before this lock was taken; a refusal may have deleted them.
+        size = stored_size(key=upload.storage_key)
+    except STORAGE_ERRORS as exc:
+        logger.warning("could not check the bytes of upload %s: %s", upload.id, exc)
+        raise StorageUnavailable(
+            "We could not check the uploaded file in storage just now; it is kept. "
+            "Please complete the upload again in a minute.",
+            retry_after=STORAGE_RETRY_AFTER_SECONDS,
+        ) from exc
+    if size != upload.size_bytes:
+        raise pending_upload_missing(upload=upload)
     upload.document, upload.completed_at = document, now
+
+
+def pending_upload_bytes_discard(*, upload: PendingUpload) -> bool:
+    """Delete the bytes PUT for `upload` that a completion refused, unless a document owns
+    them: under the upload's row lock, only while the row says it is not completed. A
+    completion accepting them meanwhile holds that lock until it commits: this waits for
+    it, then leaves them. Returns whether they were deleted; bytes the storage would not
+    delete are left for the sweeper, once the upload expires."""
+    try:
+        with transaction.atomic():
+            still_open = (
+                PendingUpload.objects.select_for_update()
+                .filter(id=upload.id, completed_at__isnull=True)
+                .first()
+            )
+            if still_open is None:  # accepted by another completion, or removed
+                return False
+            storage_delete(key=still_open.storage_key)
+            return True
+    except STORAGE_ERRORS as exc:
+        logger.warning("could not delete the refused upload %s: %s", upload.id, exc)
+        return False
 
 
 def pending_uploads_remove_expired(*, limit: int) -> int:

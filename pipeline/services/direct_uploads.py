@@ -12,10 +12,12 @@ completes the upload, and the file is accepted as any upload is.
   document keeps the object where it is. Completing again answers the same.
 
 Bytes refused at completion (another size than declared, another type, damaged,
-encrypted) are deleted at once; the upload stays open until it expires, so a corrected
-file may be PUT to the same URL while it is valid. A refusal that depends on the moment
-(busy, quota, storage) keeps them: completing again later may succeed. What is never
-completed is removed with its object by the sweeper (pending_uploads_remove_expired).
+encrypted) are deleted at once, unless another completion of the same upload accepted
+them meanwhile (pending_upload_bytes_discard: under the upload's row lock, only while
+it is not completed); the upload stays open until it expires, so a corrected file may
+be PUT to the same URL while it is valid. A refusal that depends on the moment (busy,
+quota, storage) keeps them: completing again later may succeed. What is never completed
+is removed with its object by the sweeper (pending_uploads_remove_expired).
 """
 
 import logging
@@ -43,12 +45,13 @@ from documents.models import ApiToken, Organisation, PendingUpload
 from documents.s3 import presigned_put, presigned_supported, stored_read, stored_size
 from documents.selectors import pending_upload_get
 from documents.services.pending_uploads import (
+    pending_upload_bytes_discard,
     pending_upload_expired,
     pending_upload_kind,
     pending_uploads_bound_check,
 )
 from documents.services.quota import quota_check
-from documents.storage import STORAGE_ERRORS, document_storage_key, storage_delete
+from documents.storage import STORAGE_ERRORS, document_storage_key
 from pipeline.models import RunSource
 from pipeline.services.accept import (
     STORAGE_RETRY_AFTER_SECONDS,
@@ -57,7 +60,6 @@ from pipeline.services.accept import (
     file_too_large,
     filename_validate,
     upload_acceptance,
-    upload_run,
 )
 from pipeline.services.admission import admission_check
 
@@ -185,10 +187,9 @@ def pending_upload_complete(
                 pending=pending,
             )
     except BYTES_REFUSED:
-        # Not the bytes a completion of the same upload accepted meanwhile (a refusal that
-        # depends on the moment: the inspection's clock, a limit lowered).
-        if upload_run(pending=pending) is None:
-            _discard(pending)
+        # Unless a completion of the same upload accepted them meanwhile (a refusal can
+        # depend on the moment: the inspection's clock, a limit lowered).
+        pending_upload_bytes_discard(upload=pending)
         raise
     except ServiceError:
         # A completion of the same upload that committed meanwhile answers for both.
@@ -246,11 +247,3 @@ def _size_mismatch(pending: PendingUpload, size: int) -> UnreadableDocument:
         "PUT the whole file, as declared, and complete the upload again.",
         code="size_mismatch",
     )
-
-
-def _discard(pending: PendingUpload) -> None:
-    """Delete refused bytes; if the storage will not, the sweeper does once it expires."""
-    try:
-        storage_delete(key=pending.storage_key)
-    except STORAGE_ERRORS as exc:
-        logger.warning("could not delete the refused upload %s: %s", pending.id, exc)
