@@ -232,9 +232,13 @@ PAPERLANE_UPLOAD_COMPLETE_SECONDS = env.int("PAPERLANE_UPLOAD_COMPLETE_SECONDS",
 # Completing reads the object back from S3 within this long, or answers 503 to send again.
 PAPERLANE_UPLOAD_READ_SECONDS = env.float("PAPERLANE_UPLOAD_READ_SECONDS", default=30.0)
 # Direct uploads one organisation may have open (asked for, neither completed nor
-# expired); more are refused with 429 (0: no bound).
+# expired), and the bytes their files may declare together; more are refused with 429
+# (0: no bound).
 PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION = env.int(
     "PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION", default=1000
+)
+PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = env.int(
+    "PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION", default=5 * 1024**3
 )
 
 

@@ -17,10 +17,12 @@ import uuid
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from core.errors import (
     Conflict,
+    FileTooLarge,
     Gone,
     StorageUnavailable,
     TooManyOpenUploads,
@@ -65,30 +67,83 @@ def pending_upload_kind(*, filename: str, content_type: str | None) -> tuple[str
     return kind, MEDIA_TYPES[kind]
 
 
-def pending_uploads_bound_check(*, organisation: Organisation) -> None:
-    """Refuse a new direct upload (429, Retry-After) while the organisation has
-    PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION open: each holds a key, and maybe an object,
-    until it is completed or expires. Reads at most one row, on an index."""
+def _open_uploads(organisation_id: int):
+    return PendingUpload.objects.filter(
+        organisation_id=organisation_id,
+        complete_by__gt=timezone.now(),
+        completed_at__isnull=True,
+    )
+
+
+def _count_check(*, organisation_id: int) -> None:
+    """PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION: reads at most that many rows' ends, on an index."""
     bound = settings.PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION
     if not bound:
         return
-    now = timezone.now()
-    open_ends = (
-        PendingUpload.objects.filter(
-            organisation=organisation, complete_by__gt=now, completed_at__isnull=True
-        )
-        .order_by("complete_by")
-        .values_list("complete_by", flat=True)
-    )
+    open_ends = _open_uploads(organisation_id).order_by("complete_by")
+    open_ends = open_ends.values_list("complete_by", flat=True)
     if not open_ends[bound - 1 : bound].exists():
         return
     # A slot is sure to be free when the first of them expires (sooner if one is completed).
-    first_end = open_ends.first() or now
     raise TooManyOpenUploads(
         f"Your organisation has {bound} uploads open; complete them, or let them expire, "
         "before asking for more.",
-        retry_after=max(int((first_end - now).total_seconds()) + 1, 1),
+        retry_after=_seconds_until(open_ends.first()),
     )
+
+
+def _bytes_check(*, organisation_id: int, size_bytes: int) -> None:
+    """PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION: one sum, on the same index; the rows
+    only to say when enough of them will have expired."""
+    bound = settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION
+    if not bound:
+        return
+    if size_bytes > bound:
+        raise FileTooLarge(
+            f"The file is {size_bytes} bytes; the files of your organisation's open uploads "
+            f"may hold at most {bound} bytes together.",
+            code="open_upload_bytes_exceeded",
+            max_bytes=bound,
+        )
+    uploads = _open_uploads(organisation_id)
+    held = uploads.aggregate(held=Sum("size_bytes"))["held"] or 0
+    if held + size_bytes <= bound:
+        return
+    # Room for this one once enough of them have expired (sooner if some are completed).
+    freed, until = 0, None
+    for ends, size in uploads.order_by("complete_by").values_list("complete_by", "size_bytes"):
+        freed, until = freed + size, ends
+        if held - freed + size_bytes <= bound:
+            break
+    raise TooManyOpenUploads(
+        f"Your organisation's open uploads hold {held} bytes, and may hold {bound} bytes "
+        f"together: a file of {size_bytes} bytes does not fit. Complete them, or let them "
+        "expire, before asking for this one.",
+        retry_after=_seconds_until(until),
+        code="too_many_open_upload_bytes",
+    )
+
+
+def _seconds_until(moment) -> int:
+    return max(int(((moment or timezone.now()) - timezone.now()).total_seconds()) + 1, 1)
+
+
+@transaction.atomic
+def pending_upload_open(*, upload: PendingUpload) -> PendingUpload:
+    """Record a new direct upload within its organisation's bounds of open uploads (asked
+    for, neither completed nor expired): PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION of them,
+    holding PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION bytes together (each holds a key,
+    maybe an object, unbilled, until it ends). Over either, 429 with Retry-After (413 for
+    a file larger than the bytes bound itself), and nothing is recorded. Checked and
+    saved under the organisation's row lock: concurrent requests cannot pass a bound
+    together."""
+    # NO KEY: rows referring to the organisation need not wait for it.
+    locked = Organisation.objects.select_for_update(no_key=True).filter(id=upload.organisation_id)
+    list(locked.values_list("id", flat=True))
+    _count_check(organisation_id=upload.organisation_id)
+    _bytes_check(organisation_id=upload.organisation_id, size_bytes=upload.size_bytes)
+    upload.save(force_insert=True)
+    return upload
 
 
 def pending_upload_expired(*, upload: PendingUpload) -> Gone:

@@ -2,8 +2,9 @@
 completes the upload, and the file is accepted as any upload is.
 
 - `pending_upload_create` refuses at once what the accept path would refuse without
-  reading a byte (the name, the size, the type, a full pipeline, an empty quota), then
-  hands out a URL that takes one PUT of exactly the declared size and type, for
+  reading a byte (the name, the size, the type, a full pipeline, an empty quota) and
+  what the organisation's open uploads leave no room for (their number, their bytes),
+  then hands out a URL that takes one PUT of exactly the declared size and type, for
   PAPERLANE_UPLOAD_URL_SECONDS, to the stable key of the document the upload becomes
   (under its organisation's prefix).
 - `pending_upload_complete` looks at the object (HEAD), reads it back within the size
@@ -48,7 +49,7 @@ from documents.services.pending_uploads import (
     pending_upload_bytes_discard,
     pending_upload_expired,
     pending_upload_kind,
-    pending_uploads_bound_check,
+    pending_upload_open,
 )
 from documents.services.quota import quota_check
 from documents.storage import STORAGE_ERRORS, document_storage_key
@@ -99,7 +100,8 @@ def pending_upload_create(
     ServiceError without recording anything: 409 `presigned_unsupported` when documents
     are not stored in S3, 400 for the name or size, 413 over the upload limit, 415 for
     a type other than PDF or DOCX, 429 (Retry-After) when admission control is full or
-    the organisation has its bound of uploads open, 402 when no page of quota is left."""
+    the organisation has its bound of uploads open (in number or in bytes), 402 when no
+    page of quota is left."""
     _require_presigned()
     filename = filename_validate(filename)
     if size_bytes == 0:
@@ -112,7 +114,6 @@ def pending_upload_create(
     admission_check(organisation_id=organisation.id)
     # Its page count is known only from its bytes, but every document has a page.
     quota_check(organisation=organisation, pages=1)
-    pending_uploads_bound_check(organisation=organisation)
 
     expires_at = timezone.now() + timedelta(seconds=settings.PAPERLANE_UPLOAD_URL_SECONDS)
     document_id = uuid.uuid4()
@@ -144,7 +145,9 @@ def pending_upload_create(
             "We cannot hand out upload URLs just now; please try again in a minute.",
             retry_after=STORAGE_RETRY_AFTER_SECONDS,
         ) from exc
-    pending.save(force_insert=True)
+    # Within the organisation's bounds of open uploads, in number and in bytes (signing
+    # is local: a refusal here has given nothing out).
+    pending_upload_open(upload=pending)
     return UploadGrant(pending=pending, url=put.url, headers=put.headers)
 
 

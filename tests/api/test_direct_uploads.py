@@ -271,6 +271,71 @@ def test_an_organisation_with_its_bound_of_open_uploads_is_refused_until_one_end
     assert ask(api, size_bytes=10).status_code == 201
 
 
+def test_open_uploads_are_bounded_in_bytes_until_enough_of_them_end(s3, api, other_api, settings):
+    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+    first = granted(api, b"x" * 60)
+    second = granted(api, b"x" * 30)
+    later = timezone.now() + timedelta(hours=2)
+    PendingUpload.objects.filter(id=second["upload_id"]).update(complete_by=later)
+
+    refused = ask(api, size_bytes=20)  # 60 + 30 + 20 > 100
+    other_organisation = ask(other_api, size_bytes=20)
+
+    assert refused.status_code == 429, refused.content
+    body = refused.json()
+    assert body["code"] == "too_many_open_upload_bytes"
+    assert "90 bytes" in body["detail"] and "100 bytes" in body["detail"]
+    # Room once the first (60 bytes) has expired: about when it is due to.
+    wait = int(refused["Retry-After"])
+    assert body["retry_after"] == wait
+    complete_by = PendingUpload.objects.get(id=first["upload_id"]).complete_by
+    assert abs((complete_by - timezone.now()).total_seconds() - wait) <= 2
+    assert other_organisation.status_code == 201
+    assert ask(api, size_bytes=10).status_code == 201  # 60 + 30 + 10 fits
+    PendingUpload.objects.filter(id=first["upload_id"]).update(complete_by=timezone.now())
+    assert ask(api, size_bytes=55).status_code == 201  # the expired one no longer counts
+
+
+def test_a_file_larger_than_the_open_bytes_bound_alone_is_a_413(s3, api, settings):
+    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+
+    refused = ask(api, size_bytes=101)
+
+    assert refused.status_code == 413, refused.content
+    assert refused.json()["code"] == "open_upload_bytes_exceeded"
+    assert refused.json()["max_bytes"] == 100
+    assert not PendingUpload.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_requests_at_once_cannot_pass_the_open_bytes_bound_together(s3, org, settings):
+    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+    _, raw = api_token_create(organisation=org, name="racing")
+
+    def asking():
+        try:
+            return ask(Client(HTTP_AUTHORIZATION=f"Bearer {raw}"), size_bytes=60)
+        finally:
+            connections.close_all()
+
+    with (
+        psycopg.connect(_database_url()) as holder,
+        psycopg.connect(_database_url(), autocommit=True) as watcher,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        # Both have been checked for everything else and signed their URLs; each fits alone.
+        holder.execute(
+            "SELECT 1 FROM documents_organisation WHERE id = %s FOR NO KEY UPDATE", [org.id]
+        )
+        answers = [pool.submit(asking) for _ in range(2)]
+        wait_for(lambda: _lock_waits(watcher) == 2, timeout=20, what="both requests to wait")
+        holder.commit()
+        statuses = sorted(answer.result().status_code for answer in answers)
+
+    assert statuses == [201, 429]
+    assert PendingUpload.objects.filter(organisation=org).count() == 1
+
+
 def test_without_s3_both_endpoints_answer_409_presigned_unsupported(api, org):
     asked = ask(api, size_bytes=1000)
     pending = PendingUpload.objects.create(
