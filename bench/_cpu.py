@@ -83,7 +83,9 @@ class CpuMeter:
     counted through its parent's cutime/cstime once it is reaped, so horses are
     never sampled themselves (that would count them twice). The extraction fork
     server (run_workers' own, which its forked workers share, or a worker's) and the
-    extraction children it reaps (core/isolation.py) are "isolated".
+    extraction children it reaps (core/isolation.py) are "isolated". A gunicorn worker's
+    fork server and the inspection children it keeps and reaps are "web": the accept path
+    inspects every upload in one.
     """
 
     def __init__(self, supervisor_pid: int) -> None:
@@ -115,8 +117,15 @@ class CpuMeter:
             for pid, (ppid, _, _, cmd) in processes.items()
             if (ppid in workers or ppid == self.supervisor_pid) and "forkserver" in cmd
         }
+        web_fork_servers = {
+            pid
+            for pid, (ppid, _, _, cmd) in processes.items()
+            if processes.get(ppid, (None,))[0] in gunicorn and "forkserver" in cmd
+        }
         for pid, (ppid, own, reaped, cmd) in processes.items():
-            if pid in fork_servers or ppid in fork_servers:
+            if pid in web_fork_servers or ppid in web_fork_servers:
+                ticks["web", pid] = own + reaped
+            elif pid in fork_servers or ppid in fork_servers:
                 # A fork server (its reaped children did isolated extractions), and its
                 # live children: the extraction children the workers keep.
                 ticks["isolated", pid] = own + reaped

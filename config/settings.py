@@ -260,6 +260,13 @@ PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = env.int(
     "PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES", default=8 * 1024 * 1024
 )
 PAPERLANE_ACCEPT_INSPECT_SECONDS = env.float("PAPERLANE_ACCEPT_INSPECT_SECONDS", default=2.0)
+# The inspection runs in a child process with this much memory (address space); one child
+# inspects this many files, one after another, before a new one takes over.
+PAPERLANE_ACCEPT_INSPECT_MEMORY_MB = env.int("PAPERLANE_ACCEPT_INSPECT_MEMORY_MB", default=512)
+PAPERLANE_ACCEPT_INSPECT_CHILD_FILES = env.int("PAPERLANE_ACCEPT_INSPECT_CHILD_FILES", default=100)
+# PDF: refuse a file whose cross-reference sections list more objects than this, counted
+# from their headers before a single entry is read.
+PAPERLANE_PDF_MAX_OBJECTS = env.int("PAPERLANE_PDF_MAX_OBJECTS", default=500_000)
 FILE_UPLOAD_HANDLERS = [
     "core.uploads.UploadLimitHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
@@ -279,9 +286,13 @@ PAPERLANE_UPLOAD_COMPLETE_SECONDS = env.int("PAPERLANE_UPLOAD_COMPLETE_SECONDS",
 # Completing reads the object back from S3 within this long, or answers 503 to send again.
 PAPERLANE_UPLOAD_READ_SECONDS = env.float("PAPERLANE_UPLOAD_READ_SECONDS", default=30.0)
 # Direct uploads one organisation may have open (asked for, neither completed nor
-# expired); more are refused with 429 (0: no bound).
+# expired), and the bytes their files may declare together; more are refused with 429
+# (0: no bound).
 PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION = env.int(
     "PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION", default=1000
+)
+PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = env.int(
+    "PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION", default=5 * 1024**3
 )
 
 

@@ -123,7 +123,12 @@ class StorageUnavailable(RetryLater):
 
 class TooManyOpenUploads(RetryLater):
     """The organisation has its bound of direct uploads open (asked for, neither completed
-    nor expired): one of them must end first."""
+    nor expired), in number or in bytes: one of them must end first."""
 
     status_code = 429
     code = "too_many_open_uploads"
+
+    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
+        super().__init__(message, retry_after=retry_after)
+        if code:
+            self.code = code

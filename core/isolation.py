@@ -6,7 +6,8 @@ connection), with RLIMIT_AS and RLIMIT_CPU set, and kills it after
 `limits.wall_seconds`. Going over a limit raises `LimitExceeded` naming it; an
 exception `fn` raises arrives as itself; the calling process is never harmed, and
 a child that did not answer is killed and waited for. With `reuse=N` a child that
-answered serves the thread's next calls, up to N (see run_isolated).
+answered serves the thread's next calls, up to N (see run_isolated). With `file=` a file
+goes to the child as a descriptor of its own, not as bytes through the pipe.
 
 The fork server starts on first use (or `warm_up()`) with the environment, cwd and
 sys.path of that moment. It imports PRELOAD; importing this module there sets Django
@@ -18,6 +19,7 @@ is what `reuse` saves.
 """
 
 import ctypes
+import io
 import math
 import multiprocessing
 import os
@@ -30,9 +32,9 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing import forkserver
+from multiprocessing import forkserver, reduction
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, BinaryIO
 
 from core.errors import caused_by
 
@@ -112,11 +114,16 @@ def run_isolated(
     limits: Limits,
     on_progress: Progress | None = None,
     reuse: int = 1,
+    file: BinaryIO | None = None,
     **kwargs: Any,
 ) -> Any:
     """Run fn(*args, **kwargs, progress=<callable>) in a child process under `limits` and
     return its result. `fn` must be a module-level function; each progress(done, total)
     of the child is an on_progress(done, total) call here, in the calling thread.
+
+    `file`: a binary file `fn` reads, given to it as `file=`: the same bytes, open for
+    reading on a descriptor of the child's own (a file on disk is not copied; one in
+    memory is copied once, into a memfd), whose position is not the caller's.
 
     `reuse`: how many calls one child may serve, one after another, before it is
     replaced (1: a new child for every call). A kept child keeps its memory limit (on
@@ -135,19 +142,24 @@ def run_isolated(
     if child is None:
         child = _Child(limits.memory_bytes)
     answer = exitcode = None
-    keep = False
+    keep = answered = False
     try:
-        answer, retire = child.call(fn, args, kwargs, limits, on_progress)
+        answer, retire = child.call(fn, args, kwargs, limits, on_progress, file)
+        answered = True
         keep = answer is not None and answer[0] != "memory" and not retire
         keep = keep and child.calls < reuse
     finally:  # an answer, or an error, on_progress raising, RQ's timeout
         if keep:
             _kept.child = child
         else:
-            exitcode, elapsed = child.close()
+            # A child still at the call (its wall clock ran out, RQ's timeout) is killed at
+            # once: waiting for it to notice would hold the caller.
+            exitcode, elapsed = child.close(busy=not answered)
     if answer is None or answer[0] == "memory":
         if child.calls > 1:  # a verdict of a child that had served earlier calls
-            return run_isolated(fn, *args, limits=limits, on_progress=on_progress, **kwargs)
+            return run_isolated(
+                fn, *args, limits=limits, on_progress=on_progress, file=file, **kwargs
+            )
         if answer is None:
             raise _death(exitcode, limits, elapsed)
         raise LimitExceeded("memory", limits)
@@ -271,15 +283,28 @@ class _Child:
             theirs.close()  # else the child's end would never show on this pipe
 
     def call(
-        self, fn: Callable[..., Any], args: tuple, kwargs: dict, limits: Limits, on_progress
+        self,
+        fn: Callable[..., Any],
+        args: tuple,
+        kwargs: dict,
+        limits: Limits,
+        on_progress,
+        file: BinaryIO | None = None,
     ) -> tuple[tuple[str, Any] | None, bool]:
-        """Send one call and wait: (answer, retire), or (None, True) if the child ended
-        without answering. Raises LimitExceeded("time") once the wall clock has run out
-        (not counting a start of the fork server); the caller then closes the child."""
+        """Send one call (and `file`'s descriptor) and wait: (answer, retire), or (None,
+        True) if the child ended without answering. Raises LimitExceeded("time") once the
+        wall clock has run out (not counting a start of the fork server); the caller then
+        closes the child."""
         self.calls += 1
         self.started = time.monotonic()
         try:
-            self.conn.send((fn, args, kwargs, limits.cpu_seconds))
+            self.conn.send((fn, args, kwargs, limits.cpu_seconds, file is not None))
+            if file is not None:
+                descriptor = _readable_descriptor(file)
+                try:
+                    reduction.send_handle(self.conn, descriptor, self.process.pid)
+                finally:
+                    os.close(descriptor)  # the child has its own once it is sent
         except (BrokenPipeError, ConnectionResetError):
             return None, True
         while True:
@@ -297,12 +322,15 @@ class _Child:
                 if on_progress is not None:
                     on_progress(*message[1:])
 
-    def close(self) -> tuple[int | None, float]:
+    def close(self, *, busy: bool = False) -> tuple[int | None, float]:
         """End the child and wait for it: one waiting for a call leaves at EOF, any other is
-        killed. Returns its exit code and the seconds since its last call began."""
+        killed (at once if `busy`, still at a call). Returns its exit code and the seconds
+        since its last call began."""
         self.conn.close()
         if self.process.pid is None:  # it never started
             return None, 0.0
+        if busy:
+            self.process.kill()
         self.process.join(timeout=CLOSE_GRACE_SECONDS)
         if self.process.is_alive():
             self.process.kill()
@@ -313,6 +341,38 @@ class _Child:
 
 
 CLOSE_GRACE_SECONDS = 1.0
+_COPY_BLOCK = 1024 * 1024
+
+
+def _readable_descriptor(file: BinaryIO) -> int:
+    """A new descriptor reading `file`'s bytes from an open file of its own, so that the
+    child's reads never move the caller's position (nor its buffer's idea of it). A file
+    without a descriptor (in memory) is copied into a memfd."""
+    try:
+        descriptor = file.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        return _memory_copy(file)
+    file.flush()
+    return os.open(f"/proc/self/fd/{descriptor}", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def _memory_copy(file: BinaryIO) -> int:
+    descriptor = os.memfd_create("isolated-file", os.MFD_CLOEXEC)
+    try:
+        position = file.tell()
+        file.seek(0)
+        while block := file.read(_COPY_BLOCK):
+            view = memoryview(block)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        file.seek(position)
+        os.lseek(descriptor, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
 DEAD_SERVER = "the fork server died; did a PRELOAD module fail?"
 
 
@@ -344,19 +404,27 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
     born = _address_space()
     while True:
         try:
-            fn, args, kwargs, cpu_seconds = conn.recv()
+            fn, args, kwargs, cpu_seconds, with_file = conn.recv()
+            file = os.fdopen(reduction.recv_handle(conn), "rb") if with_file else None
         except EOFError:
             return
+        if file is not None:
+            kwargs = {**kwargs, "file": file}
         started = _cpu_budget(cpu_seconds)
         try:
             _setup_django()
             answer: tuple[str, Any] = ("ok", fn(*args, **kwargs, progress=progress))
         except Exception as exc:
             answer = _error_answer(exc)
+        finally:
+            if file is not None:
+                file.close()
         retire = _address_space() - born > RETIRE_GROWTH_BYTES
         used = _cpu_used() - started
         try:
             conn.send((*answer, retire, used))
+        except (BrokenPipeError, ConnectionResetError):  # the parent gave up on the call
+            return
         except MemoryError:  # pickling the result took the rest of the memory
             del answer
             conn.send(("memory", None, True, used))

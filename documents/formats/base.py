@@ -64,6 +64,8 @@ class AcceptLimits:
     docx_xml_budget_bytes: int
     # Wall-clock budget of the whole inspection of one upload.
     seconds: float
+    # Cross-reference entries a PDF may list, all its sections together.
+    pdf_max_objects: int
 
 
 class Deadline:
@@ -75,11 +77,40 @@ class Deadline:
 
     def check(self) -> None:
         if time.monotonic() > self._ends:
-            raise UnreadableDocument(
-                f"The file could not be checked within {self.seconds:g} seconds; it is too "
-                "complex to accept. Saving it again from its application may help.",
-                code="inspection_too_slow",
-            )
+            raise too_slow(self.seconds)
+
+
+def too_slow(seconds: float) -> UnreadableDocument:
+    return UnreadableDocument(
+        f"The file could not be checked within {seconds:g} seconds; it is too complex to "
+        "accept. Saving it again from its application may help.",
+        code="inspection_too_slow",
+    )
+
+
+def too_complex(why: str) -> UnreadableDocument:
+    """A PDF whose structure is beyond what is read to accept it: `why` says how."""
+    return UnreadableDocument(
+        f"The PDF is too complex to accept: {why}. Saving it again from its application "
+        "(or printing it to a new PDF) may help.",
+        code="pdf_too_complex",
+    )
+
+
+class PagesOverBudget(Exception):
+    """Extraction counted more pages than the document may be charged (its `budget`, the
+    quota it can still have): `counted` so far, all of its pages when `complete`. Raised
+    as soon as the count passes the budget, before the rest of the text is read."""
+
+    def __init__(self, counted: int, budget: int, complete: bool) -> None:
+        super().__init__(counted, budget, complete)
+        self.counted, self.budget, self.complete = counted, budget, complete
+
+
+def check_page_budget(pages: int, *, budget: int | None, complete: bool) -> None:
+    """PagesOverBudget if `pages` counted so far pass `budget` (None: no budget)."""
+    if budget is not None and pages > budget:
+        raise PagesOverBudget(pages, budget, complete)
 
 
 def check_page_count(pages: object, *, limit: int, what: str = "document") -> int:

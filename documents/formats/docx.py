@@ -35,6 +35,7 @@ from documents.formats.base import (
     Extracted,
     ExtractLimits,
     Inspection,
+    check_page_budget,
     check_page_count,
     clean_extracted,
     too_much_text,
@@ -373,12 +374,14 @@ def _estimate_words(
     return counter.count.words * document.file_size // max(read, 1)
 
 
-def extract(data: bytes, *, limits: ExtractLimits) -> Extracted:
+def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = None) -> Extracted:
     """The text of the body, footnotes and endnotes; pages from its words, or more if the
-    file states more."""
+    file states more. Pages are counted as the text is read: once they pass `page_budget`
+    (the stated pages, or the words so far), PagesOverBudget, and the rest is not read."""
     parts: list[str] = []
     words = WordCount()
     chars = 0
+    per_page = limits.docx_words_per_page
 
     def emit(block: str) -> None:
         nonlocal chars
@@ -390,16 +393,20 @@ def extract(data: bytes, *, limits: ExtractLimits) -> Extracted:
             parts.append(text)
             words.feed(text)
             words.end_word()
+            counted = pages_for_words(words.words, words_per_page=per_page)
+            check_page_budget(counted, budget=page_budget, complete=False)
 
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
             if _PARTS[0] not in names:
                 raise _damaged()
+            # What it states is charged if it is more than its words: known first.
+            stated_pages, _ = app_properties(archive)
+            check_page_budget(stated_pages, budget=page_budget, complete=False)
             for name in _PARTS:
                 if name in names:
                     _read_part(archive, name, _Body(emit, budget=limits.max_chars))
-            stated_pages, _ = app_properties(archive)
     except (UnreadableDocument, BaseTimeoutException):
         raise
     except (expat.ExpatError, ValueError, KeyError, *_ZIP_ERRORS) as exc:

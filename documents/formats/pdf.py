@@ -1,16 +1,22 @@
 """PDF: recognise and count pages at accept; text and the real page count at extract.
 
-At accept only the strict parser runs: it reads the cross-reference table and
+At accept only the strict parser runs: it reads the cross-reference sections and
 the page tree's root, nothing else. A file it refuses (a damaged
 cross-reference table, say) is not repaired in the request: its pages are
 estimated from the page objects in its bytes, and the extract stage repairs
 and counts it. pypdf's strict mode still repairs some damage itself (it
 rebuilds a broken cross-reference table by inflating every object stream in
-the file, and searches every object for a catalog the trailer does not point
-to): at accept both are turned off, and every stream it inflates is capped,
-so the request's work stays bounded whatever the file. The page tree's /Count
-is what the file states; extraction counts the pages there really are, and
-that is what is charged.
+the file, searches every object for a catalog the trailer does not point
+to, and the whole file for an object that is not where the table says): at
+accept all three are turned off. Its work is bounded before it is done: the
+entries every cross-reference section lists are counted from their headers
+before they are read, a cross-reference stream may inflate only to the rows
+it declares, the sections and the objects of an object stream are counted
+before they are read, and every other stream it inflates is capped. A file
+over one of these bounds is refused as too complex; the accept path also runs
+this in a child process under a wall clock (documents.formats). The page
+tree's /Count is what the file states; extraction counts the pages there
+really are, and that is what is charged.
 """
 
 import io
@@ -19,6 +25,7 @@ from typing import BinaryIO
 
 from pypdf import PdfReader, apply_configuration
 from pypdf.errors import PdfReadError
+from pypdf.generic import IndirectObject
 from rq.timeouts import BaseTimeoutException
 
 from core.errors import UnreadableDocument, caused_by
@@ -30,8 +37,10 @@ from documents.formats.base import (
     ExtractLimits,
     Inspection,
     OnPage,
+    check_page_budget,
     check_page_count,
     clean_extracted,
+    too_complex,
     too_much_text,
 )
 
@@ -43,23 +52,37 @@ HEADER_WINDOW = 1024
 _TRAILER_WINDOW = 2048
 _SCAN_BLOCK = 1024 * 1024
 _PADDING = b"\x00\t\n\f\r "
-# pypdf reads about 700,000 entries of a cross-reference table a second.
-_MAX_XREF_ENTRIES = 500_000
+# Cross-reference sections (one per save of the file) read at accept: a file saved
+# incrementally more often than this is refused, whatever each section holds.
+MAX_XREF_SECTIONS = 1000
+# Objects of one object stream: pypdf parses all of them to read one (about 60 us each).
+# Producers write 100 to 500.
+MAX_OBJECT_STREAM_OBJECTS = 5000
+# What an object stream read at accept may inflate to (producers' are tens of KB): pypdf
+# reads what follows an object a byte at a time in Python, padding included.
+_OBJECT_STREAM_BYTES = 1024 * 1024
+# Entries of a cross-reference stream read between two looks at the clock.
+_ENTRIES_PER_CHECK = 16384
 # At accept pypdf inflates the cross-reference stream and the object streams holding
 # the catalog and the page tree's root, nothing else: far below these caps.
 _ACCEPT_STREAM_BYTES = 16 * 1024 * 1024
+_OUTPUT_CAPS = (
+    "zlib_maximum_output_length",
+    "lzw_maximum_output_length",
+    "run_length_maximum_output_length",
+    "brotli_maximum_output_length",
+    "array_based_stream_maximum_output_length",
+)
 _ACCEPT_LIMITS = {
     name: _ACCEPT_STREAM_BYTES
     for name in (
         "maximum_declared_stream_length",
-        "zlib_maximum_output_length",
-        "lzw_maximum_output_length",
-        "run_length_maximum_output_length",
-        "brotli_maximum_output_length",
-        "array_based_stream_maximum_output_length",
         "stream_decoding_work_maximum_length",
+        *_OUTPUT_CAPS,
     )
 }
+# Beyond its rows a cross-reference stream may hold a PNG predictor's byte per row.
+_XREF_STREAM_SLACK = 4096
 
 
 def _encrypted() -> UnreadableDocument:
@@ -79,12 +102,136 @@ def matches(head: bytes) -> bool:
     return b"%PDF-" in head[:HEADER_WINDOW]
 
 
-class _UnrepairedReader(PdfReader):
-    """pypdf's strict reader without the repair strict mode still makes: a file whose
-    cross-reference table needs rebuilding is refused, to be estimated instead."""
+class _Refused(BaseException):  # noqa: N818 - not an error of pypdf's: a way out of it
+    """Raised inside pypdf to stop it at once with `error`. Not an Exception, so that
+    none of pypdf's `except Exception` handlers takes it for damage to work around."""
+
+    def __init__(self, error: UnreadableDocument) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class _AcceptReader(PdfReader):
+    """pypdf's strict reader without the repairs strict mode still makes (a file that
+    needs one is refused, to be estimated instead), and with its work counted before it
+    is done: the entries and sections of the cross-reference, the objects of an object
+    stream. Over `max_objects` entries or one of the bounds above, it stops (_Refused)."""
+
+    def __init__(self, stream: BinaryIO, *, max_objects: int, deadline: Deadline) -> None:
+        self._max_objects = max_objects
+        self._deadline = deadline
+        self._listed = 0
+        self._sections = 0
+        super().__init__(
+            stream,
+            strict=True,
+            root_object_recovery_limit=0,
+            xref_stream_maximum_entries=max_objects,
+        )
 
     def _rebuild_xref_table(self, stream) -> None:
         raise PdfReadError("the cross-reference table needs repair")
+
+    def _section(self) -> None:
+        self._sections += 1
+        if self._sections > MAX_XREF_SECTIONS:
+            raise _Refused(
+                too_complex(
+                    f"it was saved over itself more than {MAX_XREF_SECTIONS:,} times "
+                    "(cross-reference sections)"
+                )
+            )
+        self._check_time()
+
+    def _list(self, entries: int) -> None:
+        self._listed += entries
+        if self._listed > self._max_objects:
+            raise _Refused(
+                too_complex(
+                    f"it lists {self._listed:,} objects or more; the most we accept is "
+                    f"{self._max_objects:,}"
+                )
+            )
+
+    def _check_time(self) -> None:
+        try:
+            self._deadline.check()
+        except UnreadableDocument as exc:
+            raise _Refused(exc) from None
+
+    def _read_xref(self, stream):
+        self._section()
+        return super()._read_xref(stream)
+
+    def _read_pdf15_xref_stream(self, stream):
+        self._section()
+        return super()._read_pdf15_xref_stream(stream)
+
+    def _read_standard_xref_table__handle_size(self, stream):
+        # Each subsection's size, read from its header before its entries.
+        size = super()._read_standard_xref_table__handle_size(stream)
+        if isinstance(size, int):
+            self._list(size)
+        return size
+
+    def _sanitize_pdf15_xref_stream_index_pairs(self, index_pairs, entry_sizes, xref_stream):
+        # Called with the stream's dictionary before its data is inflated: the entries it
+        # declares are counted, and it may inflate to its rows and no further.
+        widths = [int(width) for width in entry_sizes]
+        counts = index_pairs[1::2]
+        if len(widths) != 3 or not all(0 <= width <= 8 for width in widths):
+            raise PdfReadError(f"cross-reference stream widths {widths}")
+        if not all(isinstance(count, int) and count >= 0 for count in counts):
+            raise PdfReadError("cross-reference stream subsections are not counts")
+        entries = sum(counts)
+        self._list(entries)
+        inflated = min(entries * (sum(widths) + 1) + _XREF_STREAM_SLACK, _ACCEPT_STREAM_BYTES)
+        with apply_configuration(**dict.fromkeys(_OUTPUT_CAPS, inflated)):
+            return super()._sanitize_pdf15_xref_stream_index_pairs(
+                index_pairs, entry_sizes, xref_stream
+            )
+
+    def _get_object_from_stream(self, indirect_reference):
+        stream_number = self.xref_objStm[indirect_reference.idnum][0]
+        if stream_number in self.xref_objStm:
+            raise PdfReadError("an object stream inside an object stream")
+        objects = IndirectObject(stream_number, 0, self).get_object().get("/N")
+        if isinstance(objects, int) and objects > MAX_OBJECT_STREAM_OBJECTS:
+            raise _Refused(
+                too_complex(
+                    f"one of its object streams holds {objects:,} objects; the most we read "
+                    f"is {MAX_OBJECT_STREAM_OBJECTS:,}"
+                )
+            )
+        self._check_time()
+        with apply_configuration(**dict.fromkeys(_OUTPUT_CAPS, _OBJECT_STREAM_BYTES)):
+            return super()._get_object_from_stream(indirect_reference)
+
+    def _read_xref_subsections(self, idx_pairs, get_entry, used_before) -> None:
+        # In pieces, in order, the clock looked at between them (pypdf reads an entry of a
+        # cross-reference stream in about 5 us).
+        for start, size in self._pairs(idx_pairs):
+            for first in range(start, start + size, _ENTRIES_PER_CHECK):
+                piece = [first, min(_ENTRIES_PER_CHECK, start + size - first)]
+                super()._read_xref_subsections(piece, get_entry, used_before)
+                self._check_time()
+
+    def get_object(self, indirect_reference):
+        # pypdf searches the whole file for an object that is not where the table says;
+        # here that is damage, estimated instead.
+        if isinstance(indirect_reference, int):
+            indirect_reference = IndirectObject(indirect_reference, 0, self)
+        number, generation = indirect_reference.idnum, indirect_reference.generation
+        offset = self.xref.get(generation, {}).get(number)
+        if (
+            offset is not None
+            and (generation, number) not in self.resolved_objects
+            and not (generation == 0 and number in self.xref_objStm)
+        ):
+            self.stream.seek(offset, 0)
+            if self.read_object_header(self.stream) != (number, generation):
+                raise PdfReadError(f"object {number} is not where the table says")
+        return super().get_object(indirect_reference)
 
 
 def _decrypted(reader: PdfReader) -> PdfReader:
@@ -93,13 +240,15 @@ def _decrypted(reader: PdfReader) -> PdfReader:
     return reader
 
 
-def _stated_pages(stream: BinaryIO, tail: bytes) -> object:
-    """The page tree's /Count, read the strict way with every stream capped; raises
-    whatever pypdf raises for a file that needs repair."""
-    _check_xref_size(stream, tail)
-    with apply_configuration(**_ACCEPT_LIMITS):
-        reader = _decrypted(_UnrepairedReader(stream, strict=True, root_object_recovery_limit=0))
-        return reader.root_object["/Pages"]["/Count"]
+def _stated_pages(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> object:
+    """The page tree's /Count, read the strict way with its work bounded; raises whatever
+    pypdf raises for a file that needs repair, UnreadableDocument for one over a bound."""
+    try:
+        with apply_configuration(**_ACCEPT_LIMITS):
+            reader = _AcceptReader(stream, max_objects=limits.pdf_max_objects, deadline=deadline)
+            return _decrypted(reader).root_object["/Pages"]["/Count"]
+    except _Refused as refused:
+        raise refused.error from None
 
 
 def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> Inspection:
@@ -112,7 +261,7 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
             code="truncated_pdf",
         )
     try:
-        pages, estimated = _stated_pages(stream, tail), False
+        pages, estimated = _stated_pages(stream, limits=limits, deadline=deadline), False
     except UnreadableDocument:
         raise
     except Exception as exc:  # pypdf raises many types for what strict mode refuses
@@ -144,22 +293,6 @@ def _tail(stream: BinaryIO, deadline: Deadline) -> bytes:
     tail = stream.read(min(end, _TRAILER_WINDOW))
     stream.seek(0)
     return tail
-
-
-def _check_xref_size(stream: BinaryIO, tail: bytes) -> None:
-    """Refuse to read, in the request, a cross-reference table longer than
-    _MAX_XREF_ENTRIES (pypdf reads its entries one by one in Python): the file is
-    estimated instead. Reads the first subsection's header where startxref points."""
-    at = tail.rfind(b"startxref")
-    offset = tail[at + len(b"startxref") :].split()[:1] if at >= 0 else []
-    if not offset or not offset[0].isdigit():
-        return  # pypdf says what is wrong with it
-    stream.seek(int(offset[0]))
-    header = stream.read(64).split()
-    stream.seek(0)
-    if header[:1] == [b"xref"] and len(header) > 2 and header[2].isdigit():
-        if int(header[2]) > _MAX_XREF_ENTRIES:
-            raise PdfReadError("too many cross-reference entries to read at accept")
 
 
 # "/Type /Page" (not "/Pages") marks a page object. Compressed object streams
@@ -195,11 +328,18 @@ def _count_page_objects(stream: BinaryIO, deadline: Deadline) -> int:
         deadline.check()
 
 
-def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None) -> Extracted:
+def extract(
+    data: bytes,
+    *,
+    limits: ExtractLimits,
+    on_page: OnPage | None = None,
+    page_budget: int | None = None,
+) -> Extracted:
     """Text of every page and the number of pages there really are (pypdf walks the page
     tree, whatever its /Count says). The tolerant parser repairs what it can. A page whose
     content cannot be read is left out and named, as a viewer shows the others; a file of
-    which no page can be read is damaged."""
+    which no page can be read is damaged. Pages are counted before any text is read: over
+    `page_budget`, PagesOverBudget."""
     try:
         reader = _decrypted(PdfReader(io.BytesIO(data), strict=False))
         pages = reader.pages
@@ -211,6 +351,7 @@ def extract(data: bytes, *, limits: ExtractLimits, on_page: OnPage | None = None
     if total < 1:
         raise _damaged("'s pages could not be found")
     check_page_count(total, limit=limits.max_pages)
+    check_page_budget(total, budget=page_budget, complete=True)
     texts, chars, unreadable, error = [], 0, [], None
     for number, page in enumerate(pages, start=1):
         try:

@@ -2,8 +2,9 @@
 completes the upload, and the file is accepted as any upload is.
 
 - `pending_upload_create` refuses at once what the accept path would refuse without
-  reading a byte (the name, the size, the type, a full pipeline, an empty quota), then
-  hands out a URL that takes one PUT of exactly the declared size and type, for
+  reading a byte (the name, the size, the type, a full pipeline, an empty quota) and
+  what the organisation's open uploads leave no room for (their number, their bytes),
+  then hands out a URL that takes one PUT of exactly the declared size and type, for
   PAPERLANE_UPLOAD_URL_SECONDS, to the stable key of the document the upload becomes
   (under its organisation's prefix).
 - `pending_upload_complete` looks at the object (HEAD), reads it back within the size
@@ -12,10 +13,12 @@ completes the upload, and the file is accepted as any upload is.
   document keeps the object where it is. Completing again answers the same.
 
 Bytes refused at completion (another size than declared, another type, damaged,
-encrypted) are deleted at once; the upload stays open until it expires, so a corrected
-file may be PUT to the same URL while it is valid. A refusal that depends on the moment
-(busy, quota, storage) keeps them: completing again later may succeed. What is never
-completed is removed with its object by the sweeper (pending_uploads_remove_expired).
+encrypted) are deleted at once, unless another completion of the same upload accepted
+them meanwhile (pending_upload_bytes_discard: under the upload's row lock, only while
+it is not completed); the upload stays open until it expires, so a corrected file may
+be PUT to the same URL while it is valid. A refusal that depends on the moment (busy,
+quota, storage) keeps them: completing again later may succeed. What is never completed
+is removed with its object by the sweeper (pending_uploads_remove_expired).
 """
 
 import logging
@@ -44,12 +47,13 @@ from documents.roles import Ability, ability_require
 from documents.s3 import presigned_put, presigned_supported, stored_read, stored_size
 from documents.selectors import pending_upload_get
 from documents.services.pending_uploads import (
+    pending_upload_bytes_discard,
     pending_upload_expired,
     pending_upload_kind,
-    pending_uploads_bound_check,
+    pending_upload_open,
 )
 from documents.services.quota import quota_check
-from documents.storage import STORAGE_ERRORS, document_storage_key, storage_delete
+from documents.storage import STORAGE_ERRORS, document_storage_key
 from pipeline.models import RunSource
 from pipeline.services.accept import (
     STORAGE_RETRY_AFTER_SECONDS,
@@ -58,7 +62,6 @@ from pipeline.services.accept import (
     file_too_large,
     filename_validate,
     upload_acceptance,
-    upload_run,
 )
 from pipeline.services.admission import admission_check
 
@@ -98,8 +101,8 @@ def pending_upload_create(
     ServiceError without recording anything: 409 `presigned_unsupported` when documents
     are not stored in S3, 400 for the name or size, 413 over the upload limit, 415 for
     a type other than PDF or DOCX, 429 (Retry-After) when admission control is full or
-    the organisation has its bound of uploads open, 402 when no page of quota is left,
-    403 for a viewer's token."""
+    the organisation has its bound of uploads open (in number or in bytes), 402 when no
+    page of quota is left, 403 for a viewer's token."""
     ability_require(
         organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token
     )
@@ -115,7 +118,6 @@ def pending_upload_create(
     admission_check(organisation_id=organisation.id)
     # Its page count is known only from its bytes, but every document has a page.
     quota_check(organisation=organisation, pages=1)
-    pending_uploads_bound_check(organisation=organisation)
 
     expires_at = timezone.now() + timedelta(seconds=settings.PAPERLANE_UPLOAD_URL_SECONDS)
     document_id = uuid.uuid4()
@@ -147,7 +149,9 @@ def pending_upload_create(
             "We cannot hand out upload URLs just now; please try again in a minute.",
             retry_after=STORAGE_RETRY_AFTER_SECONDS,
         ) from exc
-    pending.save(force_insert=True)
+    # Within the organisation's bounds of open uploads, in number and in bytes (signing
+    # is local: a refusal here has given nothing out).
+    pending_upload_open(upload=pending)
     return UploadGrant(pending=pending, url=put.url, headers=put.headers)
 
 
@@ -194,10 +198,9 @@ def pending_upload_complete(
                 pending=pending,
             )
     except BYTES_REFUSED:
-        # Not the bytes a completion of the same upload accepted meanwhile (a refusal that
-        # depends on the moment: the inspection's clock, a limit lowered).
-        if upload_run(pending=pending) is None:
-            _discard(pending)
+        # Unless a completion of the same upload accepted them meanwhile (a refusal can
+        # depend on the moment: the inspection's clock, a limit lowered).
+        pending_upload_bytes_discard(upload=pending)
         raise
     except ServiceError:
         # A completion of the same upload that committed meanwhile answers for both.
@@ -255,11 +258,3 @@ def _size_mismatch(pending: PendingUpload, size: int) -> UnreadableDocument:
         "PUT the whole file, as declared, and complete the upload again.",
         code="size_mismatch",
     )
-
-
-def _discard(pending: PendingUpload) -> None:
-    """Delete refused bytes; if the storage will not, the sweeper does once it expires."""
-    try:
-        storage_delete(key=pending.storage_key)
-    except STORAGE_ERRORS as exc:
-        logger.warning("could not delete the refused upload %s: %s", pending.id, exc)

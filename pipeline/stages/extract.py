@@ -5,16 +5,20 @@ The bytes are first checked against the size and SHA-256 taken when they were ac
 Damaged, encrypted or unreadable input, and a document over a limit, are
 permanent errors with a message the uploader can act on. A document whose real
 page count no longer fits the quota fails here, before any embedding work, and
-its pages are given back.
+its pages are given back: extraction stops as soon as the pages it has counted
+pass what the organisation can still pay for (the pages held for the run and
+those available when the stage starts, read once), before it reads the text of
+the rest; the count at the end is checked again as the reservation is resized.
 """
 
 from django.conf import settings
 
 from core.errors import QuotaExceeded
 from core.isolation import LimitExceeded, Limits, run_isolated
-from documents.formats import extract, extract_limits
+from documents.formats import PagesOverBudget, extract, extract_limits
+from documents.models import QuotaReservation
 from documents.services.content import document_text_save
-from documents.services.quota import quota_resize
+from documents.services.quota import quota_get, quota_resize
 from pipeline.errors import PermanentError
 from pipeline.stages.context import StageContext
 from pipeline.stages.stored_file import read_stored
@@ -35,9 +39,24 @@ def isolation_limits(*, timeout: int) -> Limits:
     )
 
 
+def _held(reservation: QuotaReservation | None) -> int:
+    held = reservation is not None and reservation.status == QuotaReservation.Status.HELD
+    return reservation.pages if held else 0
+
+
+def _over_quota(*, pages: str, held: int, available: int) -> PermanentError:
+    return PermanentError(
+        f"The document has {pages}, more than were held for it at upload ({held}), and "
+        f"your quota has only {available} pages left. Nothing was charged.",
+        code="quota_exceeded",
+    )
+
+
 def run(ctx: StageContext) -> None:
     document = ctx.document
     data = read_stored(document)
+    held = _held(ctx.run.reservation)
+    available = quota_get(organisation_id=ctx.run.organisation_id).pages_available
 
     def on_page(done: int, total: int) -> None:
         if done == total or done % PROGRESS_EVERY_PAGES == 0:
@@ -52,12 +71,16 @@ def run(ctx: StageContext) -> None:
             limits=isolation_limits(timeout=ctx.timeout),
             on_progress=on_page,
             reuse=settings.PAPERLANE_EXTRACT_CHILD_DOCUMENTS,
+            page_budget=held + available,
         )
     except LimitExceeded as exc:
         raise PermanentError(
             f"Extracting the text {exc}, the limit for one document.",
             code=f"extract_{exc.limit}_limit",
         ) from exc
+    except PagesOverBudget as exc:
+        pages = f"{exc.counted} pages" if exc.complete else f"more than {exc.budget} pages"
+        raise _over_quota(pages=pages, held=held, available=available) from exc
 
     try:
         with ctx.complete():
@@ -69,8 +92,8 @@ def run(ctx: StageContext) -> None:
             )
             quota_resize(reservation=ctx.run.reservation, pages=extracted.page_count)
     except QuotaExceeded as exc:
-        raise PermanentError(
-            f"The document has {extracted.page_count} pages, more than were held for it "
-            f"at upload, and your quota has only {exc.extra['pages_available']} pages left.",
-            code="quota_exceeded",
+        raise _over_quota(
+            pages=f"{extracted.page_count} pages",
+            held=held,
+            available=exc.extra["pages_available"],
         ) from exc

@@ -1,17 +1,23 @@
 """Direct uploads (POST /uploads, then /uploads/{id}/complete) against moto's S3 server:
 real PUTs to the presigned URL, the same checks and answers as a multipart upload."""
 
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import psycopg
 import pytest
 from botocore.config import Config
+from django.db import connection, connections, transaction
+from django.test import Client
 from django.utils import timezone
 
 from core.errors import UnreadableDocument
 from documents.models import Document, PendingUpload, QuotaReservation, UsageEntry
+from documents.services.tokens import api_token_create
 from pipeline.models import ImportRun
 from pipeline.services import direct_uploads as presigned_service
 from pipeline.sweeper import sweep_once
@@ -22,7 +28,7 @@ from tests.support.files import (
     make_encrypted_pdf,
     make_pdf,
 )
-from tests.support.pipeline import running_workers, wait_terminal
+from tests.support.pipeline import running_workers, wait_for, wait_terminal
 from tests.support.s3 import bucket_keys, storage_reopened
 from tests.support.silent import silent_server
 from tests.support.uploads import upload
@@ -263,6 +269,71 @@ def test_an_organisation_with_its_bound_of_open_uploads_is_refused_until_one_end
     # One that expired no longer counts.
     PendingUpload.objects.filter(id=first["upload_id"]).update(complete_by=timezone.now())
     assert ask(api, size_bytes=10).status_code == 201
+
+
+def test_open_uploads_are_bounded_in_bytes_until_enough_of_them_end(s3, api, other_api, settings):
+    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+    first = granted(api, b"x" * 60)
+    second = granted(api, b"x" * 30)
+    later = timezone.now() + timedelta(hours=2)
+    PendingUpload.objects.filter(id=second["upload_id"]).update(complete_by=later)
+
+    refused = ask(api, size_bytes=20)  # 60 + 30 + 20 > 100
+    other_organisation = ask(other_api, size_bytes=20)
+
+    assert refused.status_code == 429, refused.content
+    body = refused.json()
+    assert body["code"] == "too_many_open_upload_bytes"
+    assert "90 bytes" in body["detail"] and "100 bytes" in body["detail"]
+    # Room once the first (60 bytes) has expired: about when it is due to.
+    wait = int(refused["Retry-After"])
+    assert body["retry_after"] == wait
+    complete_by = PendingUpload.objects.get(id=first["upload_id"]).complete_by
+    assert abs((complete_by - timezone.now()).total_seconds() - wait) <= 2
+    assert other_organisation.status_code == 201
+    assert ask(api, size_bytes=10).status_code == 201  # 60 + 30 + 10 fits
+    PendingUpload.objects.filter(id=first["upload_id"]).update(complete_by=timezone.now())
+    assert ask(api, size_bytes=55).status_code == 201  # the expired one no longer counts
+
+
+def test_a_file_larger_than_the_open_bytes_bound_alone_is_a_413(s3, api, settings):
+    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+
+    refused = ask(api, size_bytes=101)
+
+    assert refused.status_code == 413, refused.content
+    assert refused.json()["code"] == "open_upload_bytes_exceeded"
+    assert refused.json()["max_bytes"] == 100
+    assert not PendingUpload.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_requests_at_once_cannot_pass_the_open_bytes_bound_together(s3, org, settings):
+    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+    _, raw = api_token_create(organisation=org, name="racing")
+
+    def asking():
+        try:
+            return ask(Client(HTTP_AUTHORIZATION=f"Bearer {raw}"), size_bytes=60)
+        finally:
+            connections.close_all()
+
+    with (
+        psycopg.connect(_database_url()) as holder,
+        psycopg.connect(_database_url(), autocommit=True) as watcher,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        # Both have been checked for everything else and signed their URLs; each fits alone.
+        holder.execute(
+            "SELECT 1 FROM documents_organisation WHERE id = %s FOR NO KEY UPDATE", [org.id]
+        )
+        answers = [pool.submit(asking) for _ in range(2)]
+        wait_for(lambda: _lock_waits(watcher) == 2, timeout=20, what="both requests to wait")
+        holder.commit()
+        statuses = sorted(answer.result().status_code for answer in answers)
+
+    assert statuses == [201, 429]
+    assert PendingUpload.objects.filter(organisation=org).count() == 1
 
 
 def test_without_s3_both_endpoints_answer_409_presigned_unsupported(api, org):
@@ -558,3 +629,131 @@ def test_a_refusal_racing_a_completion_that_was_accepted_leaves_its_bytes(
     assert response.status_code == 422
     document = Document.objects.get(organisation=org)
     assert bucket_keys(s3) == [document.storage_key]  # the accepted document's bytes stay
+
+
+# --- Two completions at once, one refused: the timing forced with row locks -------------
+
+
+def _lock_waits(watcher) -> int:
+    query = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    return watcher.execute(query).fetchone()[0]
+
+
+def _completer(org):
+    """complete(), callable from a thread of its own (its own client and connection)."""
+    _, raw = api_token_create(organisation=org, name="racing")
+
+    def completion(upload_id: str):
+        try:
+            return complete(Client(HTTP_AUTHORIZATION=f"Bearer {raw}"), upload_id)
+        finally:
+            connections.close_all()
+
+    return completion
+
+
+def _database_url() -> str:
+    return "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(**connection.settings_dict)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refusal_racing_an_accepting_completion_waits_for_it_and_leaves_its_bytes(
+    s3, api, org, settings
+):
+    grant = put_for(api, make_pdf(2))
+    key = PendingUpload.objects.get(id=grant["upload_id"]).storage_key
+    completion = _completer(org)
+    with (
+        psycopg.connect(_database_url()) as holder,
+        psycopg.connect(_database_url(), autocommit=True) as watcher,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        # As another upload's accept transaction would: the accepting completion marks the
+        # upload completed, then waits for the organisation's row to take its pages.
+        holder.execute(
+            "SELECT 1 FROM documents_organisation WHERE id = %s FOR NO KEY UPDATE", [org.id]
+        )
+        accepting = pool.submit(completion, grant["upload_id"])
+        wait_for(lambda: _lock_waits(watcher) == 1, timeout=20, what="the acceptance to wait")
+        # The same bytes, refused by the second completion (a limit lowered meanwhile).
+        settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 1
+        refused = pool.submit(completion, grant["upload_id"])
+        wait_for(
+            lambda: refused.done() or _lock_waits(watcher) == 2,
+            timeout=20,
+            what="the refusal to wait for the upload's row",
+        )
+        holder.commit()
+        accepted, refused = accepting.result(), refused.result()
+
+    assert accepted.status_code == 202, accepted.content
+    assert (refused.status_code, refused.json()["code"]) == (422, "too_many_pages")
+    document = Document.objects.get(id=accepted.json()["document_id"])
+    assert document.storage_key == key
+    assert bucket_keys(s3) == [key]  # the accepted document's bytes stay
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def _hold_document_id(document_id, org, *, held: threading.Event, release: threading.Event):
+    """Write a document under `document_id` and hold it, uncommitted, until `release`:
+    another insert of that id waits for this transaction, which then rolls back."""
+    try:
+        with transaction.atomic():
+            Document.objects.create(
+                id=document_id,
+                organisation=org,
+                filename="holder.pdf",
+                kind="pdf",
+                size_bytes=1,
+                sha256="0" * 64,
+                storage_key=f"holder/{document_id}.pdf",
+            )
+            held.set()
+            release.wait(30)
+            raise _RolledBack()
+    except _RolledBack:
+        pass
+    finally:
+        connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_completion_whose_bytes_a_refusal_deleted_first_makes_no_document(s3, api, org, settings):
+    data = make_pdf(2)
+    grant = put_for(api, data)
+    pending = PendingUpload.objects.get(id=grant["upload_id"])
+    completion = _completer(org)
+    held, release = threading.Event(), threading.Event()
+    with (
+        psycopg.connect(_database_url(), autocommit=True) as watcher,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        # The accepting completion has read and checked the bytes, and waits to write its
+        # document (its id is held) before it has marked the upload.
+        holding = pool.submit(
+            _hold_document_id, pending.reserved_document_id, org, held=held, release=release
+        )
+        assert held.wait(20)
+        accepting = pool.submit(completion, grant["upload_id"])
+        wait_for(lambda: _lock_waits(watcher) == 1, timeout=20, what="the acceptance to wait")
+        settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 1
+        refused = completion(grant["upload_id"])  # refused, and its bytes deleted
+        assert (refused.status_code, refused.json()["code"]) == (422, "too_many_pages")
+        assert bucket_keys(s3) == []
+        release.set()
+        holding.result()
+        late = accepting.result()
+
+    assert (late.status_code, late.json()["code"]) == (409, "upload_missing"), late.content
+    assert nothing_accepted(org)
+    assert PendingUpload.objects.get(id=grant["upload_id"]).completed_at is None
+    # The upload is still open: the file PUT again is accepted.
+    settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 5000
+    assert put(grant, data).status_code == 200
+    assert complete(api, grant["upload_id"]).status_code == 202

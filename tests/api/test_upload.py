@@ -1,4 +1,5 @@
 import io
+import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -8,6 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from core.isolation import warm_up
 from documents.models import Document, QuotaReservation
 from documents.services.organisations import organisation_create
 from documents.services.tokens import api_token_create
@@ -162,6 +164,20 @@ def test_bad_input_is_refused_and_leaves_nothing(api, org, media_files, data, na
     body = response.json()
     assert body["code"] == code
     assert len(body["detail"]) > 10
+    assert_nothing_left(org, media_files)
+
+
+def test_a_pdf_declaring_two_million_objects_is_a_422_within_a_second(api, org, media_files):
+    warm_up()  # a web process starts its fork server when it loads (config/wsgi.py)
+    crafted = hostile.pdf_with_huge_xref_stream(2_000_000)
+
+    started = time.monotonic()
+    response = upload(api, crafted, name="crafted.pdf")
+
+    assert time.monotonic() - started < 1
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "pdf_too_complex" and "2,000,000 objects" in body["detail"]
     assert_nothing_left(org, media_files)
 
 

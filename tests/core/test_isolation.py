@@ -4,6 +4,8 @@ The functions the children run are defined here, at module level, so the fork
 server's children can import them as `tests.core.test_isolation`.
 """
 
+import hashlib
+import io
 import os
 import signal
 import subprocess
@@ -104,6 +106,11 @@ def open_files(*, progress):
         except FileNotFoundError:  # the listing's own descriptor
             pass
     return names
+
+
+def digest_of_file(skip, *, file, progress):
+    file.seek(skip)
+    return hashlib.sha256(file.read()).hexdigest(), file.tell()
 
 
 def burn_cpu(seconds, *, progress):
@@ -307,6 +314,39 @@ def test_a_timeout_raised_in_the_parent_while_it_waits_kills_the_child(tmp_path)
         signal.signal(signal.SIGALRM, previous)
 
     _assert_gone(pid_file)
+
+
+@pytest.mark.parametrize("where", ["memory", "spooled", "disk"])
+def test_a_file_reaches_the_child_whole_and_the_callers_position_stays(where, tmp_path):
+    data = os.urandom(3 * MB + 17)
+    if where == "memory":
+        file = io.BytesIO(data)
+    elif where == "spooled":
+        file = tempfile.SpooledTemporaryFile(max_size=10 * MB)
+        file.write(data)
+    else:
+        file = open(tmp_path / "upload", "w+b")  # noqa: SIM115 - closed below
+        file.write(data)
+    file.seek(10)
+    assert file.read(5) == data[10:15]  # the caller's position is 15, its buffer filled
+
+    digest, end = run_isolated(digest_of_file, 1000, file=file, limits=ROOMY)
+
+    assert (digest, end) == (hashlib.sha256(data[1000:]).hexdigest(), len(data))
+    assert file.tell() == 15
+    assert file.read() == data[15:]
+    file.close()
+
+
+def test_a_child_past_its_wall_clock_is_killed_at_once_not_after_a_grace(tmp_path):
+    limits = Limits(memory_bytes=1024 * MB, cpu_seconds=30, wall_seconds=0.3)
+    run_isolated(count_pages, 1, limits=limits)  # the fork server is up: not timed
+    started = time.monotonic()
+
+    with pytest.raises(LimitExceeded):
+        run_isolated(spin, limits=limits)
+
+    assert time.monotonic() - started < 0.3 + 0.5
 
 
 def test_a_50_mb_argument_and_a_30_mb_result_make_the_round_trip():

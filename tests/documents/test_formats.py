@@ -12,6 +12,7 @@ from pypdf import PageObject
 from rq.timeouts import JobTimeoutException
 
 from core.errors import UnreadableDocument, UnsupportedFileType, caused_by
+from core.isolation import warm_up
 from documents.formats import (
     accept_limits,
     docx,
@@ -20,7 +21,7 @@ from documents.formats import (
     inspect_upload,
     pdf,
 )
-from documents.formats.base import Deadline, clean_extracted
+from documents.formats.base import Deadline, Inspection, PagesOverBudget, clean_extracted
 from tests.support import hostile, real_world
 from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf, make_pdf
 
@@ -28,6 +29,13 @@ from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf,
 @pytest.fixture
 def limits():
     return extract_limits()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fork_server():
+    # The inspection runs in a child of the fork server; its start (once per process, at
+    # a web process's start) is no part of the time an upload's inspection takes.
+    warm_up()
 
 
 # --- Extraction ----------------------------------------------------------------------------
@@ -152,6 +160,36 @@ def test_a_page_with_more_text_than_the_limit_is_refused_naming_it(settings):
     assert "100 characters" in refused.value.message
 
 
+def test_a_pdf_over_its_page_budget_is_refused_once_counted_before_any_text(limits, monkeypatch):
+    read = []
+    monkeypatch.setattr(PageObject, "extract_text", lambda page, *a, **k: read.append(page))
+
+    with pytest.raises(PagesOverBudget) as over:
+        extract("pdf", make_pdf(3), limits, page_budget=2)
+
+    assert (over.value.counted, over.value.budget, over.value.complete) == (3, 2, True)
+    assert read == []
+    assert extract("pdf", make_pdf(3), limits, page_budget=3).page_count == 3
+
+
+def test_a_docx_over_its_page_budget_stops_as_soon_as_its_words_pass_it(settings):
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+    data = hostile.docx_many_words(20_000, stated_pages=1)  # 200 pages of words
+
+    with pytest.raises(PagesOverBudget) as over:
+        extract("docx", data, _limits(), page_budget=5)
+
+    # Counting stopped at the sixth page, not at the two hundredth.
+    assert (over.value.counted, over.value.budget, over.value.complete) == (6, 5, False)
+
+
+def test_a_docx_stating_more_pages_than_its_budget_is_refused_before_its_text_is_read(limits):
+    with pytest.raises(PagesOverBudget) as over:
+        extract("docx", make_docx(1, pages_property=30), limits, page_budget=20)
+
+    assert (over.value.counted, over.value.complete) == (30, False)
+
+
 # --- Accept: bounded inspection ---------------------------------------------------------
 
 
@@ -198,10 +236,94 @@ def test_a_pdf_strict_mode_would_repair_is_estimated_without_inflating_its_strea
     assert (inspection.pages, inspection.estimated) == (1, True)
 
 
-def test_a_cross_reference_table_too_long_to_read_in_the_request_is_estimated():
-    inspection = inspect_upload(io.BytesIO(hostile.pdf_with_long_xref_table(600_000)))
+def _inspect_timed(data: bytes) -> tuple[Inspection | UnreadableDocument, float]:
+    started = time.monotonic()
+    try:
+        result = inspect_upload(io.BytesIO(data))
+    except UnreadableDocument as refused:
+        result = refused
+    return result, time.monotonic() - started
 
-    assert (inspection.pages, inspection.estimated) == (1, True)
+
+def test_a_cross_reference_stream_declaring_two_million_entries_is_refused_within_a_second():
+    crafted = hostile.pdf_with_huge_xref_stream(2_000_000)  # 4 to 12 s of pypdf before
+    assert len(crafted) < 16_000
+
+    refused, elapsed = _inspect_timed(crafted)
+
+    assert elapsed < 1
+    assert isinstance(refused, UnreadableDocument)
+    assert refused.status_code == 422
+    assert refused.as_dict() == {"detail": refused.message, "code": "pdf_too_complex"}
+    assert "2,000,000 objects" in refused.message and "500,000" in refused.message
+
+
+def test_a_cross_reference_table_listing_more_objects_than_the_limit_is_refused(settings):
+    settings.PAPERLANE_PDF_MAX_OBJECTS = 100_000
+    # Two subsections of 60,000: the whole table counts, not its first subsection.
+    data = hostile.pdf_with_long_xref_table(120_000)
+    head, _, tail = data.partition(b"xref\n0 120000\n")
+    first, rest = tail[: 60_000 * 20], tail[60_000 * 20 :]
+    split = head + b"xref\n0 60000\n" + first + b"60000 60000\n" + rest
+
+    refused, elapsed = _inspect_timed(split)
+
+    assert (refused.code, elapsed < 1) == ("pdf_too_complex", True)
+    assert "120,000 objects" in refused.message and "100,000" in refused.message
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (lambda: hostile.pdf_with_xref_stream_bomb(200_000_000), "estimated"),
+        (lambda: hostile.pdf_with_deep_nesting(200_000), "estimated"),
+        (lambda: hostile.pdf_with_huge_page_count(10**15), "too_many_pages"),
+        (lambda: hostile.pdf_with_huge_object_stream(10, declared=10**9), "pdf_too_complex"),
+        (lambda: hostile.pdf_with_huge_object_stream(20_000), "pdf_too_complex"),
+        (lambda: hostile.pdf_with_long_xref_chain(5_000), "pdf_too_complex"),
+    ],
+    ids=[
+        "flate-bomb-in-xref-stream",
+        "deeply-nested-arrays",
+        "huge-count",
+        "object-stream-lying-about-its-n",
+        "object-stream-of-20000",
+        "5000-xref-sections",
+    ],
+)
+def test_a_hostile_pdf_is_answered_at_once_without_the_work_it_asks_for(build, expected):
+    result, elapsed = _inspect_timed(build())
+
+    assert elapsed < 1
+    if expected == "estimated":
+        assert (result.pages, result.estimated) == (1, True)
+    else:
+        assert (result.status_code, result.code) == (422, expected)
+
+
+def test_what_the_bounds_do_not_foresee_ends_on_the_wall_clock(settings):
+    # 20 MB of spaces after the catalog: pypdf reads them one at a time looking for a
+    # `stream` keyword, about 14 s in the request; the child is killed at the budget.
+    settings.PAPERLANE_ACCEPT_INSPECT_SECONDS = 0.5
+    crafted = hostile.pdf_with_padded_catalog(20_000_000)
+
+    refused, elapsed = _inspect_timed(crafted)
+
+    assert elapsed < 0.5 + 0.4
+    assert (refused.status_code, refused.code) == (422, "inspection_too_slow")
+    assert "0.5 seconds" in refused.message
+    # The next upload has a child of its own, and is answered as ever.
+    assert inspect_upload(io.BytesIO(make_pdf(3))).pages == 3
+
+
+def test_an_inspection_over_its_memory_is_refused_at_once_not_a_crash(settings):
+    # The child starts with about 130 MB of address space; the 450,000 entries of this
+    # cross-reference stream need some 60 MB more.
+    settings.PAPERLANE_ACCEPT_INSPECT_MEMORY_MB = 100
+    result, elapsed = _inspect_timed(hostile.pdf_with_huge_xref_stream(450_000))
+
+    assert (result.status_code, result.code) == (422, "inspection_too_large")
+    assert elapsed < 1
 
 
 def test_a_docx_without_stated_pages_is_estimated_from_its_words_in_any_prefix(settings):

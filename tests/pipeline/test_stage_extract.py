@@ -164,6 +164,56 @@ def test_a_document_over_quota_once_counted_fails_before_embed_and_gives_pages_b
     assert (org.pages_used, org.pages_reserved) == (0, 0)
 
 
+def test_one_page_left_cannot_make_a_worker_extract_a_5000_page_file_stating_one(api, org):
+    # 5,000 real pages, /Count 1: accepted for one page, the last one the quota has.
+    Organisation.objects.filter(id=org.id).update(page_limit=1)
+    run = accepted_run(api, hostile.pdf_with_lying_count(real_pages=5000, stated=1))
+    assert run.reservation.pages == 1
+
+    started = time.monotonic()
+    run = drive(run.id)
+    elapsed = time.monotonic() - started
+
+    assert (run.status, run.stage, run.error_code) == ("failed", "extract", "quota_exceeded")
+    assert run.error_message == (
+        "The document has 5000 pages, more than were held for it at upload (1), and your "
+        "quota has only 0 pages left. Nothing was charged."
+    )
+    # It stopped once the pages were counted: no page's text was read (extracting them
+    # all takes about 10 s here, counting them 1.5 s).
+    assert run.progress_done == 0
+    assert elapsed < 6
+    assert not DocumentText.objects.filter(document=run.document_id).exists()
+    assert QuotaReservation.objects.get(run=run).status == "released"
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (0, 0)
+
+
+def test_a_document_that_fits_what_is_held_and_left_exactly_is_extracted_and_charged(api, org):
+    Organisation.objects.filter(id=org.id).update(page_limit=40)
+    run = accepted_run(api, hostile.pdf_with_lying_count(real_pages=40, stated=1))
+
+    run = drive(run.id)
+
+    assert run.status == "succeeded", run.error_message
+    assert UsageEntry.objects.get(document=run.document_id).pages == 40
+
+
+def test_a_docx_stops_being_read_once_its_words_pass_what_it_may_be_charged(api, org, settings):
+    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 500
+    Organisation.objects.filter(id=org.id).update(page_limit=10)
+    data = hostile.docx_many_words(200_000, stated_pages=1)  # 400 pages of words
+    run = accepted_run(api, data, name="long.docx")
+
+    run = drive(run.id)
+
+    assert (run.status, run.stage, run.error_code) == ("failed", "extract", "quota_exceeded")
+    assert run.error_message.startswith("The document has more than 10 pages,")
+    assert not DocumentText.objects.filter(document=run.document_id).exists()
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (0, 0)
+
+
 def test_a_database_data_error_fails_the_run_after_one_attempt(api, monkeypatch):
     def save_refused_text(*, document, text, page_count, **_):
         DocumentText.objects.create(document=document, version=1, text="\x00", page_count=1)

@@ -153,6 +153,149 @@ def pdf_with_long_xref_table(entries: int = 1_000_000) -> bytes:
     return out.getvalue()
 
 
+def _xref_row(widths: tuple[int, int, int], kind: int, first: int, second: int) -> bytes:
+    return b"".join(
+        value.to_bytes(width, "big")
+        for value, width in zip((kind, first, second), widths, strict=True)
+    )
+
+
+def _with_xref_stream(
+    out: io.BytesIO,
+    offsets: dict[int, int],
+    *,
+    entries: int | None = None,
+    widths: tuple[int, int, int] = (1, 4, 2),
+    compressed: dict[int, tuple[int, int]] | None = None,
+    inflated: int = 0,
+    extra: bytes = b"",
+) -> bytes:
+    """`out` finished with a Flate-compressed cross-reference stream listing `offsets`
+    (and `compressed`: object -> (object stream, index)), declaring `entries` entries
+    (the rows beyond the real ones are free) and padded with zeros to `inflated` bytes."""
+    compressed = compressed or {}
+    number = max([*offsets, *compressed]) + 1
+    at = out.tell()
+    offsets = {**offsets, number: at}
+    size = max(entries or 0, number + 1)
+    rows = [_xref_row(widths, 0, 0, 65535)]
+    for i in range(1, number + 1):
+        if i in offsets:
+            rows.append(_xref_row(widths, 1, offsets[i], 0))
+        elif i in compressed:
+            rows.append(_xref_row(widths, 2, *compressed[i]))
+        else:
+            rows.append(_xref_row(widths, 0, 0, 0))
+    table = b"".join(rows)
+    table += bytes(max(size * sum(widths), inflated) - len(table))
+    data = zlib.compress(table, 9)
+    out.write(
+        b"%d 0 obj\n<< /Type /XRef /Size %d /W [%d %d %d] /Root 1 0 R /Filter /FlateDecode "
+        b"/Length %d%s >>\nstream\n" % (number, size, *widths, len(data), extra)
+    )
+    out.write(data + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % at)
+    return out.getvalue()
+
+
+def pdf_with_huge_xref_stream(entries: int = 2_000_000) -> bytes:
+    """A one-page PDF of about 12 KB whose compressed cross-reference stream declares
+    `entries` entries (all but five free): pypdf reads every one in Python, seconds of CPU."""
+    out, offsets = _pdf_head()
+    return _with_xref_stream(out, offsets, entries=entries)
+
+
+def pdf_with_xref_stream_bomb(inflated: int = 200_000_000) -> bytes:
+    """A one-page PDF whose cross-reference stream lists five objects but inflates to
+    `inflated` bytes of zeros (a few hundred KB on disk)."""
+    out, offsets = _pdf_head()
+    return _with_xref_stream(out, offsets, inflated=inflated)
+
+
+def pdf_with_deep_nesting(depth: int = 200_000) -> bytes:
+    """A one-page PDF whose catalog holds arrays nested `depth` deep."""
+    out, offsets = io.BytesIO(), {}
+    out.write(b"%PDF-1.4\n")
+    for number, body in (
+        (1, b"<< /Type /Catalog /Pages 2 0 R /Deep " + b"[" * depth + b"]" * depth + b" >>"),
+        (2, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"),
+        (3, b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"),
+    ):
+        offsets[number] = out.tell()
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    return _with_classic_xref(out, offsets)
+
+
+def pdf_with_padded_catalog(padding: int = 20_000_000) -> bytes:
+    """A one-page PDF whose catalog is followed by `padding` spaces before `endobj`: pypdf
+    looks for a `stream` keyword after a dictionary one byte at a time, in Python."""
+    out, offsets = io.BytesIO(), {}
+    out.write(b"%PDF-1.4\n")
+    for number, body in (
+        (1, b"<< /Type /Catalog /Pages 2 0 R >>" + b" " * padding),
+        (2, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"),
+        (3, b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"),
+    ):
+        offsets[number] = out.tell()
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    return _with_classic_xref(out, offsets)
+
+
+def pdf_with_huge_page_count(count: int = 10**15) -> bytes:
+    """A one-page PDF whose page tree states `count` pages."""
+    return _rewrite_xref(make_pdf(1).replace(b"/Count 1 >>", b"/Count %d >>" % count, 1))
+
+
+def pdf_with_huge_object_stream(objects: int = 400_000, declared: int | None = None) -> bytes:
+    """A PDF whose catalog and page tree are in an object stream of `objects` objects
+    (`declared` as its /N): pypdf parses every object of a stream it reads from."""
+    bodies = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 1 >>"]
+    bodies += [b"<<>>"] * (objects - len(bodies))
+    header, position = [], 0
+    for number, body in enumerate(bodies, start=1):
+        header.append(b"%d %d" % (number, position))
+        position += len(body) + 1
+    head = b" ".join(header) + b"\n"
+    data = zlib.compress(head + b" ".join(bodies), 9)
+    stream_number = objects + 1
+    out = io.BytesIO()
+    out.write(b"%PDF-1.5\n")
+    offsets = {stream_number: out.tell()}
+    out.write(
+        b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Filter /FlateDecode /Length %d >>\n"
+        b"stream\n%s\nendstream\nendobj\n"
+        % (stream_number, declared or objects, len(head), len(data), data)
+    )
+    compressed = {
+        number: (stream_number, index) for index, number in enumerate(range(1, objects + 1))
+    }
+    return _with_xref_stream(out, offsets, compressed=compressed, widths=(1, 4, 4))
+
+
+def pdf_with_long_xref_chain(sections: int = 200_000) -> bytes:
+    """A one-page PDF saved `sections` times over: a chain of cross-reference sections,
+    each naming the one before it (/Prev), which pypdf reads one by one."""
+    out, offsets = _pdf_head(b"1.4")
+    previous = None
+    for _ in range(sections):
+        at = out.tell()
+        out.write(b"xref\n0 1\n0000000000 65535 f \ntrailer\n<< /Size 4 /Root 1 0 R")
+        out.write(b" /Prev %d >>\n" % previous if previous is not None else b" >>\n")
+        previous = at
+    return _with_classic_xref(out, offsets, prev=previous)
+
+
+def _with_classic_xref(out: io.BytesIO, offsets: dict[int, int], prev: int | None = None) -> bytes:
+    at = out.tell()
+    count = max(offsets) + 1
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % count)
+    out.write(b"".join(b"%010d 00000 n \n" % offsets[i] for i in range(1, count)))
+    out.write(
+        b"trailer\n<< /Size %d /Root 1 0 R%s >>\n" % (count, b" /Prev %d" % prev if prev else b"")
+    )
+    out.write(b"startxref\n%d\n%%%%EOF\n" % at)
+    return out.getvalue()
+
+
 def zip_with_huge_directory(entries: int = 575_000) -> bytes:
     """A DOCX-looking ZIP (word/document.xml and [Content_Types].xml among its members) whose
     central directory lists `entries` members in total, the rest empty: listing its members
