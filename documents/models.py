@@ -79,7 +79,7 @@ class ApiToken(models.Model):
     # The first characters of the token, shown in lists so people can tell tokens apart.
     prefix = models.CharField(max_length=16)
     token_hash = models.CharField(max_length=64, unique=True)
-    # What the token may do (documents/roles.py): its maker's role or a narrower one.
+    # What the token may do (documents/roles.py), chosen by the operator who made it.
     role = models.CharField(
         max_length=16, choices=Membership.Role.choices, default=Membership.Role.MEMBER
     )

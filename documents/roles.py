@@ -26,7 +26,6 @@ class Ability(enum.StrEnum):
     DELETE = "delete"
     TOKENS = "tokens"
     CONNECTIONS = "connections"
-    MEMBERS = "members"
 
 
 # The least role that may; and what the refusal calls the action.
@@ -38,7 +37,6 @@ _NEEDS: dict[Ability, tuple[str, str]] = {
     Ability.DELETE: (Role.ADMIN, "delete documents"),
     Ability.TOKENS: (Role.ADMIN, "manage API tokens"),
     Ability.CONNECTIONS: (Role.ADMIN, "connect, pause or disconnect folders"),
-    Ability.MEMBERS: (Role.ADMIN, "manage members"),
 }
 
 
@@ -50,11 +48,6 @@ def role_allows(role: str | None, ability: Ability) -> bool:
     if role not in _RANK:
         return False
     return _RANK[role] >= _RANK[_NEEDS[ability][0]]
-
-
-def role_at_most(role: str, ceiling: str) -> bool:
-    """Whether `role` is `ceiling` or narrower."""
-    return _RANK[role] <= _RANK[ceiling]
 
 
 def abilities(role: str | None) -> dict[str, bool]:

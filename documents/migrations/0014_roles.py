@@ -1,9 +1,9 @@
 """Roles: viewer, member, admin (documents/roles.py), and tokens that carry one.
 
-A token made before roles could do everything an organisation's token can; it keeps
-the role of the person who made it where that person is a member of its organisation,
-and otherwise (made by an operator or a command) becomes an admin's token, so that no
-integration loses a right it used the day before the upgrade.
+A token made before roles could do everything an organisation's token can: each
+becomes an admin's token, so that no integration loses a right it used the day before
+the upgrade (operators narrow them by making new tokens and revoking the old ones).
+Memberships keep their role ("member" or "admin"; "viewer" is new).
 """
 
 from django.db import migrations, models
@@ -12,17 +12,7 @@ ROLES = [("viewer", "Viewer"), ("member", "Member"), ("admin", "Admin")]
 
 
 def tokens_keep_their_rights(apps, schema_editor):
-    ApiToken = apps.get_model("documents", "ApiToken")
-    Membership = apps.get_model("documents", "Membership")
-    for token in ApiToken.objects.only("id", "organisation_id", "created_by_id").iterator():
-        role = (
-            Membership.objects.filter(
-                organisation_id=token.organisation_id, user_id=token.created_by_id
-            )
-            .values_list("role", flat=True)
-            .first()
-        )
-        ApiToken.objects.filter(id=token.id).update(role=role or "admin")
+    apps.get_model("documents", "ApiToken").objects.update(role="admin")
 
 
 class Migration(migrations.Migration):
