@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from core.errors import Conflict
 from core.text import storable
-from documents.models import ApiToken
+from documents.models import ApiToken, Document
 from documents.roles import Ability, ability_require
 from documents.services.content import document_chunks_discard_unsettled
 from documents.services.quota import quota_release
@@ -253,6 +253,9 @@ def _discard_unsettled_chunks(run: ImportRun) -> None:
     # still in the pipeline may be writing them: its own end or settle decides instead.
     if run.document_id is None:
         return
+    # The document's row, after the run's (the order deletion and completion take): of two
+    # runs of it ending at once, the second waits here and then sees the first ended.
+    Document.objects.select_for_update(no_key=True).filter(id=run.document_id).exists()
     others = ImportRun.objects.filter(document_id=run.document_id, status__in=ACTIVE).exclude(
         id=run.id
     )
