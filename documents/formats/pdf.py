@@ -234,6 +234,20 @@ class _AcceptReader(PdfReader):
         return super().get_object(indirect_reference)
 
 
+# The reader above bounds pypdf by overriding its own methods: a pypdf that renamed one
+# would leave that bound silently unapplied, so importing fails instead.
+_HOOKED = [
+    name
+    for name, value in vars(_AcceptReader).items()
+    if callable(value)
+    and name.startswith("_")
+    and not name.startswith("__")
+    and name not in {"_section", "_list", "_check_time"}
+]
+if missing := [name for name in _HOOKED if not callable(getattr(PdfReader, name, None))]:
+    raise ImportError(f"pypdf no longer has {', '.join(missing)}: update _AcceptReader")
+
+
 def _decrypted(reader: PdfReader) -> PdfReader:
     if reader.is_encrypted and not reader.decrypt(""):
         raise _encrypted()
