@@ -90,8 +90,15 @@ def _form_body(request: HttpRequest) -> bool:
     content_type = request.META.get("CONTENT_TYPE", "")
     if content_type.startswith("application/x-www-form-urlencoded"):
         return True
-    # Outside the API the person is known by now (the session), as reading the file needs.
-    return content_type.startswith("multipart/form-data") and not _api(request)
+    # Outside the API the person is known by now (the session): a file is read for a
+    # signed-in person only (the API's parser reads its own once the token is known).
+    user = getattr(request, "user", None)
+    return (
+        content_type.startswith("multipart/form-data")
+        and not _api(request)
+        and user is not None
+        and user.is_authenticated
+    )
 
 
 def _api(request: HttpRequest) -> bool:

@@ -93,8 +93,8 @@ class Gone(ServiceError):
 class RetryLater(ServiceError):
     """Refused for now: the same request may succeed after `retry_after` seconds."""
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
-        super().__init__(message, retry_after=retry_after)
+    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
+        super().__init__(message, code=code, retry_after=retry_after)
         self.retry_after = retry_after
 
     def headers(self) -> dict[str, str]:
@@ -127,8 +127,3 @@ class TooManyOpenUploads(RetryLater):
 
     status_code = 429
     code = "too_many_open_uploads"
-
-    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
-        super().__init__(message, retry_after=retry_after)
-        if code:
-            self.code = code

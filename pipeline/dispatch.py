@@ -362,8 +362,8 @@ def _current_job_of(connection: Redis, worker: str) -> str | None:
 
 
 def job_state(run: ImportRun) -> JobState:
-    """Where the run's current stage job is in RQ (two Redis round trips: its lane, then
-    the job and that lane's lists)."""
+    """Where the run's current stage job is in RQ (a few Redis round trips: its lane, the
+    job and that lane's lists, and the worker said to hold it)."""
     if run.status not in ACTIVE_STATUSES:
         return JobState(job_id="", queue=run.stage, status="none")
     return _read_state(redis_connection(), _awaited_job_id(run), run.stage)

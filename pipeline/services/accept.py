@@ -187,7 +187,7 @@ def document_accept(
     key); the document then points at them where they are. Nothing is written, and a
     refusal leaves them where they are for the caller to deal with. Completing one
     direct upload twice at once makes one document: the second is answered with it.
-    Forbidden, before anything is read, for a viewer (person or token).
+    Forbidden for a viewer (person or token), before the file is inspected or stored.
     """
     ability_require(
         organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token

@@ -32,9 +32,12 @@ def test_a_token_past_its_rate_gets_429_with_retry_after(org, settings, redis_co
     assert body["code"] == "rate_limited" and "3 requests in the last minute" in body["detail"]
     retry_after = int(refused["Retry-After"])
     assert 0 < retry_after <= 60 and body["retry_after"] == retry_after
-    # Every route of the API is counted, and a refusal does not count: the wait stays.
+    # Every route of the API is counted, and a refusal does not count: the wait stays,
+    # and the window holds the three admitted requests only.
     again = busy.get("/api/v1/documents")
     assert again.status_code == 429 and int(again["Retry-After"]) <= retry_after
+    [key] = redis_conn.keys("paperlane:api-rate:*")
+    assert redis_conn.zcard(key) == 3
     # Another token of the same organisation has its own count.
     assert other.get("/api/v1/quota").status_code == 200
 
