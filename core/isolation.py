@@ -123,7 +123,8 @@ def run_isolated(
 
     `file`: a binary file `fn` reads, given to it as `file=`: the same bytes, open for
     reading on a descriptor of the child's own (a file on disk is not copied; one in
-    memory is copied once, into a memfd), whose position is not the caller's.
+    memory is copied once, into a memfd, or up to _INLINE_BYTES sent through the pipe),
+    whose position is not the caller's.
 
     `reuse`: how many calls one child may serve, one after another, before it is
     replaced (1: a new child for every call). A kept child keeps its memory limit (on
@@ -297,9 +298,12 @@ class _Child:
         closes the child."""
         self.calls += 1
         self.started = time.monotonic()
+        small = _small_in_memory(file)
         try:
-            self.conn.send((fn, args, kwargs, limits.cpu_seconds, file is not None))
-            if file is not None:
+            # The file: none, its bytes themselves (small, in memory), or a descriptor.
+            sent = None if file is None else small if small is not None else True
+            self.conn.send((fn, args, kwargs, limits.cpu_seconds, sent))
+            if sent is True:
                 descriptor = _readable_descriptor(file)
                 try:
                     reduction.send_handle(self.conn, descriptor, self.process.pid)
@@ -342,6 +346,15 @@ class _Child:
 
 CLOSE_GRACE_SECONDS = 1.0
 _COPY_BLOCK = 1024 * 1024
+# A file in memory up to this size goes through the pipe: cheaper than a memfd.
+_INLINE_BYTES = 1024 * 1024
+
+
+def _small_in_memory(file: BinaryIO | None) -> bytes | None:
+    """The bytes of `file` if it is a small one in memory, else None."""
+    if not isinstance(file, io.BytesIO) or file.getbuffer().nbytes > _INLINE_BYTES:
+        return None
+    return file.getvalue()
 
 
 def _readable_descriptor(file: BinaryIO) -> int:
@@ -404,8 +417,11 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
     born = _address_space()
     while True:
         try:
-            fn, args, kwargs, cpu_seconds, with_file = conn.recv()
-            file = os.fdopen(reduction.recv_handle(conn), "rb") if with_file else None
+            fn, args, kwargs, cpu_seconds, sent = conn.recv()
+            if sent is True:
+                file = os.fdopen(reduction.recv_handle(conn), "rb")
+            else:
+                file = None if sent is None else io.BytesIO(sent)
         except EOFError:
             return
         if file is not None:

@@ -279,6 +279,8 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
     except UnreadableDocument:
         raise
     except Exception as exc:  # pypdf raises many types for what strict mode refuses
+        if caused_by(exc, MemoryError):
+            raise  # the inspection's memory limit (pypdf wraps some), not damage
         logger.info("PDF needs repair; estimating its pages at accept: %s", exc)
         pages, estimated = _count_page_objects(stream, deadline), True
     finally:

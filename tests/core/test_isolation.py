@@ -316,10 +316,10 @@ def test_a_timeout_raised_in_the_parent_while_it_waits_kills_the_child(tmp_path)
     _assert_gone(pid_file)
 
 
-@pytest.mark.parametrize("where", ["memory", "spooled", "disk"])
+@pytest.mark.parametrize("where", ["small-in-memory", "memory", "spooled", "disk"])
 def test_a_file_reaches_the_child_whole_and_the_callers_position_stays(where, tmp_path):
-    data = os.urandom(3 * MB + 17)
-    if where == "memory":
+    data = os.urandom(3 * MB + 17 if where != "small-in-memory" else 5000)
+    if where in ("memory", "small-in-memory"):
         file = io.BytesIO(data)
     elif where == "spooled":
         file = tempfile.SpooledTemporaryFile(max_size=10 * MB)
