@@ -52,11 +52,22 @@ OPERATORS_GROUP = "Operators"
 DJANGO_APPS = ("admin", "auth", "contenttypes", "sessions")
 
 
+# Sign-in locks (django-axes) operators read and lift; its logs are not theirs to edit.
+SIGNIN_LOCK_PERMISSIONS = ("view_accessattempt", "delete_accessattempt")
+
+
 def operators_group() -> Group:
     """The group staff members join: every permission on Paperlane's own records (documents,
-    runs, connections) and RQ's pages; none on Django's own (users, groups, sessions)."""
+    runs, connections), RQ's pages and the pipeline's dashboard, and reading and lifting
+    sign-in locks; none on Django's own (users, groups, sessions). The same set as the
+    migrations give a group made before them (operations 0001)."""
     group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
-    group.permissions.set(Permission.objects.exclude(content_type__app_label__in=DJANGO_APPS))
+    group.permissions.set(
+        Permission.objects.exclude(content_type__app_label__in=(*DJANGO_APPS, "axes"))
+        | Permission.objects.filter(
+            content_type__app_label="axes", codename__in=SIGNIN_LOCK_PERMISSIONS
+        )
+    )
     return group
 
 
