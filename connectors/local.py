@@ -65,9 +65,10 @@ def _skipped(name: str) -> bool:
 
 
 def open_folder(path: str) -> int:
-    """A descriptor of the folder at the real, absolute `path`, opened from / one
-    component at a time without following a link: a folder on the way that is a link
-    (swapped in after any check) is refused (OSError), never followed."""
+    """A descriptor of the folder at the absolute `path`, opened from / one component at
+    a time without following a link: a folder on the way that is a link (swapped in
+    after any check) is refused (OSError), never followed. The one walk through folders
+    here: a connection's folder, and the folder of a file below it."""
     parts = PurePosixPath(path).parts
     if not parts or parts[0] != "/":
         raise FileNotFoundError(path)
@@ -263,12 +264,9 @@ class LocalFolderProvider:
         parts = PurePosixPath(relative).parts
         if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
             raise FileNotFoundError(relative)
-        folder = open_folder(root)
+        # The root and the file's folders are one walk from /, one component at a time.
+        folder = open_folder(str(PurePosixPath(root, *parts[:-1])))
         try:
-            for part in parts[:-1]:
-                inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
-                os.close(folder)
-                folder = inner
             fd = _open_file(folder, parts[-1])
         finally:
             os.close(folder)

@@ -12,6 +12,11 @@ path is what is checked and stored. The check is made again at every sync and ev
 download, on the stored path, and the folder is then opened one component at a time
 without following links (connectors/local.py): a folder swapped for a link later is
 refused, never followed.
+
+Why a folder is refused is said to the operator connecting it without naming the
+server's other folders; the roots and paths concerned go to the log and to the sync's
+error in the admin. Members are only told that the server may not read the folder
+(Problem.FOLDER_REFUSED, connectors/problems.py).
 """
 
 import os
@@ -73,42 +78,60 @@ def local_folder_resolve(path: str) -> str:
     return _real(folder)
 
 
-def local_folder_refusal(folder: str) -> str | None:
-    """Why this server may not read `folder` (a real, absolute path), in plain words;
-    None if it may."""
+@dataclass(frozen=True)
+class Refusal:
+    """Why this server may not read a folder, twice: `plain` for the operator connecting
+    it (the connect page, `connect_folder`), which names the rule broken but not the
+    server's other folders; `detail` for the log and the admin, with the roots and the
+    paths concerned. Members read neither: they are told the FOLDER_REFUSED problem."""
+
+    plain: str
+    detail: str
+
+
+def local_folder_refusal(folder: str) -> Refusal | None:
+    """Why this server may not read `folder` (a real, absolute path); None if it may."""
     roots = local_folder_roots()
     if not roots:
-        return (
+        plain = (
             "This server reads no local folders: an operator must first name the folders "
             "it may read in PAPERLANE_LOCAL_FOLDER_ROOTS."
         )
+        return Refusal(plain, plain)
     if _real(folder) != folder:
-        return f"{folder} is (or goes through) a link; only real folders are read."
+        plain = f"{folder} is (or goes through) a link; only real folders are read."
+        return Refusal(plain, f"{plain} It leads to {_real(folder)}.")
     within = [root for root in roots if _inside(folder, root)]
     if not within:
-        return (
-            f"{folder} is outside the folders this server may read "
-            f"(PAPERLANE_LOCAL_FOLDER_ROOTS: {', '.join(roots)})."
+        outside = f"{folder} is outside the folders this server may read"
+        return Refusal(
+            f"{outside} (PAPERLANE_LOCAL_FOLDER_ROOTS).",
+            f"{outside} (PAPERLANE_LOCAL_FOLDER_ROOTS: {', '.join(roots)}).",
         )
     base = _real(settings.BASE_DIR)
     if _inside(base, folder):
-        return f"{folder} holds Paperlane's own installation ({base}), which is never connected."
+        plain = f"{folder} holds Paperlane's own installation, which is never connected."
+        return Refusal(plain, f"{plain} The installation is {base}.")
     for protected in protected_folders():
         if _inside(folder, protected.path):
-            return f"{folder} is inside {protected.what}, which is never connected."
+            plain = f"{folder} is inside {protected.what}, which is never connected."
+            return Refusal(plain, f"{plain} That is {protected.path}.")
         if _inside(protected.path, folder):
-            return f"{folder} holds {protected.what}, which is never connected."
+            plain = f"{folder} holds {protected.what}, which is never connected."
+            return Refusal(plain, f"{plain} That is {protected.path}.")
     if _inside(folder, base) and not any(_inside(root, base) and root != base for root in within):
-        return (
-            f"{folder} is inside Paperlane's own installation ({base}); only a root named "
-            "beneath it in PAPERLANE_LOCAL_FOLDER_ROOTS may be connected there."
+        plain = (
+            f"{folder} is inside Paperlane's own installation; only a root named beneath it "
+            "in PAPERLANE_LOCAL_FOLDER_ROOTS may be connected there."
         )
+        return Refusal(plain, f"{plain} The installation is {base}.")
     return None
 
 
 def local_folder_check(folder: str) -> str:
-    """`folder` if this server may read it; FolderRefused (with the reason) if not."""
-    reason = local_folder_refusal(folder)
-    if reason:
-        raise FolderRefused(reason)
+    """`folder` if this server may read it; FolderRefused if not, whose message is the
+    refusal's detail (for operators: the sync's error in the admin, the log)."""
+    refusal = local_folder_refusal(folder)
+    if refusal:
+        raise FolderRefused(refusal.detail)
     return folder

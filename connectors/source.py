@@ -19,7 +19,9 @@ from django.utils import timezone
 
 from connectors.base import FolderRefused, NeedsReconnect, ProviderBusy, ProviderError
 from connectors.models import Connection, ConnectorImport
+from connectors.problems import Problem, problem_text
 from connectors.registry import provider_for
+from connectors.selectors import connection_signed_in_by_former_member
 from core.errors import QuotaExceeded
 from documents.formats import inspect_upload
 from documents.formats.base import DOCX, PDF
@@ -44,6 +46,8 @@ State = ConnectorImport.State
 DELETED_HERE = "Its document was deleted in Paperlane; new versions are not imported."
 # The error code of a file's run whose connection was disconnected before it was fetched.
 CONNECTION_DISCONNECTED = "connection_disconnected"
+# ... and of one whose folder reads with the sign-in of someone who left.
+CONNECTED_BY_FORMER_MEMBER = "connected_by_former_member"
 READ_BLOCK = 1024 * 1024
 # Downloads up to this size stay in memory; larger ones spill to a temporary file.
 SPOOL_BYTES = 8 * 1024 * 1024
@@ -61,11 +65,20 @@ def _import_of(run: ImportRun) -> ConnectorImport:
 
 
 def _check_connected(record: ConnectorImport) -> None:
-    """A disconnected connection's files are not fetched any more (nor documents made)."""
-    if record.connection.status == Connection.Status.DISCONNECTED:
+    """A disconnected connection's files are not fetched any more (nor documents made),
+    nor those of a OneDrive folder connected with the sign-in of someone who is no
+    longer a member (queued before they left): their tokens are not used any more."""
+    connection = record.connection
+    if connection.status == Connection.Status.DISCONNECTED:
         raise PermanentError(
             f"{record.path} was not imported: its connection was disconnected first.",
             code=CONNECTION_DISCONNECTED,
+        )
+    if connection_signed_in_by_former_member(connection):
+        raise PermanentError(
+            f"{record.path} was not imported: the folder was connected with the sign-in of "
+            "someone who is no longer a member. Once it is connected again, retry it.",
+            code=CONNECTED_BY_FORMER_MEMBER,
         )
 
 
@@ -171,8 +184,12 @@ def _download(ctx: StageContext, connection: Connection, record: ConnectorImport
     except FolderRefused as exc:
         spooled.close()
         # Retrying cannot help until an operator allows the folder; then a retry does.
+        # Why (the server's roots and folders) is for operators: the log and the
+        # attempt's traceback; the person who reads the run is told it plainly.
+        logger.warning("connection %s: %s not fetched: %s", connection.id, record.path, exc.message)
         raise PermanentError(
-            f"This server may no longer read the connected folder: {exc.message}",
+            f"{record.path} was not imported. "
+            + problem_text(Problem.FOLDER_REFUSED, provider=connection.get_provider_display()),
             code="folder_refused",
         ) from exc
     except ProviderError as exc:

@@ -13,8 +13,8 @@ import config.settings as shipped
 from connectors.base import FolderRefused
 from connectors.local import LocalFolderProvider
 from connectors.models import Connection, ConnectorImport
-from connectors.services import connection_create_local, connection_resume
-from connectors.sync import connection_sync
+from connectors.services import SYSTEM, connection_create_local, connection_resume
+from connectors.sync import connection_refresh_imports, connection_sync
 from core.errors import InvalidUpload
 from pipeline.models import ImportRun
 from tests.support.files import make_pdf
@@ -66,9 +66,7 @@ def test_a_folder_outside_every_root_is_refused_before_it_is_looked_at(org, tmp_
     )
 
 
-def test_stored_documents_and_the_project_are_refused_even_under_a_root(
-    org, tmp_path, settings
-):
+def test_stored_documents_and_the_project_are_refused_even_under_a_root(org, tmp_path, settings):
     settings.PAPERLANE_LOCAL_FOLDER_ROOTS = ["/"]
     media = Path(django_settings.MEDIA_ROOT)
     (media / "acme").mkdir(parents=True)
@@ -137,13 +135,11 @@ def test_a_folder_swapped_for_a_link_later_is_refused_at_the_next_sync(org, tmp_
         assert "link" in connection.last_error
         # Refused: paused at once, not asked again and again.
         assert connection.status == "paused" and connection_sync(connection=connection) is None
-        connection_resume(connection=connection)
+        connection_resume(connection=connection, actor=SYSTEM)
     assert not ConnectorImport.objects.exists() and not ImportRun.objects.exists()
 
 
-def test_a_folder_above_the_connected_one_swapped_for_a_link_is_not_followed(
-    org, tmp_path, root
-):
+def test_a_folder_above_the_connected_one_swapped_for_a_link_is_not_followed(org, tmp_path, root):
     write(root / "team" / "scans", "mine.pdf", make_pdf(1))
     connection = connection_create_local(organisation=org, path=str(root / "team" / "scans"))
     write(tmp_path / "outside" / "scans", "secret.pdf", make_pdf(1))
@@ -170,6 +166,65 @@ def test_a_root_taken_away_stops_syncs_and_the_downloads_of_runs_queued(org, roo
     assert (run.status, run.error_code) == ("failed", "folder_refused")
     assert outcome.sync.result == "failed"
     assert "outside the folders this server may read" in connection.last_error
+
+
+def test_members_read_a_refused_folder_plainly_never_the_servers_folders(
+    org, tmp_path, root, settings, member_client, api, operator
+):
+    scans = root / "scans"
+    write(scans, "a.pdf", make_pdf(1))
+    connection = connection_create_local(organisation=org, path=str(scans))
+    sync(connection)
+    [run_id] = sync(connection).counts.run_ids
+    others = [str(tmp_path / "other-root"), "/srv/another-organisations-share"]
+    settings.PAPERLANE_LOCAL_FOLDER_ROOTS = others
+
+    run = drive(run_id)
+    sync(connection)
+    connection_refresh_imports(connection=connection)
+
+    assert (run.status, run.error_code) == ("failed", "folder_refused")
+    assert run.error_message == (
+        "a.pdf was not imported. This server is not allowed to read this folder (any more); "
+        "an operator must allow it before it syncs again."
+    )
+    seen_by_members = [
+        run.error_message,
+        ConnectorImport.objects.get(run_id=run_id).reason,
+        page_text(member_client.get("/connections/")),
+        page_text(member_client.get(f"/connections/{connection.id}/")),
+        api.get(f"/api/v1/runs/{run_id}").content.decode(),
+    ]
+    assert "This server is not allowed to read this folder" in seen_by_members[3]
+    installation = os.path.realpath(django_settings.BASE_DIR)
+    for shown in seen_by_members:
+        for path in [*others, installation, django_settings.MEDIA_ROOT]:
+            assert path not in shown, shown
+    # Operators read why, with the roots, in the admin.
+    admin = page_text(operator.get(f"/admin/connectors/connection/{connection.id}/change/"))
+    assert all(path in admin for path in others)
+
+
+def test_the_operator_connecting_is_told_why_without_the_servers_other_folders(
+    org, tmp_path, root, settings
+):
+    settings.PAPERLANE_LOCAL_FOLDER_ROOTS = [str(root), "/srv/another-organisations-share"]
+    installation = os.path.realpath(django_settings.BASE_DIR)
+
+    outside = refused(org, "/etc")
+    settings.PAPERLANE_LOCAL_FOLDER_ROOTS = ["/"]
+    holds_installation = refused(org, "/")
+    holds_media = refused(org, tmp_path)
+
+    assert outside == (
+        "/etc is outside the folders this server may read (PAPERLANE_LOCAL_FOLDER_ROOTS)."
+    )
+    assert holds_installation == ("/ holds Paperlane's own installation, which is never connected.")
+    assert "holds Paperlane's stored documents (MEDIA_ROOT)" in holds_media
+    for message in (outside, holds_installation, holds_media):
+        assert "another-organisations-share" not in message and str(root) not in message
+        assert installation not in message
+        assert django_settings.MEDIA_ROOT not in message
 
 
 def test_connect_folder_says_in_plain_words_why_a_folder_is_refused(org, tmp_path, settings):
