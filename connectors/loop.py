@@ -15,6 +15,7 @@ from connectors.base import NeedsReconnect
 from connectors.models import Connection, ConnectorImport
 from connectors.problems import problem_text
 from connectors.registry import provider_for
+from connectors.services import connection_pause_if_signed_in_by_former_member
 from connectors.sync import (
     SYNCING,
     connection_due_q,
@@ -53,18 +54,29 @@ def connectors_sync_due(*, owner: str | None = None) -> int:
 
 
 def connectors_maintain() -> None:
-    """Each provider's upkeep (tokens, subscriptions) for connections that may sync, and
-    imports' states brought in line with their runs."""
+    """Each provider's upkeep (tokens, subscriptions) for connections that sync by
+    themselves (active, or erring), and imports' states brought in line with their runs.
+
+    A paused, disconnected or needs-reconnect connection is left alone: its tokens are
+    not refreshed nor its subscription renewed (a paused one's resume syncs, and the
+    sync refreshes what it needs). A OneDrive one whose sign-in is no longer a member's
+    is paused instead: its tokens are not used again."""
     # Upkeep never needs the cursor (a local folder's is JSON of every file).
-    idle = [Connection.Status.NEEDS_RECONNECT, Connection.Status.DISCONNECTED]
-    keeping = Connection.objects.exclude(status__in=idle).defer("cursor")
+    keeping = (
+        Connection.objects.filter(status__in=SYNCING)
+        .select_related("organisation", "created_by")
+        .defer("cursor")
+    )
     for connection in keeping:
         try:
+            if connection_pause_if_signed_in_by_former_member(connection=connection):
+                continue
             provider_for(connection).maintain(connection)
         except NeedsReconnect as exc:
-            # Unless it was disconnected meanwhile (its tokens deleted: hence the refusal).
+            # Unless it stopped syncing meanwhile (disconnected: its tokens deleted, hence
+            # the refusal; or paused).
             plain = problem_text(exc.kind, provider=connection.get_provider_display())
-            Connection.objects.filter(id=connection.id).exclude(status__in=idle).update(
+            Connection.objects.filter(id=connection.id, status__in=SYNCING).update(
                 status=Connection.Status.NEEDS_RECONNECT,
                 status_reason=plain,
                 last_error=exc.message,

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from connectors.history import connection_event_record
@@ -29,15 +30,18 @@ from connectors.secrets import (
     credentials_reencrypt,
     credentials_under_newest_key,
 )
+from connectors.selectors import connection_signed_in_by_former_member
 from core.errors import Conflict, InvalidUpload
 from documents.models import Membership, Organisation
-from documents.roles import Ability, ability_require
+from documents.roles import Ability
 from pipeline.services.transitions import Actor
 
 logger = logging.getLogger(__name__)
 
 Status = Connection.Status
 Action = ConnectionEvent.Action
+# What Paperlane itself does (a member's departure, a change notification, the connectors
+# loop): every service here takes its actor by name, and system call sites pass this one.
 SYSTEM = Actor("system")
 
 
@@ -48,15 +52,16 @@ def connection_create_local(
 
     The path is resolved once (links followed, `..` removed) and its real path must be
     inside PAPERLANE_LOCAL_FOLDER_ROOTS and none of Paperlane's own folders
-    (connectors/local_roots.py; refused with the reason in plain words, before anything
-    about the path is looked at). The folder must exist and be readable; it is only ever
-    read. Connecting the same folder to the same organisation again returns the existing
-    connection.
+    (connectors/local_roots.py; refused with the reason in plain words, which name no
+    other folder of the server, before anything about the path is looked at). The
+    folder must exist and be readable; it is only ever read. Connecting the same folder
+    to the same organisation again returns the existing connection.
     """
     folder = local_folder_resolve(path)
-    reason = local_folder_refusal(folder)
-    if reason:
-        raise InvalidUpload(reason, code="folder_not_allowed")
+    refusal = local_folder_refusal(folder)
+    if refusal:
+        logger.info("local folder refused: %s", refusal.detail)
+        raise InvalidUpload(refusal.plain, code="folder_not_allowed")
     if not os.path.isdir(folder):
         raise InvalidUpload(f"{folder} is not a folder.", code="folder_missing")
     if not os.access(folder, os.R_OK | os.X_OK):
@@ -93,13 +98,20 @@ def connection_connect_onedrive(
     folder_id: str,
     folder_path: str,
     credentials: dict,
-    created_by: AbstractBaseUser | None = None,
+    created_by: AbstractBaseUser | None,
+    actor: Actor | None = None,
 ) -> Connection:
-    """The organisation's connection to this OneDrive folder with these credentials,
-    active and due to sync now. Connecting the same folder again reconnects it (new
-    tokens, same cursor and imports), which is how `needs reconnect` is cleared.
-    Forbidden unless `created_by` is an admin of the organisation."""
-    ability_require(organisation_id=organisation.id, ability=Ability.CONNECTIONS, user=created_by)
+    """The organisation's connection to this OneDrive folder with these credentials (the
+    sign-in of `created_by`), active and due to sync now. Connecting the same folder
+    again reconnects it (new tokens, same cursor and imports), which is how `needs
+    reconnect` is cleared. Forbidden unless the actor (`created_by` acting for themself,
+    unless another `actor` is named) may manage the organisation's connections: an admin.
+    One of the two must be given."""
+    if actor is None:
+        if created_by is None:
+            raise TypeError("connecting OneDrive takes the person connecting or an actor")
+        actor = Actor.of(user=created_by)
+    actor.require(organisation_id=organisation.id, ability=Ability.CONNECTIONS)
     connection, created = Connection.objects.select_for_update().get_or_create(
         organisation=organisation,
         provider=Connection.Provider.ONEDRIVE,
@@ -118,7 +130,7 @@ def connection_connect_onedrive(
     )
     connection_event_record(
         connection=connection,
-        actor=Actor.of(user=created_by),
+        actor=actor,
         action=Action.CONNECTED if created else Action.RECONNECTED,
         status_before=before,
     )
@@ -196,7 +208,7 @@ def _who(actor: Actor) -> str:
 
 @transaction.atomic
 def connection_pause(
-    *, connection: Connection, reason: str = "paused by a person", actor: Actor = SYSTEM
+    *, connection: Connection, actor: Actor, reason: str = "paused by a person"
 ) -> Connection:
     """Stop syncing until resumed (runs already started go on). Pausing again, or pausing
     a disconnected connection, changes nothing."""
@@ -235,7 +247,7 @@ def connection_make_active(*, connection: Connection, also_save: tuple[str, ...]
 
 
 @transaction.atomic
-def connection_resume(*, connection: Connection, actor: Actor = SYSTEM) -> Connection:
+def connection_resume(*, connection: Connection, actor: Actor) -> Connection:
     """Sync again now, with a clean failure count. A connection that needs reconnecting,
     or was disconnected, or reads with the sign-in of someone who has left the
     organisation, must be connected again instead (409)."""
@@ -243,7 +255,7 @@ def connection_resume(*, connection: Connection, actor: Actor = SYSTEM) -> Conne
     connection = _locked(connection)
     if connection.status in (Status.NEEDS_RECONNECT, Status.DISCONNECTED):
         raise Conflict("This connection must be connected again before it can sync.")
-    if _signed_in_by_former_member(connection):
+    if connection_signed_in_by_former_member(connection):
         raise Conflict(
             "This folder was connected with the sign-in of someone who is no longer a "
             "member: connect it again with yours.",
@@ -258,33 +270,78 @@ def connection_resume(*, connection: Connection, actor: Actor = SYSTEM) -> Conne
     return connection
 
 
-def _signed_in_by_former_member(connection: Connection) -> bool:
-    """A OneDrive connection reads with the tokens of whoever connected it last."""
-    if connection.provider != Connection.Provider.ONEDRIVE or connection.created_by_id is None:
-        return False
-    return not Membership.objects.filter(
-        organisation_id=connection.organisation_id, user_id=connection.created_by_id
-    ).exists()
-
-
 def connections_pause_of_former_member(
     *, organisation: Organisation, user: AbstractBaseUser
 ) -> int:
     """Pause the connections `user` made in `organisation`, which they just left (a
-    OneDrive folder reads with their sign-in; a local folder was their choice). Runs in
-    the removal's transaction (documents' member_remove, registered in apps.py); returns
-    how many it paused. A OneDrive one syncs again once another member connects it with
-    their own sign-in; a local one once a member resumes it."""
-    reason = (
-        f"Paused: {user.get_username()}, who connected it, is no longer a member of "
-        f"{organisation.name or organisation.slug}."
+    OneDrive folder reads with their sign-in; a local folder was their choice), and the
+    OneDrive ones that read with no one's sign-in any more (an account deleted). Runs in
+    the removal's transaction (documents' member_remove, and any deletion of a
+    membership: both registered in apps.py); returns how many it paused, and pausing
+    again pauses nothing. A OneDrive one syncs again once an admin connects it with
+    their own sign-in; a local one once an admin resumes it."""
+    return _pause_of_former_member(
+        organisation=organisation, user_id=user.pk, username=user.get_username()
     )
+
+
+def _pause_of_former_member(*, organisation: Organisation, user_id: int, username: str) -> int:
+    made = Q(created_by_id=user_id) | Q(provider=Connection.Provider.ONEDRIVE, created_by=None)
     paused = 0
-    theirs = Connection.objects.filter(organisation=organisation, created_by_id=user.pk)
-    for connection in theirs.exclude(status__in=[Status.PAUSED, Status.DISCONNECTED]):
+    for connection in _still_syncing(Connection.objects.filter(made, organisation=organisation)):
+        signer = username if connection.created_by_id is not None else ""
+        reason = _former_member_reason(organisation, signer)
         connection_pause(connection=connection, reason=reason, actor=SYSTEM)
         paused += 1
     return paused
+
+
+def _former_member_reason(organisation: Organisation, username: str) -> str:
+    where = organisation.name or organisation.slug
+    if username:
+        return f"Paused: {username}, who connected it, is no longer a member of {where}."
+    return f"Paused: whoever connected it with their sign-in is no longer a member of {where}."
+
+
+def connection_pause_if_signed_in_by_former_member(*, connection: Connection) -> bool:
+    """Pause `connection` if it is a OneDrive one that reads with the sign-in of someone
+    who is not a member (the connectors' upkeep checks, whatever took them out); whether
+    it did."""
+    if connection.status in (Status.PAUSED, Status.DISCONNECTED):
+        return False
+    if not connection_signed_in_by_former_member(connection):
+        return False
+    signer = connection.created_by.get_username() if connection.created_by_id else ""
+    reason = _former_member_reason(connection.organisation, signer)
+    connection_pause(connection=connection, reason=reason, actor=SYSTEM)
+    return True
+
+
+def _still_syncing(connections: QuerySet[Connection]) -> QuerySet[Connection]:
+    return connections.exclude(status__in=[Status.PAUSED, Status.DISCONNECTED]).defer("cursor")
+
+
+def connections_pause_on_membership_deleted(*, instance: Membership, origin=None, **_) -> None:
+    """A membership deleted however it happens (member_remove, the admin, its row deleted,
+    its user's account deleted): the connections made with it pause, in the deletion's
+    transaction (post_delete of Membership, registered in apps.py). An organisation being
+    deleted takes its connections with it: nothing to pause."""
+    if isinstance(origin, Organisation) or (
+        isinstance(origin, QuerySet) and issubclass(origin.model, Organisation)
+    ):
+        return
+    organisation = Organisation.objects.filter(id=instance.organisation_id).first()
+    if organisation is None:
+        return
+    # An account being deleted is still there until its memberships are gone, but the
+    # connections it made no longer name it (SET_NULL came first): its OneDrive ones are
+    # paused as read with no one's sign-in.
+    user = get_user_model().objects.filter(pk=instance.user_id).first()
+    _pause_of_former_member(
+        organisation=organisation,
+        user_id=instance.user_id,
+        username=user.get_username() if user is not None else "",
+    )
 
 
 def connection_disconnect(*, connection: Connection, actor: Actor) -> Connection:
@@ -341,16 +398,28 @@ DISCONNECT_FIELDS = [
 ]
 
 
-def connection_request_sync(*, connection_id: int, by_person: bool = False) -> bool:
-    """Ask for a sync soon ("sync now", a change notification): one UPDATE, no lock, so
-    a burst of notifications costs a burst of cheap updates. False if no such connection.
+def connection_request_sync(*, connection_id: int, actor: Actor) -> bool:
+    """Ask for a sync soon ("sync now", a change notification). False if no such
+    connection. For the system (a change notification) it is one UPDATE, no lock, so a
+    burst of notifications costs a burst of cheap updates.
 
-    A person asking (`by_person`) also ends the backoff that failed syncs earned: they
-    may just have mended what failed. A wait the provider asked for (busy, Retry-After)
-    still holds, for people as for notifications."""
+    A person asking (a user or an API token; an operator in the admin) must be allowed
+    to send work to the organisation, as an upload does (Forbidden otherwise), and also
+    ends the backoff that failed syncs earned: they may just have mended what failed. A
+    wait the provider asked for (busy, Retry-After) still holds, for people as for
+    notifications. The system (a change notification) is not checked."""
     now = timezone.now()
     fields: dict = {"sync_requested_at": now}
-    if by_person:
+    if actor.user is not None or actor.api_token is not None:
+        organisation_id = (
+            Connection.objects.filter(id=connection_id)
+            .values_list("organisation_id", flat=True)
+            .first()
+        )
+        if organisation_id is None:
+            return False
+        # A sync imports files, as an upload does.
+        actor.require(organisation_id=organisation_id, ability=Ability.UPLOAD)
         fields["next_sync_at"] = Case(
             When(last_sync_result=Connection.Result.FAILED, then=Value(now)),
             default=F("next_sync_at"),

@@ -100,14 +100,11 @@ def _get(organisation, connection_id: int):
 @require_POST
 def connection_action_view(request: HttpRequest, connection_id: int, action: str) -> HttpResponse:
     """Pause, resume (an admin) or "sync now" (a member) one of the organisation's
-    connections."""
+    connections; the services check who may."""
     membership = current_membership(request)
     connection = _get(membership.organisation, connection_id)
     try:
         actor = Actor.of(user=request.user)
-        if action == "sync" and not role_allows(membership.role, Ability.UPLOAD):
-            # A sync imports files, as an upload does.
-            raise refusal(membership.role, Ability.UPLOAD)
         if action == "pause":
             connection_pause(connection=connection, reason=f"paused by {request.user}", actor=actor)
             messages.success(request, "The connection is paused; nothing new is imported.")
@@ -115,7 +112,7 @@ def connection_action_view(request: HttpRequest, connection_id: int, action: str
             connection_resume(connection=connection, actor=actor)
             messages.success(request, "The connection is active again and syncs now.")
         else:
-            connection_request_sync(connection_id=connection.id, by_person=True)
+            connection_request_sync(connection_id=connection.id, actor=actor)
             if connection.status in ("active", "error"):
                 messages.success(request, "A sync will start in a moment.")
             else:

@@ -38,6 +38,7 @@ from connectors.services import connection_connect_onedrive, connection_request_
 from core.errors import Forbidden
 from documents.roles import Ability, refusal, role_allows
 from documents.selectors import organisations_for_user
+from pipeline.services.transitions import Actor
 from web.organisation_views import current_membership, forbidden
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ MAX_VALIDATION_TOKEN = 1024
 MAX_NOTIFICATIONS = 1000
 # A full batch of Graph's notifications is far smaller.
 MAX_NOTIFICATION_BYTES = 1024 * 1024
+# Who asks for a sync when Graph says something changed: the system, checked by the
+# notification's clientState rather than by a role.
+NOTIFICATION = Actor("onedrive-notification")
 
 
 class ConnectForm(forms.Form):
@@ -238,5 +242,5 @@ def onedrive_notifications_view(request: HttpRequest) -> HttpResponse:
     if refused:
         logger.warning("refused %d OneDrive notification(s) with a wrong clientState", refused)
     for connection_id in valid:
-        connection_request_sync(connection_id=connection_id)
+        connection_request_sync(connection_id=connection_id, actor=NOTIFICATION)
     return HttpResponse(status=202 if valid else 403)

@@ -188,7 +188,9 @@ class ConnectionAdmin(FastListAdmin):
         self._each(
             request,
             queryset,
-            lambda c: connection_request_sync(connection_id=c.id, by_person=True),
+            lambda c: connection_request_sync(
+                connection_id=c.id, actor=Actor.of_operator(request.user)
+            ),
             "will sync in a moment (paused ones once resumed)",
         )
 

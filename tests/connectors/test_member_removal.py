@@ -1,6 +1,7 @@
-"""A member who leaves an organisation (the service, the admin, `remove_member`) has the
-connections they made there paused, in the same transaction as the removal; a OneDrive
-one reads with their sign-in, so it syncs again only once someone connects it anew."""
+"""A member who leaves an organisation (the service, the admin, `remove_member`, their
+membership's row deleted, their account deleted) has the connections they made there
+paused, in the same transaction as the removal; a OneDrive one reads with their sign-in,
+so it syncs again only once an admin connects it anew."""
 
 from io import StringIO
 
@@ -14,7 +15,7 @@ from connectors.services import (
     connection_create_local,
     connection_resume,
 )
-from core.errors import Conflict
+from core.errors import Conflict, Forbidden
 from documents.models import Membership
 from documents.services import organisations
 from documents.services.organisations import member_add, member_remove
@@ -92,9 +93,7 @@ def test_the_removal_and_the_pause_are_one_transaction(org, alice, tmp_path):
     assert not ConnectionEvent.objects.filter(action="paused").exists()
 
 
-def test_a_onedrive_folder_of_someone_who_left_resumes_only_once_connected_again(
-    org, alice, bob
-):
+def test_a_onedrive_folder_of_someone_who_left_resumes_only_once_connected_again(org, alice, bob):
     connection = onedrive(org, alice)
     member_remove(organisation=org, user=alice)
 
@@ -108,13 +107,70 @@ def test_a_onedrive_folder_of_someone_who_left_resumes_only_once_connected_again
     assert Connection.objects.get(id=connection.id).created_by == bob
 
 
-def test_a_local_folder_of_someone_who_left_is_resumed_by_a_member(org, alice, bob, tmp_path):
+def test_a_local_folder_of_someone_who_left_is_resumed_by_an_admin(org, alice, bob, tmp_path):
     connection = local(org, tmp_path / "hers", alice)
     member_remove(organisation=org, user=alice)
 
     connection_resume(connection=connection, actor=Actor.of(user=bob))
 
     assert statuses(connection) == ["active"]
+
+
+def test_a_plain_member_may_not_resume_it(org, alice, tmp_path):
+    connection = local(org, tmp_path / "hers", alice)
+    member_remove(organisation=org, user=alice)
+    carol = member_add(organisation=org, username="carol", role="member")
+
+    with pytest.raises(Forbidden, match="You have the member role: only admins may"):
+        connection_resume(connection=connection, actor=Actor.of(user=carol))
+
+    assert statuses(connection) == ["paused"]
+
+
+def test_deleting_a_persons_account_pauses_the_onedrive_folders_they_connected(
+    org, other_org, alice, bob, tmp_path
+):
+    hers, elsewhere = onedrive(org, alice), onedrive(other_org, alice)
+    his = onedrive(org, bob, folder_id="HIS")
+
+    alice.delete()
+
+    assert statuses(hers, elsewhere, his) == ["paused", "paused", "active"]
+    hers.refresh_from_db()
+    assert hers.created_by is None
+    assert hers.status_reason == (
+        "Paused: whoever connected it with their sign-in is no longer a member of Acme."
+    )
+    assert ConnectionEvent.objects.filter(connection=hers, action="paused").count() == 1
+    # No one's sign-in: it is a former member's, connected again before it syncs.
+    with pytest.raises(Conflict, match="connect it again with yours"):
+        connection_resume(connection=hers, actor=Actor.of(user=bob))
+    onedrive(org, bob)
+    assert statuses(hers) == ["active"]
+
+
+def test_deleting_the_membership_row_itself_pauses_their_connections_once(org, alice, tmp_path):
+    hers = [local(org, tmp_path / "hers", alice), onedrive(org, alice)]
+
+    Membership.objects.filter(organisation=org, user=alice).delete()
+
+    assert statuses(*hers) == ["paused", "paused"]
+    reason = "Paused: alice, who connected it, is no longer a member of Acme."
+    for connection in hers:
+        [event] = ConnectionEvent.objects.filter(connection=connection, action="paused")
+        assert (event.actor, event.reason) == ("system", reason)
+    # Back and removed again, through member_remove and its hook: nothing left to pause.
+    member_add(organisation=org, username="alice", role="admin")
+    assert member_remove(organisation=org, user=alice)
+    assert ConnectionEvent.objects.filter(action="paused").count() == 2
+
+
+def test_deleting_an_organisation_takes_its_connections_without_pausing_them(org, alice, tmp_path):
+    local(org, tmp_path / "hers", alice), onedrive(org, alice)
+
+    org.delete()
+
+    assert not Connection.objects.exists() and not ConnectionEvent.objects.exists()
 
 
 def test_removing_a_member_in_the_admin_pauses_their_connections(org, alice, tmp_path):

@@ -16,8 +16,9 @@ from connectors.sync import connection_sync
 from pipeline.errors import PermanentError, TransientError
 from pipeline.services.people import run_retry
 from pipeline.services.transitions import Actor
+from tests.connectors.signers import connected
 from tests.support.files import make_pdf
-from tests.support.graph_server import connected, graph_fixture
+from tests.support.graph_server import graph_fixture
 from tests.support.runs import drive
 
 graph = graph_fixture()

@@ -10,8 +10,9 @@ from connectors.models import Connection, ConnectionFolder, ConnectorImport
 from connectors.sync import connection_sync
 from documents.models import Document, UsageEntry
 from pipeline.models import ImportRun
+from tests.connectors.signers import connected
 from tests.support.files import make_docx, make_pdf
-from tests.support.graph_server import connected, graph_env, graph_fixture
+from tests.support.graph_server import graph_env, graph_fixture
 from tests.support.pipeline import running_workers, wait_terminal
 from tests.support.runs import drive
 

@@ -18,8 +18,9 @@ from connectors.sync import connection_record_page, connection_sync
 from documents.models import Document, UsageEntry
 from pipeline.errors import PermanentError
 from pipeline.models import ImportRun
+from tests.connectors.signers import connected
 from tests.support.files import make_docx, make_pdf
-from tests.support.graph_server import connected, graph_env, graph_fixture
+from tests.support.graph_server import graph_env, graph_fixture
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
 from tests.support.processes import ROOT, process_env
 from tests.support.runs import drive

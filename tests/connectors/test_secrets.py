@@ -15,6 +15,7 @@ from connectors.services import (
     connection_credentials,
     connection_credentials_reencrypt,
 )
+from tests.connectors.signers import signer
 
 pytestmark = pytest.mark.django_db
 
@@ -28,13 +29,12 @@ def onedrive(org, n: int) -> Connection:
         folder_id=f"FOLDER{n}",
         folder_path=f"/Folder {n}",
         credentials={"refresh_token": f"refresh-{n}", "access_token": f"access-{n}"},
+        created_by=signer(org),
     )
 
 
 def stored(connection: Connection) -> str:
-    return Connection.objects.values_list("credentials_encrypted", flat=True).get(
-        id=connection.id
-    )
+    return Connection.objects.values_list("credentials_encrypted", flat=True).get(id=connection.id)
 
 
 def read(connection: Connection) -> dict:

@@ -14,7 +14,7 @@ from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
 from connectors.folders import _outermost
 from connectors.loop import connections_due, connectors_maintain, connectors_sync_due
 from connectors.models import Connection, ConnectionFolder, ConnectorImport
-from connectors.services import connection_request_sync
+from connectors.services import SYSTEM, connection_request_sync
 from connectors.sync import (
     connection_claim_sync,
     connection_record_page,
@@ -29,6 +29,7 @@ from pipeline.engine import execute_stage
 from pipeline.models import ImportRun
 from pipeline.services.deletion import document_delete
 from pipeline.services.transitions import Actor
+from tests.connectors.signers import signer
 from tests.support.files import make_pdf
 from tests.support.folders import sync
 from tests.support.providers import ScriptedProvider, page
@@ -52,9 +53,19 @@ def remote(settings):
 
 @pytest.fixture
 def connection(org):
+    # Read with the sign-in of an admin of the organisation, as a OneDrive one is.
     return Connection.objects.create(
-        organisation=org, provider="onedrive", folder_id="FOLDER", folder_path="/Contracts"
+        organisation=org,
+        provider="onedrive",
+        folder_id="FOLDER",
+        folder_path="/Contracts",
+        created_by=signer(org),
     )
+
+
+def a_person(connection) -> Actor:
+    """An admin of the connection's organisation, asking on its page."""
+    return Actor.of(user=signer(connection.organisation))
 
 
 def f(file_id, version="v1", name=None, **kwargs):
@@ -248,7 +259,7 @@ def test_a_change_notification_waits_for_the_retry_after_the_provider_asked_for(
     remote.script = [ProviderBusy("Too many requests", retry_after=600), [page(cursor="d1")]]
     sync(connection)
 
-    assert connection_request_sync(connection_id=connection.id)
+    assert connection_request_sync(connection_id=connection.id, actor=SYSTEM)
 
     assert connections_due() == []
     assert connection_sync(connection=connection, only_due=True) is None
@@ -265,7 +276,7 @@ def test_a_change_notification_waits_for_the_error_backoff(remote, connection):
     sync(connection)
     assert connection.next_sync_at > timezone.now()
 
-    assert connection_request_sync(connection_id=connection.id)
+    assert connection_request_sync(connection_id=connection.id, actor=SYSTEM)
 
     assert connections_due() == []
     assert connection_sync(connection=connection, only_due=True) is None
@@ -276,7 +287,7 @@ def test_a_person_asking_for_a_sync_ends_the_error_backoff(remote, connection):
     remote.script = [RuntimeError("network"), [page(cursor="d1")]]
     sync(connection)
 
-    assert connection_request_sync(connection_id=connection.id, by_person=True)
+    assert connection_request_sync(connection_id=connection.id, actor=a_person(connection))
 
     assert connections_due() == [connection.id]
     assert connection_sync(connection=connection, only_due=True).sync.result == "ok"
@@ -286,7 +297,7 @@ def test_a_person_asking_for_a_sync_still_waits_for_the_providers_retry_after(re
     remote.script = [ProviderBusy("slow down", retry_after=600), [page(cursor="d1")]]
     sync(connection)
 
-    assert connection_request_sync(connection_id=connection.id, by_person=True)
+    assert connection_request_sync(connection_id=connection.id, actor=a_person(connection))
 
     assert connections_due() == []
 
@@ -533,7 +544,11 @@ def test_a_file_back_to_an_earlier_content_is_a_new_version(remote, connection):
 
 def test_the_loop_syncs_due_connections_and_keeps_providers_upkeep(remote, connection, org):
     later = Connection.objects.create(
-        organisation=org, provider="onedrive", folder_id="LATER", folder_path="/Later"
+        organisation=org,
+        provider="onedrive",
+        folder_id="LATER",
+        folder_path="/Later",
+        created_by=signer(org),
     )
     Connection.objects.filter(id=later.id).update(next_sync_at=timezone.now() + timedelta(hours=1))
     remote.script = [[page(f("a"), cursor="d1")]]

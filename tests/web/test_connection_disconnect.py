@@ -11,6 +11,7 @@ from django.test import Client
 from connectors.loop import connectors_maintain
 from connectors.models import Connection, ConnectionEvent, ConnectorImport
 from connectors.services import (
+    SYSTEM,
     connection_create_local,
     connection_disconnect,
     connection_request_sync,
@@ -26,9 +27,10 @@ from core.errors import Forbidden
 from documents.models import Document
 from documents.services.organisations import member_add
 from pipeline.services.transitions import Actor
+from tests.connectors.signers import connected
 from tests.support.files import make_pdf
 from tests.support.folders import sync, write
-from tests.support.graph_server import connected, graph_fixture
+from tests.support.graph_server import graph_fixture
 from tests.support.pages import page_text
 from tests.support.runs import drive
 
@@ -42,12 +44,10 @@ def _fast_settle(settings):
     settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
 
 
-def signed_in(username: str, organisation) -> Client:
-    """An admin's browser (connections are theirs to manage): CSRF is checked as in
-    production."""
-    member_add(
-        organisation=organisation, username=username, password="pass-word-1234", role="admin"
-    )
+def signed_in(username: str, organisation, role: str = "admin") -> Client:
+    """A browser of someone with `role` (an admin's, by default: connections are theirs
+    to manage): CSRF is checked as in production."""
+    member_add(organisation=organisation, username=username, password="pass-word-1234", role=role)
     client = Client(enforce_csrf_checks=True)
     assert client.login(username=username, password="pass-word-1234")
     return client
@@ -61,7 +61,7 @@ def csrf_post(client: Client, page: str, action: str):
     return client.post(action, {"csrfmiddlewaretoken": token})
 
 
-def test_a_member_disconnects_onedrive_its_tokens_and_subscription_go_documents_stay(
+def test_an_admin_disconnects_onedrive_its_tokens_and_subscription_go_documents_stay(
     graph, org, settings
 ):
     settings.PAPERLANE_ONEDRIVE_NOTIFICATION_URL = "https://paperlane.example/notify"
@@ -102,7 +102,7 @@ def test_a_member_disconnects_onedrive_its_tokens_and_subscription_go_documents_
     connectors_maintain()
     connection.refresh_from_db()
     assert connection.status == "disconnected"
-    assert not connection_request_sync(connection_id=connection.id)
+    assert not connection_request_sync(connection_id=connection.id, actor=SYSTEM)
     # Disconnecting again changes nothing.
     assert "already disconnected" in page_text(alice.get(f"{detail}disconnect/"))
     token = alice.cookies["csrftoken"].value
@@ -123,6 +123,29 @@ def test_disconnecting_takes_a_post_with_the_csrf_token(org, tmp_path):
     assert forged.status_code == 403
     connection.refresh_from_db()
     assert connection.status == "active"
+
+
+def test_a_plain_member_cannot_disconnect_by_any_door(org, tmp_path):
+    (tmp_path / "scans").mkdir()
+    connection = connection_create_local(organisation=org, path=str(tmp_path / "scans"))
+    max_ = signed_in("max", org, role="member")
+    url = f"/connections/{connection.id}/disconnect/"
+    detail = page_text(max_.get(f"/connections/{connection.id}/"))
+    token = max_.cookies["csrftoken"].value
+
+    shown = max_.get(url)
+    posted = max_.post(url, {"csrfmiddlewaretoken": token})
+
+    assert "Disconnect…" not in detail
+    assert shown.status_code == posted.status_code == 403
+    assert "You have the member role: only admins may" in page_text(posted)
+    with pytest.raises(Forbidden):
+        connection_disconnect(
+            connection=connection, actor=Actor.of(user=User.objects.get(username="max"))
+        )
+    connection.refresh_from_db()
+    assert connection.status == "active"
+    assert not ConnectionEvent.objects.filter(action="disconnected").exists()
 
 
 def test_another_organisations_member_cannot_disconnect_by_any_door(org, other_org, tmp_path):

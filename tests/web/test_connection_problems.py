@@ -6,8 +6,9 @@ import pytest
 
 from connectors.services import connection_create_local
 from connectors.sync import connection_sync
+from tests.connectors.signers import connected
 from tests.support.folders import sync
-from tests.support.graph_server import connected, graph_fixture
+from tests.support.graph_server import graph_fixture
 from tests.support.pages import page_text
 from tests.support.processes import free_port
 

@@ -18,8 +18,9 @@ from connectors.onedrive import OneDriveProvider, client_state
 from connectors.services import connection_credentials
 from connectors.sync import connection_sync
 from pipeline.models import ImportRun
+from tests.connectors.signers import connected
 from tests.support.files import make_pdf
-from tests.support.graph_server import GraphServer, connected, graph_env, graph_fixture
+from tests.support.graph_server import GraphServer, graph_env, graph_fixture
 from tests.support.pages import page_text
 from tests.support.pipeline import running_workers, wait_for
 from tests.support.processes import process_env, web_server
