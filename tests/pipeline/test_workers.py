@@ -330,8 +330,14 @@ def test_documents_over_the_extraction_limits_fail_and_the_workers_carry_on(api,
     heavy, inflating = ended[heavy.id], ended[inflating.id]
     assert (heavy.status, heavy.error_code) == ("failed", "extract_cpu_limit")
     assert "more than 6 s of CPU" in heavy.error_message
-    assert (inflating.status, inflating.error_code) == ("failed", "extract_memory_limit")
-    assert "more than 256 MB of memory" in inflating.error_message
+    # The DOCX outgrows the memory in about a second of CPU on most machines, but on some
+    # the parser's CPU time reaches the CPU limit first; either limit must end it cleanly
+    # (the memory limit itself: tests/core/test_isolation.py).
+    assert inflating.status == "failed"
+    assert inflating.error_code in ("extract_memory_limit", "extract_cpu_limit")
+    assert "more than 256 MB of memory" in inflating.error_message or (
+        "more than 6 s of CPU" in inflating.error_message
+    )
     for run in (heavy, inflating):
         assert [o for s, o in outcomes(run) if s == "extract"] == ["permanent_error"]
         assert QuotaReservation.objects.get(run=run).status == "released"
