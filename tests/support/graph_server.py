@@ -824,23 +824,3 @@ def graph_fixture():
             yield server
 
     return graph
-
-
-def connected(graph: GraphServer, organisation, folder: str = "/Contracts", **token_args):
-    """An organisation's OneDrive connection to `folder`, as if a person had just connected."""
-    from connectors.onedrive_graph import Tokens
-    from connectors.services import connection_connect_onedrive
-
-    answer = graph.issue_tokens(**token_args)
-    tokens = Tokens(
-        access_token=answer["access_token"],
-        refresh_token=answer["refresh_token"],
-        expires_at=time.time() + answer["expires_in"],
-    )
-    return connection_connect_onedrive(
-        organisation=organisation,
-        drive_id=DRIVE_ID,
-        folder_id=graph.folder(folder) if folder != "/" else ROOT_ID,
-        folder_path=folder,
-        credentials=tokens.as_dict(),
-    )
