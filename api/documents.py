@@ -4,10 +4,12 @@ import uuid
 
 from django.http import FileResponse, HttpResponseRedirect
 from django.urls import reverse
-from ninja import File, Header, Query, Router, Schema, Status
+from ninja import File, Header, Query, Router, Status
 from ninja.files import UploadedFile
 
-from api.errors import BusyErrorOut, ErrorOut, ForbiddenOut, QuotaErrorOut
+from api.errors import errors
+from api.params import DOCUMENT_ID, PAGE_LIMIT, PAGE_OFFSET, RUN_ID
+from api.responses import BINARY_FILE, no_content
 from api.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
 from core.disposition import attachment
 from core.errors import InvalidUpload, ServiceError
@@ -15,28 +17,19 @@ from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
 from core.uploads import client_file_name, upload_refusal
 from documents.formats.base import MEDIA_TYPES
 from documents.selectors import document_file, document_get, document_list
-from pipeline.models import ImportRun, RunSource
+from pipeline.models import ACTIVE_STATUSES, ImportRun, RunSource, RunStatus, Stage
 from pipeline.selectors import documents_with_latest_runs, run_get
-from pipeline.services.accept import Acceptance, document_accept
+from pipeline.services.accept import IDEMPOTENCY_KEY_MAX, Acceptance, document_accept
 from pipeline.services.deletion import document_delete
 from pipeline.services.people import run_cancel, run_retry
 from pipeline.services.transitions import Actor
-from retrieval.search import documents_search
+from retrieval.search import MAX_LIMIT as SEARCH_MAX_LIMIT
+from retrieval.search import MAX_QUERY_CHARS, documents_search
 
 router = Router()
 
-ACCEPT_ERRORS = {
-    400: ErrorOut,
-    402: QuotaErrorOut,
-    403: ForbiddenOut,
-    413: ErrorOut,
-    415: ErrorOut,
-    422: ErrorOut,
-    429: BusyErrorOut,
-    503: BusyErrorOut,
-}
-# Far past any real list, within PostgreSQL's bigint.
-MAX_OFFSET = 10**12
+# What accepting a file may answer, however its bytes came.
+ACCEPT_ERRORS = (402, 403, 413, 415, 422, 503)
 
 
 def accept_out(acceptance: Acceptance) -> dict:
@@ -46,21 +39,41 @@ def accept_out(acceptance: Acceptance) -> dict:
         "document_id": acceptance.document.id,
         "status": acceptance.run.status,
         "status_url": reverse("api:run_get", kwargs={"run_id": acceptance.run.id}),
+        "filename": acceptance.document.filename,
     }
 
 
 @router.post(
     "/documents",
-    response={202: AcceptOut, **ACCEPT_ERRORS},
+    response={202: AcceptOut, **errors(*ACCEPT_ERRORS, 409)},
     url_name="document_upload",
+    operation_id="documents_upload",
     summary="Upload a PDF or DOCX for processing",
     tags=["documents"],
+    # `file` is required; the signature leaves it optional only so that a missing or
+    # oversized file gets our own answer (400 missing_file, 413) rather than pydantic's.
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"multipart/form-data": {"schema": {"required": ["file"]}}},
+        }
+    },
 )
 def document_upload(
     request,
-    # Optional here so that a missing or oversized file gets our own clear answer.
     file: File[UploadedFile] = None,
-    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+    idempotency_key: str = Header(
+        None,
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=IDEMPOTENCY_KEY_MAX,
+        pattern=r"\S",
+        description=(
+            "Any string of yours, 1 to 255 characters: sending the same key again answers "
+            "the first request's 202 and makes nothing new (a different file under the "
+            "same key is a 400 idempotency_key_reused)."
+        ),
+    ),
 ):
     """Accept a document (multipart field `file`) and return at once; poll
     `status_url` for progress.
@@ -68,6 +81,7 @@ def document_upload(
     Repeating a request with the same `Idempotency-Key` returns the first
     answer and creates nothing new. When the pipeline is full the answer is
     `429` with `Retry-After` (seconds): send the same request again after it.
+    `409 document_deleted`: the key's document has been deleted since.
     """
     try:
         if refused := upload_refusal(request):
@@ -89,11 +103,6 @@ def document_upload(
         raise
     upload_count(channel="api", result=REPLAYED if acceptance.replayed else ACCEPTED)
     return Status(202, accept_out(acceptance))
-
-
-class Paging(Schema):
-    limit: int = 50
-    offset: int = 0
 
 
 def _connector_out(run: ImportRun | None) -> dict | None:
@@ -129,10 +138,20 @@ def _document_out(document, run) -> dict:
     }
 
 
-@router.get("/documents", response=DocumentPage, url_name="document_list", tags=["documents"])
-def documents_list(request, paging: Query[Paging]):
-    limit = min(max(paging.limit, 1), 200)
-    offset = min(max(paging.offset, 0), MAX_OFFSET)
+@router.get(
+    "/documents",
+    response={200: DocumentPage, **errors(422)},
+    url_name="document_list",
+    operation_id="documents_list",
+    summary="List the organisation's documents",
+    tags=["documents"],
+)
+def documents_list(
+    request,
+    limit: int = PAGE_LIMIT,
+    offset: int = PAGE_OFFSET,
+):
+    """The organisation's documents, newest first, each with its newest run's status."""
     queryset = document_list(organisation=request.organisation)
     rows = documents_with_latest_runs(documents=list(queryset[offset : offset + limit]))
     return {
@@ -145,11 +164,13 @@ def documents_list(request, paging: Query[Paging]):
 
 @router.get(
     "/documents/{document_id}",
-    response={200: DocumentOut, 404: ErrorOut},
+    response={200: DocumentOut, **errors(404, 422)},
     url_name="document_get",
+    operation_id="documents_get",
+    summary="Get a document",
     tags=["documents"],
 )
-def documents_get(request, document_id: uuid.UUID):
+def documents_get(request, document_id: uuid.UUID = DOCUMENT_ID):
     document = document_get(organisation=request.organisation, document_id=document_id)
     [(document, run)] = documents_with_latest_runs(documents=[document])
     return _document_out(document, run)
@@ -157,40 +178,63 @@ def documents_get(request, document_id: uuid.UUID):
 
 @router.delete(
     "/documents/{document_id}",
-    response={204: None, 403: ForbiddenOut, 404: ErrorOut},
+    response={204: None, **errors(403, 404, 422)},
     url_name="document_delete",
+    operation_id="documents_delete",
+    summary="Delete a document",
     tags=["documents"],
 )
-def documents_delete(request, document_id: uuid.UUID):
+def documents_delete(request, document_id: uuid.UUID = DOCUMENT_ID):
     """Delete a document: its processing stops, its text, chunks and file are removed,
     and pages held for it are given back (pages already charged stay charged). It is
     then gone from every answer; deleting it again is a `404`. Takes an admin's token
     (`403` otherwise)."""
     document = document_get(organisation=request.organisation, document_id=document_id)
     document_delete(document=document, actor=Actor.of(api_token=request.api_token))
-    return Status(204, None)
+    return no_content()
 
 
 FILE_BLOCK_BYTES = 64 * 1024
-_FILE_CONTENT = {
-    media_type: {"schema": {"type": "string", "format": "binary"}}
-    for media_type in MEDIA_TYPES.values()
-}
 
 
 @router.get(
     "/documents/{document_id}/file",
-    response={404: ErrorOut, 409: ErrorOut, 503: BusyErrorOut},
+    response=errors(404, 409, 422, 503),
     url_name="document_file",
+    operation_id="documents_file",
+    summary="Download a document's file",
     tags=["documents"],
     openapi_extra={
         "responses": {
-            200: {"description": "The file", "content": _FILE_CONTENT},
-            302: {"description": "On S3: a URL that serves the file for a minute"},
+            200: {
+                "description": "The file, as an attachment under its name.",
+                # The response's Content-Type is the document's own type; generated
+                # clients read the file as `application/octet-stream`, bytes.
+                "content": {
+                    media_type: {"schema": BINARY_FILE}
+                    for media_type in ("application/octet-stream", *MEDIA_TYPES.values())
+                },
+                "headers": {
+                    "Content-Disposition": {
+                        "description": "`attachment` with the document's name.",
+                        "schema": {"type": "string"},
+                    },
+                    "Content-Length": {"schema": {"type": "integer", "minimum": 0}},
+                },
+            },
+            302: {
+                "description": "The file is in S3: `Location` serves it for a minute.",
+                "headers": {
+                    "Location": {
+                        "required": True,
+                        "schema": {"type": "string", "format": "uri"},
+                    }
+                },
+            },
         }
     },
 )
-def documents_file(request, document_id: uuid.UUID):
+def documents_file(request, document_id: uuid.UUID = DOCUMENT_ID):
     """The document's original file (of a connected file, its current version), as an
     attachment under its name; on S3 a `302` to a short-lived URL that serves it. `409`
     while a connected file is not stored yet, `503` with `Retry-After` when the storage
@@ -211,22 +255,35 @@ def documents_file(request, document_id: uuid.UUID):
     return response
 
 
+# What each stage that counts its work counts.
+PROGRESS_UNITS = {Stage.EXTRACT: "pages", Stage.EMBED: "chunks"}
+
+
+def _progress_out(run: ImportRun) -> dict | None:
+    unit = PROGRESS_UNITS.get(run.stage)
+    if run.status not in ACTIVE_STATUSES or unit is None or run.progress_total == 0:
+        return None
+    return {"done": run.progress_done, "total": run.progress_total, "unit": unit}
+
+
 def _run_out(run: ImportRun) -> dict:
+    document = run.document
     return {
         "id": run.id,
         "status": run.status,
         "stage": run.stage,
-        "progress": {"done": run.progress_done, "total": run.progress_total},
+        "progress": _progress_out(run),
         "attempts": run.total_attempts,
-        "stage_attempts": run.stage_attempts,
+        "stage_attempts": None if run.status == RunStatus.SUCCEEDED else run.stage_attempts,
         "error": (
-            {"code": run.error_code or "error", "message": run.error_message}
+            {"code": run.error_code or "unexpected_error", "message": run.error_message}
             if run.error_message
             else None
         ),
         "document_id": run.document_id,
-        "page_count": run.document.page_count if run.document else None,
-        "unreadable_pages": run.document.unreadable_pages if run.document else [],
+        "page_count": document.page_count if document else None,
+        "chunk_count": document.chunk_count if document else 0,
+        "unreadable_pages": document.unreadable_pages if document else [],
         "created_at": run.created_at,
         "updated_at": run.updated_at,
         "source": run.source,
@@ -235,26 +292,26 @@ def _run_out(run: ImportRun) -> dict:
 
 
 @router.get(
-    "/runs/{run_id}", response={200: RunOut, 404: ErrorOut}, url_name="run_get", tags=["runs"]
+    "/runs/{run_id}",
+    response={200: RunOut, **errors(404, 422)},
+    url_name="run_get",
+    operation_id="runs_get",
+    summary="Get a run: its status, stage, progress and error",
+    tags=["runs"],
 )
-def runs_get(request, run_id: uuid.UUID):
+def runs_get(request, run_id: uuid.UUID = RUN_ID):
     return _run_out(run_get(organisation=request.organisation, run_id=run_id))
 
 
 @router.post(
     "/runs/{run_id}/retry",
-    response={
-        200: RunOut,
-        402: QuotaErrorOut,
-        403: ForbiddenOut,
-        404: ErrorOut,
-        409: ErrorOut,
-        429: BusyErrorOut,
-    },
+    response={200: RunOut, **errors(402, 403, 404, 409, 422)},
     url_name="run_retry",
+    operation_id="runs_retry",
+    summary="Start a failed, dead-lettered or cancelled run again",
     tags=["runs"],
 )
-def runs_retry(request, run_id: uuid.UUID):
+def runs_retry(request, run_id: uuid.UUID = RUN_ID):
     """Start a failed, dead-lettered or cancelled run again from the stage it stopped in
     (`429` with `Retry-After` when the pipeline is busy, as for an upload)."""
     run = run_get(organisation=request.organisation, run_id=run_id)
@@ -264,11 +321,13 @@ def runs_retry(request, run_id: uuid.UUID):
 
 @router.post(
     "/runs/{run_id}/cancel",
-    response={200: RunOut, 403: ForbiddenOut, 404: ErrorOut, 409: ErrorOut},
+    response={200: RunOut, **errors(403, 404, 409, 422)},
     url_name="run_cancel",
+    operation_id="runs_cancel",
+    summary="Cancel a queued or processing run",
     tags=["runs"],
 )
-def runs_cancel(request, run_id: uuid.UUID):
+def runs_cancel(request, run_id: uuid.UUID = RUN_ID):
     """Stop a queued or processing run and give its reserved pages back."""
     run = run_get(organisation=request.organisation, run_id=run_id)
     run_cancel(run=run, actor=Actor.of(api_token=request.api_token))
@@ -277,15 +336,28 @@ def runs_cancel(request, run_id: uuid.UUID):
 
 @router.get(
     "/search",
-    response={200: SearchOut, 400: ErrorOut, 503: ErrorOut},
+    response={200: SearchOut, **errors(422, 503)},
     url_name="search",
+    operation_id="search",
     summary="Search your organisation's documents",
     tags=["search"],
 )
-def search(request, q: str, limit: int = 10):
+def search(
+    request,
+    q: str = Query(
+        ...,
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        # Linear: pydantic's patterns never backtrack.
+        pattern=r"\w",
+        description="The words to find (at least one word that is not a -word).",
+    ),
+    limit: int = Query(10, ge=1, le=SEARCH_MAX_LIMIT, description="At most this many, 1 to 50."),
+):
     """The documents that best match `q` (every word; "a quoted phrase", `or` and `-word`
     work as in a web search), best first, one result per document with its best chunk.
-    `limit` is 1 to 50."""
+    `400 query_empty`: `q` holds only -words. `503 search_timeout` with `Retry-After`:
+    the search took too long."""
     results = documents_search(organisation=request.organisation, query=q, limit=limit)
     return {
         "ranking": results.ranking,

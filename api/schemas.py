@@ -1,23 +1,48 @@
 import uuid
 from datetime import datetime
+from enum import StrEnum
 
 from ninja import Schema
+from pydantic import ConfigDict, Field
+
+from api.errors import ErrorCode
+from connectors.models import Connection
+from documents.models import DocumentKind, Membership
+from pipeline.models import RunSource, RunStatus, Stage
+
+# What core/client_text.py refuses in any string, as a schema says it (linear: pydantic's
+# patterns never backtrack).
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f]*$"
 
 
 class AcceptOut(Schema):
+    """An accepted document: follow its run at `status_url` (or `GET /runs/{run_id}`)."""
+
     run_id: uuid.UUID
     document_id: uuid.UUID
-    status: str
-    status_url: str
+    # `queued` when new; a replayed Idempotency-Key answers the run's status now.
+    status: RunStatus
+    # The run, relative to this server.
+    status_url: str = Field(json_schema_extra={"format": "uri-reference"})
+    # The name the document is stored under: the one sent, with `.pdf` or `.docx` added
+    # when its extension does not say what the file is.
+    filename: str
 
 
 class UploadIn(Schema):
     """A file to be PUT straight to storage: its name, its exact size and, optionally, its
     type (application/pdf or the .docx type; otherwise the name's extension says)."""
 
-    filename: str
-    size_bytes: int
-    content_type: str | None = None
+    # Nothing but these three: a misspelt field is a 422, not ignored.
+    model_config = ConfigDict(extra="forbid")
+
+    filename: str = Field(min_length=1, max_length=255, pattern=NO_CONTROL_CHARACTERS)
+    size_bytes: int = Field(ge=0, le=2**53)
+    content_type: str | None = Field(None, max_length=255, pattern=NO_CONTROL_CHARACTERS)
+
+
+class UploadMethod(StrEnum):
+    PUT = "PUT"
 
 
 class UploadOut(Schema):
@@ -25,18 +50,18 @@ class UploadOut(Schema):
     # PUT the file's bytes to `url` with exactly `headers`, before `expires_at`; then
     # POST to `complete_url`, at the latest by `complete_by`.
     url: str
-    method: str
+    method: UploadMethod
     headers: dict[str, str]
     expires_at: datetime
     complete_by: datetime
-    complete_url: str
+    complete_url: str = Field(json_schema_extra={"format": "uri-reference"})
 
 
 class ConnectorSourceOut(Schema):
     """Where a connector's file came from."""
 
     connection_id: int
-    provider: str
+    provider: Connection.Provider
     # The file's path under the connected folder, and the folder.
     path: str
     folder: str
@@ -46,20 +71,22 @@ class ConnectorSourceOut(Schema):
 class DocumentOut(Schema):
     id: uuid.UUID
     filename: str
-    kind: str
+    kind: DocumentKind
     size_bytes: int
     version: int
+    # Counted from the document once its text is extracted; null before.
     page_count: int | None
     chunk_count: int
     # Pages whose text could not be read (damaged); the rest was processed.
-    unreadable_pages: list[int] = []
+    unreadable_pages: list[int]
     created_at: datetime
     updated_at: datetime
-    latest_run_id: uuid.UUID | None = None
-    status: str | None = None
+    # The document's newest run and its status (null only for a document with no run).
+    latest_run_id: uuid.UUID | None
+    status: RunStatus | None
     # Set for a document from a connected folder; `deleted_at_source` once its file is gone.
-    connector: ConnectorSourceOut | None = None
-    deleted_at_source: datetime | None = None
+    connector: ConnectorSourceOut | None
+    deleted_at_source: datetime | None
 
 
 class DocumentPage(Schema):
@@ -69,34 +96,53 @@ class DocumentPage(Schema):
     offset: int
 
 
+class ProgressUnit(StrEnum):
+    PAGES = "pages"
+    CHUNKS = "chunks"
+
+
 class ProgressOut(Schema):
-    done: int
-    total: int
+    """How far the stage a run is in has come: pages read (extract), chunks embedded
+    (embed)."""
+
+    done: int = Field(ge=0)
+    total: int = Field(ge=0)
+    unit: ProgressUnit
 
 
 class RunErrorOut(Schema):
-    code: str
+    """Why the run stopped: `message` is written for the uploader."""
+
+    code: ErrorCode
     message: str
 
 
 class RunOut(Schema):
+    """One pass of a document through the pipeline. It ends `succeeded`, `failed`,
+    `dead_letter` or `cancelled`; until then it is `queued` or `processing`."""
+
     id: uuid.UUID
-    status: str
-    stage: str
-    progress: ProgressOut
-    # Every stage attempt the run has made, and those of the stage it is in now.
+    status: RunStatus
+    # The stage that is due or running, or the one the run ended in.
+    stage: Stage
+    # While a stage counts its work (extract: pages, embed: chunks); null otherwise.
+    progress: ProgressOut | None
+    # Every stage attempt the run has made, and those of the stage it is in now (null
+    # once it has succeeded).
     attempts: int
-    stage_attempts: int
+    stage_attempts: int | None
     error: RunErrorOut | None
     document_id: uuid.UUID | None
+    # What was made of the document: its pages, once counted, and its chunks.
     page_count: int | None
+    chunk_count: int
     # The document's pages whose text could not be read; the rest was processed.
-    unreadable_pages: list[int] = []
+    unreadable_pages: list[int]
     created_at: datetime
     updated_at: datetime
-    # web, api or connector; `connector` says which connected file.
-    source: str
-    connector: ConnectorSourceOut | None = None
+    # `connector` says which connected file, for a run of one.
+    source: RunSource
+    connector: ConnectorSourceOut | None
 
 
 class SearchHitOut(Schema):
@@ -110,10 +156,15 @@ class SearchHitOut(Schema):
     score: float
 
 
+class Ranking(StrEnum):
+    EMBEDDING = "embedding"
+    TEXT = "text"
+
+
 class SearchOut(Schema):
     results: list[SearchHitOut]
     # "embedding", or "text" when the embedding provider could not embed the query.
-    ranking: str
+    ranking: Ranking
 
 
 class QuotaOut(Schema):
@@ -128,6 +179,7 @@ class TokenOut(Schema):
 
     id: int
     name: str
+    role: Membership.Role
     # The token's first characters, to tell tokens apart (`pl_AbC123…`).
     prefix: str
     created_at: datetime
@@ -144,10 +196,3 @@ class TokenPage(Schema):
     count: int
     limit: int
     offset: int
-
-
-class TokenQuery(Schema):
-    limit: int = 50
-    offset: int = 0
-    # Only the active (true) or only the revoked (false) tokens; all when left out.
-    active: bool | None = None

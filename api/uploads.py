@@ -3,10 +3,10 @@
 import uuid
 
 from django.urls import reverse
-from ninja import Router, Status
+from ninja import Path, Router, Status
 
 from api.documents import ACCEPT_ERRORS, accept_out
-from api.errors import BusyErrorOut, ErrorOut, ForbiddenOut, QuotaErrorOut
+from api.errors import errors
 from api.schemas import AcceptOut, UploadIn, UploadOut
 from core.errors import ServiceError
 from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
@@ -17,19 +17,9 @@ router = Router(tags=["uploads"])
 
 @router.post(
     "/uploads",
-    response={
-        201: UploadOut,
-        400: ErrorOut,
-        402: QuotaErrorOut,
-        403: ForbiddenOut,
-        409: ErrorOut,
-        413: ErrorOut,
-        415: ErrorOut,
-        422: ErrorOut,
-        429: BusyErrorOut,
-        503: BusyErrorOut,
-    },
+    response={201: UploadOut, **errors(*ACCEPT_ERRORS, 409)},
     url_name="upload_create",
+    operation_id="uploads_create",
     summary="Ask for a URL to PUT a large PDF or DOCX to",
 )
 def upload_create(request, payload: UploadIn):
@@ -67,11 +57,14 @@ def upload_create(request, payload: UploadIn):
 
 @router.post(
     "/uploads/{upload_id}/complete",
-    response={202: AcceptOut, 404: ErrorOut, 409: ErrorOut, 410: ErrorOut, **ACCEPT_ERRORS},
+    response={202: AcceptOut, **errors(*ACCEPT_ERRORS, 404, 409, 410)},
     url_name="upload_complete",
+    operation_id="uploads_complete",
     summary="Process the file PUT for an upload",
 )
-def upload_complete(request, upload_id: uuid.UUID):
+def upload_complete(
+    request, upload_id: uuid.UUID = Path(..., description="The upload's id, from POST /uploads.")
+):
     """Check the file PUT to the upload's URL and accept it exactly as `POST /documents`
     accepts one, with the same `202` body and the same errors for the same file; the
     refused file is deleted (PUT a corrected one to the same URL while it is valid).

@@ -10,22 +10,31 @@ from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
+from api import openapi
 from api.auth import ApiTokenAuth
-from api.documents import router as jobs_router
+from api.documents import router as documents_router
 from api.parser import ClientTextParser
 from api.throttle import TokenRateThrottle
-from api.tokens import router as documents_router
+from api.tokens import router as organisation_router
 from api.uploads import router as uploads_router
 from core.errors import ServiceError
 
 logger = logging.getLogger("django.request")
 
-api = NinjaAPI(
+
+class PaperlaneAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs):
+        schema = super().get_openapi_schema(**kwargs)
+        return openapi.finish(schema, servers=settings.PAPERLANE_API_SERVERS)
+
+
+api = PaperlaneAPI(
     title="Paperlane API",
-    version="1",
+    version=openapi.VERSION,
     description=(
-        "Upload PDF and DOCX documents, follow their processing, read your quota, "
-        "manage your API tokens."
+        "Upload PDF and DOCX documents, follow their processing, search them, read your "
+        "quota, manage your API tokens. Every request sends `Authorization: Bearer "
+        "<token>`; every error is `{detail, code}` (`ErrorOut`). Changes: docs/api.md."
     ),
     auth=ApiTokenAuth(),
     throttle=TokenRateThrottle(),
@@ -35,17 +44,12 @@ api = NinjaAPI(
     docs=Swagger(settings={"validatorUrl": None}),
     urls_namespace="api",
 )
-api.add_router("", jobs_router)
-api.add_router("", uploads_router)
 api.add_router("", documents_router)
+api.add_router("", uploads_router)
+api.add_router("", organisation_router)
 
-_HTTP_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    429: "throttled",
-}
+# ninja raises 400 for a JSON body that does not parse.
+_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"}
 
 
 def _error(request, status: int, detail: str, code: str, **extra):
@@ -77,7 +81,8 @@ def http_error(request, exc: HttpError):
         )
         response["WWW-Authenticate"] = "Bearer"
         return response
-    return _error(request, exc.status_code, str(exc), _HTTP_CODES.get(exc.status_code, "error"))
+    code = _HTTP_CODES.get(exc.status_code, "invalid_request")
+    return _error(request, exc.status_code, str(exc), code)
 
 
 @api.exception_handler(Http404)

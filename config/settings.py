@@ -466,6 +466,9 @@ PAPERLANE_MAX_ACTIVE_TOKENS = env.int("PAPERLANE_MAX_ACTIVE_TOKENS", default=50)
 # Requests one API token may make in any minute; more get 429 with Retry-After (0: no
 # limit). Counted in Redis; while Redis does not answer, requests are not limited.
 PAPERLANE_API_RATE_PER_MINUTE = env.int("PAPERLANE_API_RATE_PER_MINUTE", default=600)
+# The API's base URLs as its OpenAPI document lists them (`servers`), e.g.
+# https://paperlane.example.com; none: "/", the server that served the document.
+PAPERLANE_API_SERVERS = env.list("PAPERLANE_API_SERVERS", default=[])
 
 
 # ======================================================================================

@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.db.utils import OperationalError
 
-from core.errors import ServiceError
+from core.errors import RetryLater, ServiceError
 from core.provider_breaker import breaker
 from documents.models import Chunk, Document, Organisation
 from retrieval.chunking import clean_text
@@ -38,8 +38,12 @@ from retrieval.embedding import PROVIDER, get_embedder, unpack_vector
 
 logger = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 500
+# 300 characters, each of up to 4 bytes percent-encoded as 12, stay within the 4094 bytes
+# gunicorn takes in a request line (its default --limit-request-line).
+MAX_QUERY_CHARS = 300
 MAX_LIMIT = 50
+# A search that ran out of time may be sent again after this.
+SEARCH_RETRY_AFTER_SECONDS = 5
 # Characters of a chunk shown around the first word of the query it holds.
 SNIPPET_CHARS = 240
 _WORD = re.compile(r"\w+")  # over the query only, never over a document's text
@@ -47,7 +51,10 @@ _WORD = re.compile(r"\w+")  # over the query only, never over a document's text
 _FUSION_K = 60
 
 
-class SearchTooSlow(ServiceError):
+class SearchTooSlow(RetryLater):
+    """The search ran out of its time: a narrower one, or the same once the database is
+    less busy, may not."""
+
     status_code = 503
     code = "search_timeout"
 
@@ -162,7 +169,8 @@ def _candidates_postgresql(organisation_id: int, query: str) -> list[_Candidate]
             raise
         raise SearchTooSlow(
             f"The search took longer than {timeout_ms / 1000:g} s. Add words, or put a phrase "
-            'in "quotes", to narrow it.'
+            'in "quotes", to narrow it.',
+            retry_after=SEARCH_RETRY_AFTER_SECONDS,
         ) from None
     return [_Candidate(row[0], row[1], row[2], bytes(row[3]), row[4]) for row in rows]
 
