@@ -83,6 +83,18 @@ def filename_validate(name: str | None) -> str:
     return name
 
 
+def filename_for_kind(name: str, kind: str) -> str:
+    """`name` with the extension that says what the file is: `a.txt` holding a PDF is
+    stored as `a.txt.pdf`, so that a download opens in the right program. A name that
+    says it already (any case) is kept as sent; one that would grow past the length
+    allowed loses characters before its extension."""
+    suffix = f".{kind}"
+    if name.lower().endswith(suffix):
+        return name
+    room = settings.PAPERLANE_MAX_FILENAME_LENGTH - len(suffix)
+    return name[:room] + suffix
+
+
 def _sha256(upload: UploadedFile) -> str:
     digest = hashlib.sha256()
     upload.seek(0)
@@ -213,6 +225,7 @@ def document_accept(
     inspection = inspect_upload(upload.file)
     if pending is not None and inspection.kind != pending.kind:
         raise _kind_mismatch(pending=pending, kind=inspection.kind)
+    filename = filename_for_kind(filename, inspection.kind)
     quota_check(organisation=organisation, pages=inspection.pages)
 
     if pending is None:
