@@ -201,7 +201,7 @@ def test_a_docx_declared_by_its_type_alone_is_signed_with_the_docx_type(s3, api)
         ),
         ("../../etc/passwd.pdf", 100, None, 400, "invalid_filename"),
         ("empty.pdf", 0, None, 400, "empty_file"),
-        ("negative.pdf", -5, None, 400, "invalid_size"),
+        ("negative.pdf", -5, None, 422, "invalid_request"),
     ],
     ids=[
         "too-large",

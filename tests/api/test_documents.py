@@ -57,10 +57,21 @@ def test_the_openapi_schema_and_docs_are_served(client):
     assert client.get("/api/v1/docs").status_code == 200
 
 
-def test_an_offset_past_any_list_is_an_empty_page_not_an_error(api):
+def test_an_offset_past_the_list_is_an_empty_page_and_past_its_bound_a_422(api):
     accepted_run(api, make_pdf(1))
 
-    response = api.get("/api/v1/documents?offset=100000000000000000000")
+    response = api.get("/api/v1/documents?offset=1000000000000")
+    beyond = api.get("/api/v1/documents?offset=1000000000001")
 
     assert response.status_code == 200, response.content
     assert response.json()["items"] == [] and response.json()["count"] == 1
+    assert beyond.status_code == 422 and beyond.json()["code"] == "invalid_request"
+    assert beyond.json()["errors"][0]["loc"] == ["query", "offset"]
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=-1", "limit=201", "limit=x", "offset=-1"])
+def test_a_page_out_of_bounds_is_a_422_not_clamped(api, query):
+    response = api.get(f"/api/v1/documents?{query}")
+
+    assert response.status_code == 422, response.content
+    assert response.json()["code"] == "invalid_request"

@@ -50,6 +50,7 @@ def test_it_accepts_a_pdf_and_reserves_its_pages(api, org, media_files):
         "document_id": str(run.document_id),
         "status": "queued",
         "status_url": f"/api/v1/runs/{run.id}",
+        "filename": "report.pdf",
     }
     # Its bytes are stored at accept: the run starts at extract, which checks them.
     assert (run.status, run.stage, run.source) == ("queued", "extract", "api")
@@ -84,6 +85,35 @@ def test_it_enqueues_the_first_stage_after_commit(
     assert waiting_job_ids("store") == []
 
 
+@pytest.mark.parametrize(
+    "sent, kind, stored",
+    [
+        ("a.txt", "pdf", "a.txt.pdf"),
+        ("scan", "pdf", "scan.pdf"),
+        ("REPORT.PDF", "pdf", "REPORT.PDF"),
+        ("letter.pdf", "docx", "letter.pdf.docx"),
+        ("notes.docx", "docx", "notes.docx"),
+    ],
+)
+def test_a_name_whose_extension_says_another_type_gets_the_right_one(api, sent, kind, stored):
+    data = make_pdf(1) if kind == "pdf" else make_docx(1)
+
+    response = upload(api, data, name=sent)
+
+    assert response.status_code == 202, response.content
+    assert response.json()["filename"] == stored
+    assert Document.objects.get(id=response.json()["document_id"]).filename == stored
+
+
+def test_a_long_name_keeps_its_length_bound_when_its_extension_is_added(api, settings):
+    sent = "x" * settings.PAPERLANE_MAX_FILENAME_LENGTH
+
+    response = upload(api, make_pdf(1), name=sent)
+
+    stored = response.json()["filename"]
+    assert len(stored) == settings.PAPERLANE_MAX_FILENAME_LENGTH and stored.endswith("x.pdf")
+
+
 def test_the_run_can_be_polled(api):
     body = upload(api, make_pdf(2)).json()
 
@@ -94,7 +124,7 @@ def test_the_run_can_be_polled(api):
     assert run["id"] == body["run_id"]
     assert run["status"] == "queued"
     assert run["stage"] == "extract"
-    assert run["progress"] == {"done": 0, "total": 0}
+    assert run["progress"] is None
     assert (run["attempts"], run["stage_attempts"]) == (0, 0)
     assert run["error"] is None
     assert run["document_id"] == body["document_id"]

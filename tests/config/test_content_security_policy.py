@@ -186,5 +186,7 @@ def test_with_onedrive_set_up_the_connect_form_may_lead_to_microsofts_sign_in():
     without = run(env={k: v for k, v in env.items() if k != "PAPERLANE_ONEDRIVE_CLIENT_ID"})
 
     # The shell's last line: what the script printed.
-    assert with_onedrive.stdout.splitlines()[-1] == "[\"'self'\", 'https://login.microsoftonline.com']"
+    assert (
+        with_onedrive.stdout.splitlines()[-1] == "[\"'self'\", 'https://login.microsoftonline.com']"
+    )
     assert without.stdout.splitlines()[-1] == "[\"'self'\"]"

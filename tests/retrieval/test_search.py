@@ -1,6 +1,8 @@
 """GET /search: every word matched, ranked by embedding, one result per document, only the
 caller's organisation, bounded in time; on PostgreSQL through the chunks' text index."""
 
+from urllib.parse import urlencode
+
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
@@ -9,7 +11,13 @@ from core.provider_breaker import breaker
 from documents.models import Document
 from documents.services.content import document_chunks_upsert
 from retrieval.embedding import PROVIDER, get_embedder, pack_vector
-from retrieval.search import CANDIDATES_SQL, _candidates_by_substring, _terms, snippet
+from retrieval.search import (
+    CANDIDATES_SQL,
+    MAX_QUERY_CHARS,
+    _candidates_by_substring,
+    _terms,
+    snippet,
+)
 from tests.support.files import make_pdf
 from tests.support.runs import document_with_chunks, drive
 from tests.support.uploads import accepted_run
@@ -84,23 +92,36 @@ def test_limit_caps_the_documents_returned(api, org):
         document_with_chunks(org, f"{number}.pdf", [f"beacon number {number}"])
 
     assert len(_search(api, "beacon", limit=3).json()["results"]) == 3
-    assert len(_search(api, "beacon", limit=500).json()["results"]) == 5
+    assert len(_search(api, "beacon", limit=50).json()["results"]) == 5
+    assert _search(api, "beacon", limit=51).status_code == 422
 
 
 @pytest.mark.parametrize(
-    ("q", "code"),
+    ("q", "status", "code"),
     [
-        ("", "query_empty"),
-        ("!?", "query_empty"),
-        ("-tide", "query_empty"),
-        ("x" * 501, "query_too_long"),
+        ("", 422, "invalid_request"),
+        ("!?", 422, "invalid_request"),
+        ("x" * 301, 422, "invalid_request"),
+        ("-tide", 400, "query_empty"),
+        ("-tide -chain", 400, "query_empty"),
     ],
 )
-def test_a_query_without_words_or_too_long_is_a_clear_400(api, q, code):
+def test_a_query_without_words_or_too_long_is_refused_clearly(api, q, status, code):
     response = _search(api, q)
 
-    assert response.status_code == 400
+    assert response.status_code == status
     assert response.json()["code"] == code
+
+
+def test_the_longest_query_in_any_script_fits_a_request_line_gunicorn_takes():
+    # 4094 bytes: gunicorn's --limit-request-line; each emoji is 4 bytes, 12 encoded.
+    line = (
+        "GET /api/v1/search?"
+        + urlencode({"q": "\U0001f30a" * MAX_QUERY_CHARS, "limit": 50})
+        + " HTTP/1.1"
+    )
+
+    assert len(line) <= 4094
 
 
 def test_a_missing_query_or_token_gets_the_api_errors(api, client):

@@ -1,0 +1,299 @@
+"""The OpenAPI document as a contract a generated client can rely on: every operation's
+statuses, headers and bounds, the codes, the fields always sent. What the server
+actually answers is held to it by test_schemathesis.py and test_generated_client.py."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from api.errors import ErrorCode
+from api.openapi import TAGS
+from config.api import api
+from pipeline.models import ImportRun
+from tests.support.files import make_pdf
+from tests.support.runs import drive
+from tests.support.uploads import accepted_run
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ("config", "web", "api", "operations", "connectors", "pipeline", "retrieval")
+APPS += ("documents", "core")
+# The positional argument that is the code, in the two calls that take it so:
+# config/api.py's _error(request, status, detail, code) and the engine's
+# _fail(claim, exc, outcome, code, message).
+CODE_ARGUMENT = {"_error": 3, "_fail": 3}
+OPERATION_IDS = {
+    "documents_upload",
+    "documents_list",
+    "documents_get",
+    "documents_delete",
+    "documents_file",
+    "runs_get",
+    "runs_retry",
+    "runs_cancel",
+    "search",
+    "uploads_create",
+    "uploads_complete",
+    "quota_get",
+    "tokens_list",
+    "tokens_revoke",
+}
+
+
+def _is_code(value: object) -> bool:
+    return isinstance(value, str) and value.replace("_", "").isalpha() and value.islower()
+
+
+def codes_in_source() -> dict[str, str]:
+    """Every error code the code base writes, with a file that writes it: `code="…"`
+    and `code = "…"` (also `error_code`), the code argument of `_error` and `_fail`,
+    the values of config/api.py's `_HTTP_CODES` and the extraction limits' codes."""
+    found: dict[str, str] = {}
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            where = str(path.relative_to(ROOT))
+            for node in ast.walk(ast.parse(path.read_text())):
+                for value in _code_values(node):
+                    found.setdefault(value, where)
+    return found
+
+
+def _code_values(node: ast.AST):
+    names = {"code", "error_code"}
+    if isinstance(node, ast.keyword) and node.arg in names:
+        yield from _constants(node.value)
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(target, ast.Name) and target.id in names for target in targets):
+            yield from _constants(node.value)
+        if any(isinstance(target, ast.Name) and target.id == "_HTTP_CODES" for target in targets):
+            yield from (value.value for value in node.value.values)
+    elif isinstance(node, ast.Call):
+        name = getattr(node.func, "id", getattr(node.func, "attr", None))
+        index = CODE_ARGUMENT.get(name)
+        if index is not None and len(node.args) > index:
+            yield from _constants(node.args[index])
+    elif isinstance(node, ast.JoinedStr) and ast.unparse(node) == "f'extract_{exc.limit}_limit'":
+        yield from (f"extract_{limit}_limit" for limit in ("memory", "time", "cpu"))
+
+
+def _constants(node: ast.AST):
+    if isinstance(node, ast.Constant) and _is_code(node.value):
+        yield node.value
+    elif isinstance(node, ast.BoolOp):
+        for value in node.values:
+            yield from _constants(value)
+
+
+def test_the_code_enum_is_exactly_the_codes_the_server_writes():
+    written = codes_in_source()
+    declared = {code.value for code in ErrorCode}
+
+    undeclared = {code: where for code, where in written.items() if code not in declared}
+    unused = declared - set(written)
+    assert not undeclared, f"add to api.errors.ErrorCode: {undeclared}"
+    assert not unused, f"no code writes these ErrorCode members: {unused}"
+
+
+def test_the_scan_finds_codes_written_each_way():
+    # A code the scan could not see would pass the test above unseen.
+    written = codes_in_source()
+
+    for code in ("rate_limited", "unauthorized", "timeout", "unexpected_error"):
+        assert code in written, code
+    assert {"extract_memory_limit", "extract_time_limit", "extract_cpu_limit"} <= set(written)
+    assert written["search_timeout"] == "retrieval/search.py"
+
+
+@pytest.fixture(scope="module")
+def schema():
+    # As served: JSON, its statuses strings.
+    return json.loads(json.dumps(api.get_openapi_schema(path_prefix="/api/v1/")))
+
+
+def operations(schema):
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            yield f"{method.upper()} {path}", operation
+
+
+def test_operations_have_stable_readable_ids_and_a_documented_tag(schema):
+    tags = {tag["name"] for tag in TAGS}
+
+    ids = {operation["operationId"] for _, operation in operations(schema)}
+
+    assert ids == OPERATION_IDS
+    for name, operation in operations(schema):
+        assert len(operation["tags"]) == 1 and operation["tags"][0] in tags, name
+        assert operation.get("summary"), name
+    assert [tag["name"] for tag in schema["tags"]] == [tag["name"] for tag in TAGS]
+
+
+def test_every_operation_declares_the_errors_any_request_can_get(schema):
+    for name, operation in operations(schema):
+        responses = operation["responses"]
+        for status in ("400", "401", "429"):
+            assert status in responses, f"{name} does not declare {status}"
+        if operation.get("parameters") or operation.get("requestBody"):
+            assert "422" in responses, f"{name} takes input but does not declare 422"
+
+
+def test_every_error_answer_is_the_one_error_schema_with_an_example(schema):
+    for name, operation in operations(schema):
+        for status, response in operation["responses"].items():
+            if int(status) < 400:
+                continue
+            media = response["content"]["application/json"]
+            assert media["schema"] == {"$ref": "#/components/schemas/ErrorOut"}, (name, status)
+            assert media["example"]["code"] in {code.value for code in ErrorCode}, (name, status)
+            assert response["description"] not in {"", "Bad Request"}, (name, status)
+
+
+def test_waits_and_redirects_declare_their_headers(schema):
+    for name, operation in operations(schema):
+        for status, response in operation["responses"].items():
+            headers = response.get("headers", {})
+            if status in {"429", "503"}:
+                assert headers["Retry-After"]["schema"]["type"] == "integer", (name, status)
+            if status == "401":
+                assert "WWW-Authenticate" in headers, name
+            if status == "302":
+                assert headers["Location"]["required"], name
+
+
+def test_the_download_is_one_binary_answer_a_generator_reads(schema):
+    responses = schema["paths"]["/api/v1/documents/{document_id}/file"]["get"]["responses"]
+
+    content = responses["200"]["content"]
+
+    assert content["application/octet-stream"]["schema"] == {"type": "string", "format": "binary"}
+    assert {media["schema"]["format"] for media in content.values()} == {"binary"}
+    assert "Content-Disposition" in responses["200"]["headers"]
+
+
+def test_every_field_a_success_body_always_has_is_required(schema):
+    components = schema["components"]["schemas"]
+    # The error's extra fields come with some errors only; UploadIn is a request.
+    for name, component in components.items():
+        if component.get("type") != "object" or name in {"ErrorOut", "FieldErrorOut", "UploadIn"}:
+            continue
+        properties = set(component.get("properties", {}))
+        missing = properties - set(component.get("required", []))
+        assert not missing, f"{name}: {missing} are always sent but not required"
+
+
+def test_the_error_schema_requires_detail_and_code_and_nothing_is_nullable_in_it(schema):
+    error = schema["components"]["schemas"]["ErrorOut"]
+
+    assert error["required"] == ["detail", "code"]
+    assert error["properties"]["code"] == {"$ref": "#/components/schemas/ErrorCode"}
+    for field, spec in error["properties"].items():
+        assert "null" not in str(spec) and "default" not in spec, field
+
+
+def test_closed_sets_of_strings_are_enums(schema):
+    components = schema["components"]["schemas"]
+
+    def ref(component: str, field: str) -> str:
+        spec = components[component]["properties"][field]
+        spec = next((part for part in spec.get("anyOf", [spec]) if "$ref" in part), spec)
+        return spec["$ref"].rsplit("/", 1)[-1]
+
+    assert components[ref("RunOut", "status")]["enum"][-1] == "cancelled"
+    for component, field in [
+        ("RunOut", "stage"),
+        ("RunOut", "source"),
+        ("RunErrorOut", "code"),
+        ("DocumentOut", "kind"),
+        ("DocumentOut", "status"),
+        ("SearchOut", "ranking"),
+        ("TokenOut", "role"),
+        ("ProgressOut", "unit"),
+        ("ConnectorSourceOut", "provider"),
+        ("AcceptOut", "status"),
+    ]:
+        assert components[ref(component, field)]["enum"], (component, field)
+
+
+def test_every_bounded_input_declares_its_bounds(schema):
+    for name, operation in operations(schema):
+        for parameter in operation.get("parameters", []):
+            spec = parameter["schema"]
+            if spec.get("type") == "integer":
+                assert "minimum" in spec and "maximum" in spec, (name, parameter["name"])
+            if spec.get("type") == "string" and spec.get("format") != "uuid":
+                assert "maxLength" in spec, (name, parameter["name"])
+    upload = schema["components"]["schemas"]["UploadIn"]["properties"]
+    assert upload["filename"]["maxLength"] == 255 and upload["size_bytes"]["minimum"] == 0
+
+
+def test_the_upload_requires_its_file_and_the_idempotency_key_is_not_nullable(schema):
+    operation = schema["paths"]["/api/v1/documents"]["post"]
+
+    body = operation["requestBody"]
+    [key] = [p for p in operation["parameters"] if p["name"] == "Idempotency-Key"]
+
+    assert body["required"] and body["content"]["multipart/form-data"]["schema"]["required"] == [
+        "file"
+    ]
+    assert key["schema"]["type"] == "string" and "anyOf" not in key["schema"]
+    assert (key["schema"]["minLength"], key["schema"]["maxLength"]) == (1, 255)
+
+
+def test_servers_and_version_come_from_the_settings_and_the_contract(client):
+    with override_settings(PAPERLANE_API_SERVERS=["https://paperlane.example.com"]):
+        named = client.get("/api/v1/openapi.json").json()
+    default = client.get("/api/v1/openapi.json").json()
+
+    assert named["servers"] == [{"url": "https://paperlane.example.com"}]
+    assert default["servers"] == [{"url": "/"}]
+    assert default["info"]["version"].count(".") == 2
+
+
+@pytest.mark.parametrize(
+    "query, field",
+    [("q=", "q"), ("q=a&limit=0", "limit"), ("q=a&limit=51", "limit"), ("q=" + "a" * 301, "q")],
+)
+def test_a_search_out_of_bounds_is_a_422(api, query, field):
+    response = api.get(f"/api/v1/search?{query}")
+
+    assert response.status_code == 422, response.content
+    assert response.json()["errors"][0]["loc"] == ["query", field]
+
+
+def test_a_204_carries_no_content_type(api):
+    run = accepted_run(api, make_pdf(1))
+
+    response = api.delete(f"/api/v1/documents/{run.document_id}")
+
+    assert response.status_code == 204 and response.content == b""
+    assert "Content-Type" not in response.headers
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_succeeded_run_says_what_was_made_and_no_progress(api):
+    run = accepted_run(api, make_pdf(3))
+    drive(run.id)
+
+    body = api.get(f"/api/v1/runs/{run.id}").json()
+
+    assert body["status"] == "succeeded"
+    assert body["progress"] is None and body["stage_attempts"] is None
+    assert body["page_count"] == 3 and body["chunk_count"] >= 1
+    assert body["attempts"] >= 3
+
+
+def test_a_stage_that_counts_its_work_shows_its_progress_and_unit(api):
+    run = accepted_run(api, make_pdf(1))
+    ImportRun.objects.filter(id=run.id).update(
+        status="processing", stage="embed", progress_done=3, progress_total=10, stage_attempts=1
+    )
+
+    body = api.get(f"/api/v1/runs/{run.id}").json()
+
+    assert body["progress"] == {"done": 3, "total": 10, "unit": "chunks"}
+    assert body["stage_attempts"] == 1
