@@ -36,7 +36,8 @@ ERRORS: dict[str, dict[str, Any]] = {
         "a character the API does not take (`invalid_characters`), a body that is not "
         "valid multipart (`invalid_multipart`).",
         "example": {
-            "detail": "The query string contains a character that is not allowed (NUL).",
+            "detail": "The query parameter 'q' holds a NUL character (U+0000), which cannot "
+            "be accepted.",
             "code": "invalid_characters",
         },
     },
@@ -52,7 +53,7 @@ ERRORS: dict[str, dict[str, Any]] = {
     "402": {
         "description": "The organisation has not enough pages left (`quota_exceeded`).",
         "example": {
-            "detail": "This document has 12 pages; your organisation has 3 pages left.",
+            "detail": "This document needs 12 pages but only 3 of your page quota are left.",
             "code": "quota_exceeded",
             "pages_requested": 12,
             "pages_available": 3,
@@ -76,14 +77,15 @@ ERRORS: dict[str, dict[str, Any]] = {
     "409": {
         "description": "Not possible in the state the thing is in now (`code` says which).",
         "example": {
-            "detail": "The run has succeeded; only a queued or processing run can be cancelled.",
-            "code": "transition_not_allowed",
+            "detail": "The run has already ended (succeeded).",
+            "code": "conflict",
         },
     },
     "410": {
         "description": "Too late: the upload expired (`upload_expired`).",
         "example": {
-            "detail": "This upload expired; ask for a new one.",
+            "detail": "This upload could be completed until 2026-12-01 12:00:00 UTC and was "
+            "not; ask for a new one.",
             "code": "upload_expired",
         },
     },
@@ -98,7 +100,8 @@ ERRORS: dict[str, dict[str, Any]] = {
     "415": {
         "description": "The file is not a PDF or a Word (.docx) document (`unsupported_type`).",
         "example": {
-            "detail": "Only PDF and Word (.docx) documents are accepted.",
+            "detail": "Only PDF and Word (.docx) files are supported; this file is of an "
+            "unrecognised type.",
             "code": "unsupported_type",
         },
     },
@@ -125,7 +128,7 @@ ERRORS: dict[str, dict[str, Any]] = {
         "request again after `Retry-After` seconds.",
         "headers": _RETRY_AFTER,
         "example": {
-            "detail": "The pipeline is full; try again in 30 s.",
+            "detail": "The system is busy; please try again in 30 seconds.",
             "code": "busy",
             "retry_after": 30,
         },
