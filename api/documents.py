@@ -17,7 +17,7 @@ from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
 from core.uploads import client_file_name, upload_refusal
 from documents.formats.base import MEDIA_TYPES
 from documents.selectors import document_file, document_get, document_list
-from pipeline.models import ACTIVE_STATUSES, ImportRun, RunSource, RunStatus, Stage
+from pipeline.models import ImportRun, RunSource, RunStatus, Stage
 from pipeline.selectors import documents_with_latest_runs, run_get
 from pipeline.services.accept import IDEMPOTENCY_KEY_MAX, Acceptance, document_accept
 from pipeline.services.deletion import document_delete
@@ -260,8 +260,10 @@ PROGRESS_UNITS = {Stage.EXTRACT: "pages", Stage.EMBED: "chunks"}
 
 
 def _progress_out(run: ImportRun) -> dict | None:
+    """How far the run's stage got, while it counts (and where it stopped, for a run
+    that failed or was cancelled in it); None for a stage that counts nothing."""
     unit = PROGRESS_UNITS.get(run.stage)
-    if run.status not in ACTIVE_STATUSES or unit is None or run.progress_total == 0:
+    if unit is None or run.progress_total == 0:
         return None
     return {"done": run.progress_done, "total": run.progress_total, "unit": unit}
 

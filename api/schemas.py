@@ -125,7 +125,8 @@ class RunOut(Schema):
     status: RunStatus
     # The stage that is due or running, or the one the run ended in.
     stage: Stage
-    # While a stage counts its work (extract: pages, embed: chunks); null otherwise.
+    # How far the stage that counts its work has come (extract: pages, embed: chunks),
+    # or got, for a run that stopped in it; null for the other stages.
     progress: ProgressOut | None
     # Every stage attempt the run has made, and those of the stage it is in now (null
     # once it has succeeded).

@@ -297,3 +297,23 @@ def test_a_stage_that_counts_its_work_shows_its_progress_and_unit(api):
 
     assert body["progress"] == {"done": 3, "total": 10, "unit": "chunks"}
     assert body["stage_attempts"] == 1
+
+
+def test_a_field_a_direct_upload_does_not_have_is_a_422_not_ignored(api):
+    body = {"filename": "a.pdf", "size_bytes": 10, "colour": "red"}
+
+    response = api.post("/api/v1/uploads", body, content_type="application/json")
+
+    assert response.status_code == 422, response.content
+    assert response.json()["errors"][0]["loc"] == ["body", "payload", "colour"]
+
+
+def test_a_run_that_stopped_in_a_counting_stage_says_where(api):
+    run = accepted_run(api, make_pdf(1))
+    ImportRun.objects.filter(id=run.id).update(
+        status="failed", stage="embed", progress_done=4, progress_total=9
+    )
+
+    body = api.get(f"/api/v1/runs/{run.id}").json()
+
+    assert body["progress"] == {"done": 4, "total": 9, "unit": "chunks"}
