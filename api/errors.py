@@ -12,14 +12,16 @@ from documents.models import Membership
 
 class ErrorCode(StrEnum):
     """Every code Paperlane answers with: a refused request's `code`, and a failed run's
-    `error.code`. New codes are added in a minor version (docs/api.md); treat one you do
-    not know by its HTTP status."""
+    `error.code`. A new code comes with a new minor version of the document (docs/api.md,
+    "Changes"): regenerate a client from it."""
 
     # Any request.
     INVALID_REQUEST = "invalid_request"
     INVALID_CHARACTERS = "invalid_characters"
     INVALID_MULTIPART = "invalid_multipart"
     BAD_REQUEST = "bad_request"
+    BODY_TOO_LARGE = "body_too_large"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
@@ -82,6 +84,8 @@ class ErrorCode(StrEnum):
     UNSTORABLE_DATA = "unstorable_data"
     WORKER_LOST = "worker_lost"
     WORKER_STOPPED = "worker_stopped"
+    POISON = "poison"
+    DEAD_LETTERED_BY_OPERATOR = "dead_lettered_by_operator"
     EXTRACT_MEMORY_LIMIT = "extract_memory_limit"
     EXTRACT_TIME_LIMIT = "extract_time_limit"
     EXTRACT_CPU_LIMIT = "extract_cpu_limit"
@@ -106,6 +110,13 @@ class ErrorCode(StrEnum):
     FOLDER_UNREADABLE = "folder_unreadable"
     CONNECTION_NEEDS_RECONNECT = "connection_needs_reconnect"
     CONNECTED_BY_FORMER_MEMBER = "connected_by_former_member"
+    CONNECTION_DISCONNECTED = "connection_disconnected"
+
+
+ERROR_CODES = frozenset(code.value for code in ErrorCode)
+# A person's or a token's role in an organisation (documents/roles.py), named for the
+# generated clients; its values are Membership.Role's.
+OrganisationRole = StrEnum("OrganisationRole", {r.name: r.value for r in Membership.Role})
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -143,13 +154,14 @@ class ErrorOut(Schema):
     )
     pages_requested: int = sometimes("402: the pages the document needs.", ge=0)
     pages_available: int = sometimes("402: the pages the organisation has left.", ge=0)
-    role: Membership.Role = sometimes("403: the role of the token that asked.")
-    needed: Membership.Role = sometimes("403: the least role that may do it.")
+    role: OrganisationRole = sometimes("403: the role of the token that asked.")
+    needed: OrganisationRole = sometimes("403: the least role that may do it.")
 
 
 # What any operation may answer: a character the API refuses in the path, the query or a
-# header (400), no valid token (401), the token's requests per minute spent (429).
-ALWAYS = (400, 401, 429)
+# header (400), no valid token (401), a body over the size any request may have (413),
+# the token's requests per minute spent (429), our own failure (500).
+ALWAYS = (400, 401, 413, 429, 500)
 
 
 def errors(*statuses: int) -> dict[int, type[ErrorOut]]:

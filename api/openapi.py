@@ -5,9 +5,8 @@ the servers. `PaperlaneAPI` (config/api.py) applies it to the document it serves
 import copy
 from typing import Any
 
-# The version of the API's contract, in the document's `info`: the minor version grows
-# with each addition (docs/api.md, "Changes"); /api/v1/ stays until something is taken away.
-VERSION = "1.1.0"
+# The version of the API's contract, in the document's `info` (docs/api.md, "Changes").
+VERSION = "1.0.0"
 
 TAGS = [
     {"name": "documents", "description": "Upload documents, list, read, download, delete."},
@@ -90,7 +89,8 @@ ERRORS: dict[str, dict[str, Any]] = {
         },
     },
     "413": {
-        "description": "The file is larger than the server takes (`file_too_large`).",
+        "description": "The file is larger than the server takes (`file_too_large`), or the "
+        "request's body is, whatever it holds (`body_too_large`).",
         "example": {
             "detail": "The file is 73400320 bytes; the limit is 52428800 bytes.",
             "code": "file_too_large",
@@ -131,6 +131,13 @@ ERRORS: dict[str, dict[str, Any]] = {
             "detail": "The system is busy; please try again in 30 seconds.",
             "code": "busy",
             "retry_after": 30,
+        },
+    },
+    "500": {
+        "description": "Something went wrong on our side (`internal_error`); it has been logged.",
+        "example": {
+            "detail": "Something went wrong on our side; it has been logged.",
+            "code": "internal_error",
         },
     },
     "503": {

@@ -2,12 +2,13 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
+from django.conf import settings
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from api.errors import ErrorCode
+from api.errors import ErrorCode, OrganisationRole
 from connectors.models import Connection
-from documents.models import DocumentKind, Membership
+from documents.models import DocumentKind
 from pipeline.models import RunSource, RunStatus, Stage
 
 # What core/client_text.py refuses in any string, as a schema says it (linear: pydantic's
@@ -36,7 +37,11 @@ class UploadIn(Schema):
     # Nothing but these three: a misspelt field is a 422, not ignored.
     model_config = ConfigDict(extra="forbid")
 
-    filename: str = Field(min_length=1, max_length=255, pattern=NO_CONTROL_CHARACTERS)
+    filename: str = Field(
+        min_length=1,
+        max_length=settings.PAPERLANE_MAX_FILENAME_LENGTH,
+        pattern=NO_CONTROL_CHARACTERS,
+    )
     size_bytes: int = Field(ge=0, le=2**53)
     content_type: str | None = Field(None, max_length=255, pattern=NO_CONTROL_CHARACTERS)
 
@@ -57,11 +62,15 @@ class UploadOut(Schema):
     complete_url: str = Field(json_schema_extra={"format": "uri-reference"})
 
 
+# Where a connection reads from, named for the generated clients; Connection.Provider's values.
+ConnectorProvider = StrEnum("ConnectorProvider", {p.name: p.value for p in Connection.Provider})
+
+
 class ConnectorSourceOut(Schema):
     """Where a connector's file came from."""
 
     connection_id: int
-    provider: Connection.Provider
+    provider: ConnectorProvider
     # The file's path under the connected folder, and the folder.
     path: str
     folder: str
@@ -180,7 +189,7 @@ class TokenOut(Schema):
 
     id: int
     name: str
-    role: Membership.Role
+    role: OrganisationRole
     # The token's first characters, to tell tokens apart (`pl_AbC123…`).
     prefix: str
     created_at: datetime

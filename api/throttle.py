@@ -2,6 +2,7 @@
 limit). Past it, `429 {detail, code: "rate_limited"}` with `Retry-After`. Counted in
 Redis (core/rate_limit.py); while Redis does not answer, requests are not limited."""
 
+import math
 import threading
 
 from django.conf import settings
@@ -28,5 +29,7 @@ class TokenRateThrottle(BaseThrottle):
         self._last.wait = window_take(key=f"{KEY}{token.id}", limit=limit, window_seconds=60)
         return self._last.wait is None
 
-    def wait(self) -> float | None:
-        return getattr(self._last, "wait", None)
+    def wait(self) -> int | None:
+        # Whole seconds, at least one: ninja's Retry-After and our body's retry_after agree.
+        wait = getattr(self._last, "wait", None)
+        return None if wait is None else max(1, math.ceil(wait))

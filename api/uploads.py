@@ -17,7 +17,7 @@ router = Router(tags=["uploads"])
 
 @router.post(
     "/uploads",
-    response={201: UploadOut, **errors(*ACCEPT_ERRORS, 409)},
+    response={201: UploadOut, **errors(*ACCEPT_ERRORS)},
     url_name="upload_create",
     operation_id="uploads_create",
     summary="Ask for a URL to PUT a large PDF or DOCX to",
@@ -57,7 +57,7 @@ def upload_create(request, payload: UploadIn):
 
 @router.post(
     "/uploads/{upload_id}/complete",
-    response={202: AcceptOut, **errors(*ACCEPT_ERRORS, 404, 409, 410)},
+    response={202: AcceptOut, **errors(*ACCEPT_ERRORS, 404, 410)},
     url_name="upload_complete",
     operation_id="uploads_complete",
     summary="Process the file PUT for an upload",

@@ -5,6 +5,7 @@ import logging
 import math
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI, Swagger
@@ -107,6 +108,24 @@ def invalid_multipart(request, exc: MultiPartParserError):
         request,
         400,
         "The request body is not valid multipart/form-data; send the file in a field named 'file'.",
+        "invalid_multipart",
+    )
+
+
+@api.exception_handler(RequestDataTooBig)
+def body_too_large(request, exc: RequestDataTooBig):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return _error(request, 413, f"The request's body is over {limit} bytes.", "body_too_large")
+
+
+@api.exception_handler(TooManyFieldsSent)
+@api.exception_handler(TooManyFilesSent)
+def too_many_parts(request, exc: Exception):
+    return _error(
+        request,
+        400,
+        "The form has more fields or files than a request may; send the file in one field "
+        "named 'file'.",
         "invalid_multipart",
     )
 

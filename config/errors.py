@@ -36,3 +36,28 @@ def server_error(request: HttpRequest):
             status=500,
         )
     return defaults.server_error(request)
+
+
+class JsonMethodNotAllowedMiddleware:
+    """ninja answers a method an API address does not have with a plain-text 405; under
+    /api/ it is JSON, as every error there is, with the `Allow` header kept."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        response = self.get_response(request)
+        if response.status_code != 405 or not _api(request):
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        allowed = response.get("Allow", "")
+        answer = JsonResponse(
+            {
+                "detail": f"This address does not take {request.method}; it takes {allowed}.",
+                "code": "method_not_allowed",
+            },
+            status=405,
+        )
+        answer["Allow"] = allowed
+        return answer

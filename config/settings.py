@@ -84,6 +84,8 @@ MIDDLEWARE = [
     "core.client_text.ClientTextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A 405 under /api/ is JSON like every other error there.
+    "config.errors.JsonMethodNotAllowedMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its page.
     "axes.middleware.AxesMiddleware",
 ]

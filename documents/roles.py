@@ -92,8 +92,10 @@ def refusal(role: str | None, ability: Ability, *, token: bool = False) -> Forbi
         has = "This API token is not for this organisation"
     else:
         has = "You are not a member of this organisation"
+    # `role` only for one who has a role here: an answer's role is always one of them.
+    roles = {"role": role} if role else {}
     return Forbidden(
         f"{has}: only {_WHO_MAY[needed]} may {action}. Ask an admin of the organisation.",
-        role=role or "",
         needed=needed,
+        **roles,
     )

@@ -142,9 +142,11 @@ def member_remove(*, organisation: Organisation, user: AbstractBaseUser) -> bool
 
 def member_get(*, organisation: Organisation, username: str) -> AbstractBaseUser:
     """The member of `organisation` called `username` (NotFound if there is none)."""
-    user = get_user_model().objects.filter(
-        username=username, memberships__organisation=organisation
-    ).first()
+    user = (
+        get_user_model()
+        .objects.filter(username=username, memberships__organisation=organisation)
+        .first()
+    )
     if user is None:
         raise NotFound(f"{username!r} is not a member of {organisation.slug}.")
     return user

@@ -4,6 +4,7 @@ actually answers is held to it by test_schemathesis.py and test_generated_client
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -43,50 +44,80 @@ OPERATION_IDS = {
 
 
 def _is_code(value: object) -> bool:
-    return isinstance(value, str) and value.replace("_", "").isalpha() and value.islower()
+    return isinstance(value, str) and re.fullmatch(r"[a-z][a-z0-9_]*", value) is not None
+
+
+def _sources():
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            if "migrations" not in path.parts:
+                yield str(path.relative_to(ROOT)), ast.parse(path.read_text())
 
 
 def codes_in_source() -> dict[str, str]:
-    """Every error code the code base writes, with a file that writes it: `code="…"`
-    and `code = "…"` (also `error_code`), the code argument of `_error` and `_fail`,
-    the values of config/api.py's `_HTTP_CODES` and the extraction limits' codes."""
+    """Every error code the code base writes, with a file that writes it: `code="…"`,
+    `code = "…"`, `x["code"] = "…"` and `{"code": "…"}` (also `error_code`), the code
+    argument of `_error` and `_fail`, the values of config/api.py's `_HTTP_CODES` and the
+    extraction limits' codes; a name in any of those places stands for the string a
+    module-level constant of that name holds."""
+    trees = list(_sources())
+    constants = {
+        target.id: node.value.value
+        for _, tree in trees
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name) and _is_code(node.value.value)
+    }
     found: dict[str, str] = {}
-    for app in APPS:
-        for path in (ROOT / app).rglob("*.py"):
-            if "migrations" in path.parts:
-                continue
-            where = str(path.relative_to(ROOT))
-            for node in ast.walk(ast.parse(path.read_text())):
-                for value in _code_values(node):
-                    found.setdefault(value, where)
+    for where, tree in trees:
+        for node in ast.walk(tree):
+            for value in _code_values(node, constants):
+                found.setdefault(value, where)
     return found
 
 
-def _code_values(node: ast.AST):
-    names = {"code", "error_code"}
-    if isinstance(node, ast.keyword) and node.arg in names:
-        yield from _constants(node.value)
+NAMES = {"code", "error_code"}
+
+
+def _code_values(node: ast.AST, constants: dict[str, str]):
+    def values(expression: ast.AST):
+        yield from _constants(expression, constants)
+
+    if isinstance(node, ast.keyword) and node.arg in NAMES:
+        yield from values(node.value)
+    elif isinstance(node, ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value in NAMES:
+                yield from values(value)
     elif isinstance(node, (ast.Assign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if any(isinstance(target, ast.Name) and target.id in names for target in targets):
-            yield from _constants(node.value)
-        if any(isinstance(target, ast.Name) and target.id == "_HTTP_CODES" for target in targets):
-            yield from (value.value for value in node.value.values)
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in NAMES:
+                yield from values(node.value)
+            elif isinstance(target, ast.Subscript) and (
+                isinstance(target.slice, ast.Constant) and target.slice.value in NAMES
+            ):
+                yield from values(node.value)
+            elif isinstance(target, ast.Name) and target.id == "_HTTP_CODES":
+                yield from (value.value for value in node.value.values)
     elif isinstance(node, ast.Call):
         name = getattr(node.func, "id", getattr(node.func, "attr", None))
         index = CODE_ARGUMENT.get(name)
         if index is not None and len(node.args) > index:
-            yield from _constants(node.args[index])
+            yield from values(node.args[index])
     elif isinstance(node, ast.JoinedStr) and ast.unparse(node) == "f'extract_{exc.limit}_limit'":
         yield from (f"extract_{limit}_limit" for limit in ("memory", "time", "cpu"))
 
 
-def _constants(node: ast.AST):
+def _constants(node: ast.AST, constants: dict[str, str]):
     if isinstance(node, ast.Constant) and _is_code(node.value):
         yield node.value
+    elif isinstance(node, ast.Name) and node.id in constants:
+        yield constants[node.id]
     elif isinstance(node, ast.BoolOp):
         for value in node.values:
-            yield from _constants(value)
+            yield from _constants(value, constants)
 
 
 def test_the_code_enum_is_exactly_the_codes_the_server_writes():
@@ -105,6 +136,10 @@ def test_the_scan_finds_codes_written_each_way():
 
     for code in ("rate_limited", "unauthorized", "timeout", "unexpected_error"):
         assert code in written, code
+    # A constant's name, a dict's item, a subscript's assignment.
+    assert written["connection_disconnected"] == "connectors/source.py"
+    assert written["method_not_allowed"] == "config/errors.py"
+    assert written["poison"] == "pipeline/services/take_back.py"
     assert {"extract_memory_limit", "extract_time_limit", "extract_cpu_limit"} <= set(written)
     assert written["search_timeout"] == "retrieval/search.py"
 
@@ -219,7 +254,7 @@ def test_closed_sets_of_strings_are_enums(schema):
         assert components[ref(component, field)]["enum"], (component, field)
 
 
-def test_every_bounded_input_declares_its_bounds(schema):
+def test_every_bounded_input_declares_its_bounds(schema, settings):
     for name, operation in operations(schema):
         for parameter in operation.get("parameters", []):
             spec = parameter["schema"]
@@ -228,7 +263,8 @@ def test_every_bounded_input_declares_its_bounds(schema):
             if spec.get("type") == "string" and spec.get("format") != "uuid":
                 assert "maxLength" in spec, (name, parameter["name"])
     upload = schema["components"]["schemas"]["UploadIn"]["properties"]
-    assert upload["filename"]["maxLength"] == 255 and upload["size_bytes"]["minimum"] == 0
+    assert upload["filename"]["maxLength"] == settings.PAPERLANE_MAX_FILENAME_LENGTH
+    assert upload["size_bytes"]["minimum"] == 0
 
 
 def test_the_upload_requires_its_file_and_the_idempotency_key_is_not_nullable(schema):
@@ -317,3 +353,34 @@ def test_a_run_that_stopped_in_a_counting_stage_says_where(api):
     body = api.get(f"/api/v1/runs/{run.id}").json()
 
     assert body["progress"] == {"done": 4, "total": 9, "unit": "chunks"}
+
+
+def test_a_body_over_the_size_a_request_may_have_is_a_413_not_a_500(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = {"filename": "a.pdf", "size_bytes": 10, "content_type": "x" * 2000}
+
+    response = api.post("/api/v1/uploads", body, content_type="application/json")
+
+    assert response.status_code == 413, response.content
+    assert response.json()["code"] == "body_too_large"
+
+
+@pytest.mark.parametrize("method", ["put", "patch"])
+def test_a_method_an_address_does_not_take_is_a_json_405(api, method):
+    response = getattr(api, method)("/api/v1/documents")
+
+    assert response.status_code == 405
+    assert response.json()["code"] == "method_not_allowed"
+    assert set(response["Allow"].replace(" ", "").split(",")) == {"GET", "POST"}
+
+
+def test_a_run_error_code_no_enum_names_reads_as_unexpected_error(api, caplog):
+    run = accepted_run(api, make_pdf(1))
+    ImportRun.objects.filter(id=run.id).update(
+        status="failed", error_code="from_an_old_release", error_message="It failed."
+    )
+
+    body = api.get(f"/api/v1/runs/{run.id}").json()
+
+    assert body["error"] == {"code": "unexpected_error", "message": "It failed."}
+    assert "from_an_old_release" in caplog.text

@@ -216,12 +216,12 @@ def test_the_openapi_schema_documents_every_status_of_the_token_routes(client):
     error = {"$ref": ref("ErrorOut")}
     assert answers(URL, "get") == {
         "200": {"$ref": ref("TokenPage")},
-        **{status: error for status in ("400", "401", "403", "422", "429")},
+        **{status: error for status in ("400", "401", "403", "413", "422", "429", "500")},
     }
     assert "post" not in paths[URL]
     assert answers(f"{URL}/{{token_id}}", "delete") == {
         "204": None,
-        **{status: error for status in ("400", "401", "403", "404", "422", "429")},
+        **{status: error for status in ("400", "401", "403", "404", "413", "422", "429", "500")},
     }
     assert set(components["TokenOut"]["properties"]) == FIELDS
     assert paths[URL]["get"]["tags"] == ["organisation"]

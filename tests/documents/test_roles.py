@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from core.errors import Forbidden
 from documents.models import ApiToken, Membership
-from documents.roles import Ability, ability_require, role_allows
+from documents.roles import Ability, ability_require, refusal, role_allows
 from documents.services.organisations import member_add
 from documents.services.tokens import api_token_create
 
@@ -105,3 +105,11 @@ def test_the_upgrade_makes_every_existing_token_an_admins(org, other_org):
     # Each could do everything before roles: none loses a right with the upgrade.
     assert set(ApiToken.objects.values_list("role", flat=True)) == {"admin"}
     assert Membership.objects.get(user=vera).role == "member"
+
+
+def test_a_refusal_names_a_role_only_for_one_who_has_one():
+    member = refusal("viewer", Ability.UPLOAD, token=True).as_dict()
+    stranger = refusal(None, Ability.UPLOAD).as_dict()
+
+    assert (member["role"], member["needed"]) == ("viewer", "member")
+    assert "role" not in stranger and stranger["needed"] == "member"
