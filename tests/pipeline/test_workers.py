@@ -6,6 +6,7 @@ SIGKILLs, a flushed Redis.
 """
 
 import os
+import re
 import signal
 from collections import Counter
 from datetime import datetime
@@ -168,18 +169,23 @@ def test_transient_errors_are_retried_with_backoff_then_succeed(api, org):
     attempts = list(StageAttempt.objects.filter(run=finished, stage="embed").order_by("number"))
     assert [a.outcome for a in attempts] == ["transient_error"] * 3 + ["succeeded"]
     assert "429" in attempts[0].error_message
-    # Each wait is drawn from [0, base * 2^(n-1)] (full jitter), base 0.5 s.
+    reasons = list(
+        finished.transitions.filter(reason__contains="retry in")
+        .order_by("created_at", "id")
+        .values_list("reason", flat=True)
+    )
+    assert len(reasons) == 3
+    # Each delay is drawn from [0, base * 2^(n-1)] (full jitter), base 0.5 s, and the next
+    # attempt starts after it: whole-second scheduling, the scheduler's poll and a loaded
+    # machine's pick-up come on top, so the start is bounded loosely.
+    delays = [float(re.search(r"retry in ([0-9.]+)s", reason)[1]) for reason in reasons]
     waits = [
         (b.started_at - a.finished_at).total_seconds()
         for a, b in zip(attempts, attempts[1:], strict=False)
     ]
-    for n, wait in enumerate(waits, start=1):
-        # Plus up to 2 s of delivery slack: whole-second scheduling and the scheduler poll.
-        assert 0 <= wait <= 0.5 * 2 ** (n - 1) + 2.5, waits
-    reasons = list(
-        finished.transitions.filter(reason__contains="retry in").values_list("reason", flat=True)
-    )
-    assert len(reasons) == 3
+    for n, (delay, wait) in enumerate(zip(delays, waits, strict=True), start=1):
+        assert 0 <= delay <= 0.5 * 2 ** (n - 1) + 0.05, delays
+        assert 0 <= wait <= delay + 10, (delays, waits)
 
 
 def test_always_transient_goes_to_dead_letter_after_the_bound(api, org):
