@@ -112,13 +112,19 @@ def test_the_upkeep_pauses_a_connection_read_with_a_non_members_sign_in(remote, 
     assert remote.maintained == [mine.id, mine.id]
 
 
-def test_files_queued_before_the_signer_left_are_not_fetched_until_connected_again(
-    remote, org, alice
-):
+def one_file_queued(remote, org, alice):
+    """Alice's OneDrive connection, synced once: one file's run queued, not fetched yet."""
     connection = onedrive(org, alice)
     remote.files = {"a": make_pdf(1)}
     remote.script = [[page(a_file(), cursor="d1")]]
     [run_id] = sync(connection).counts.run_ids
+    return connection, run_id
+
+
+def test_files_queued_before_the_signer_left_are_not_fetched_until_connected_again(
+    remote, org, alice
+):
+    connection, run_id = one_file_queued(remote, org, alice)
 
     member_remove(organisation=org, user=alice)
     run = drive(run_id)
@@ -138,10 +144,7 @@ def test_files_queued_before_the_signer_left_are_not_fetched_until_connected_aga
 def test_files_of_a_connection_whose_signers_account_was_deleted_are_not_fetched(
     remote, org, alice
 ):
-    connection = onedrive(org, alice)
-    remote.files = {"a": make_pdf(1)}
-    remote.script = [[page(a_file(), cursor="d1")]]
-    [run_id] = sync(connection).counts.run_ids
+    connection, run_id = one_file_queued(remote, org, alice)
 
     alice.delete()
     run = drive(run_id)
@@ -154,10 +157,7 @@ def test_files_of_a_connection_whose_signers_account_was_deleted_are_not_fetched
 def test_a_paused_connections_queued_files_are_still_fetched_while_its_signer_is_a_member(
     remote, org, alice
 ):
-    connection = onedrive(org, alice)
-    remote.files = {"a": make_pdf(1)}
-    remote.script = [[page(a_file(), cursor="d1")]]
-    [run_id] = sync(connection).counts.run_ids
+    connection, run_id = one_file_queued(remote, org, alice)
 
     connection_pause(connection=connection, actor=SYSTEM, reason="paused by a person")
 
