@@ -41,6 +41,8 @@ class RedisWatch:
         self.every = every
         self.up = True
         self.server_id: str | None = None
+        # When it last went away, came back or was found restarted (time.monotonic()).
+        self.changed_at = float("-inf")
         self._checked_at = float("-inf")
 
     def check(self, *, now: float | None = None, force: bool = False) -> RedisEvent | None:
@@ -49,6 +51,12 @@ class RedisWatch:
         if not force and now - self._checked_at < self.every:
             return None
         self._checked_at = now
+        event = self._event()
+        if event is not None:
+            self.changed_at = now
+        return event
+
+    def _event(self) -> RedisEvent | None:
         try:
             server_id = self._server_id()
         except RedisError:

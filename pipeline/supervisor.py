@@ -12,7 +12,8 @@ stage back at once so it resumes elsewhere; whatever is still running after
 that is killed, and the lease brings its stage back.
 
 With a RedisWatch, children that die while Redis does not answer are started
-again once it does (no crash loop, no growing pause), and after Redis
+again once it does, and those that die in the seconds after it went away or
+came back are started again at once (no crash loop, no growing pause); after Redis
 restarts (a new, empty server) every stage worker is restarted warm, so each
 registers with the new server; the sweeper delivers again what it lost.
 """
@@ -212,6 +213,15 @@ class Supervisor:
     def redis_up(self) -> bool:
         return self.watch is None or self.watch.up
 
+    def redis_settled(self, now: float) -> bool:
+        """Redis answers and has not gone away, come back or restarted for the time a
+        quick death is judged over: a child that loses its connection mid-outage and
+        notices only once Redis is back (a worker retrying its connection, a new
+        interpreter still starting) died of Redis, not of a fault of its own."""
+        if self.watch is None:
+            return True
+        return self.watch.up and now - self.watch.changed_at >= QUICK_DEATH_SECONDS
+
     def _watch_redis(self, *, force: bool = False) -> None:
         if self.watch is None:
             return
@@ -240,11 +250,12 @@ class Supervisor:
         for child in dead:
             if child.next_start == 0.0:
                 code = child.process.returncode if child.process else None
-                # Dying with Redis away, or when told to, is no sign of a broken child.
+                # Dying with Redis away or just back, or when told to, is no sign of a
+                # broken child.
                 quick = (
                     now - child.started_at < QUICK_DEATH_SECONDS
                     and not child.rolling
-                    and self.redis_up
+                    and self.redis_settled(now)
                 )
                 child.pause = min(max(child.pause * 2, 1.0), MAX_RESTART_PAUSE) if quick else 0.0
                 child.next_start = now + child.pause

@@ -92,3 +92,35 @@ def test_after_a_redis_restart_every_stage_worker_is_restarted_warm():
         for child in (worker, sweeper):
             child.process.kill()
             child.process.wait()
+
+
+def test_a_child_that_dies_just_after_redis_came_back_starts_again_without_a_pause():
+    # A worker retrying its connection through the outage dies only once the new
+    # server answers: Redis's doing, not a crash loop of its own.
+    with private_redis() as server:
+        watch = RedisWatch(watch_connection(server.url()), every=0)
+        child = quick_child()
+        supervisor = Supervisor([child], watch=watch)
+        watch.check()
+        server.kill()
+        server.start()
+        supervisor._watch_redis()
+        assert watch.up
+        child.start()
+        child.process.wait()
+        supervisor._restart_dead()
+        assert child.pause == 0
+        child.process.wait()
+
+
+def test_a_child_that_dies_at_once_with_redis_settled_is_restarted_after_a_pause():
+    with private_redis() as server:
+        watch = RedisWatch(watch_connection(server.url()), every=0)
+        child = quick_child()
+        supervisor = Supervisor([child], watch=watch)
+        watch.check()
+        child.start()
+        first = child.process
+        first.wait()
+        supervisor._restart_dead()
+        assert child.pause == 1.0 and child.process is first, "a crash loop without a pause"
