@@ -89,6 +89,7 @@ class ErrorCode(StrEnum):
     EXTRACT_MEMORY_LIMIT = "extract_memory_limit"
     EXTRACT_TIME_LIMIT = "extract_time_limit"
     EXTRACT_CPU_LIMIT = "extract_cpu_limit"
+    EXTRACT_CRASHED = "extract_crashed"
     FILE_MISMATCH = "file_mismatch"
     TEXT_MISSING = "text_missing"
     TOO_MANY_CHUNKS = "too_many_chunks"

@@ -41,7 +41,7 @@ from core.errors import caused_by
 # Imported by the fork server, in order. It skips a name it cannot import, but any other
 # error stops it: modules that need Django belong in AFTER_DJANGO, which is imported
 # (errors only printed) once this module has set Django up in the server.
-PRELOAD: tuple[str, ...] = ("pypdf", "docx", "core.isolation")
+PRELOAD: tuple[str, ...] = ("pypdf", "pypdfium2", "docx", "core.isolation")
 AFTER_DJANGO: tuple[str, ...] = ("documents.formats",)
 
 Progress = Callable[[int, int], None]

@@ -114,6 +114,14 @@ class DocumentKind(models.TextChoices):
     DOCX = formats.DOCX, "Word (DOCX)"
 
 
+class TextEngine(models.TextChoices):
+    """What read a document's text."""
+
+    PDFIUM = formats.PDFIUM, "PDFium"
+    PYPDF = formats.PYPDF, "pypdf (a PDF PDFium could not open)"
+    WORD_XML = formats.WORD_XML, "Word XML"
+
+
 class Document(models.Model):
     """One logical document of an organisation; its bytes live at `storage_key`."""
 
@@ -140,6 +148,10 @@ class Document(models.Model):
     # Pages of the current version whose text could not be read (numbered from 1): the
     # rest of the document is processed, and these are named to the people who sent it.
     unreadable_pages = models.JSONField(default=list, blank=True)
+    # Pages of the current version that were read and hold no text (scans, drawings).
+    textless_pages = models.JSONField(default=list, blank=True)
+    # What read the current version's text; blank before it is extracted.
+    text_engine = models.CharField(max_length=16, choices=TextEngine.choices, blank=True)
     # A connected folder's file this document came from was deleted there.
     source_deleted_at = models.DateTimeField(null=True, blank=True)
     # Deleted by a person or an integration: its content is gone, the row stays for the
@@ -339,6 +351,10 @@ class DocumentText(models.Model):
     version = models.PositiveIntegerField()
     text = models.TextField()
     page_count = models.PositiveIntegerField()
+    # Where each page's text starts in `text` (offsets), when the format has pages.
+    page_starts = models.JSONField(default=list, blank=True)
+    # The document's outline (a PDF's bookmarks): [{"title", "level", "page"}, ...].
+    outline = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -16,6 +16,10 @@ from core.errors import UnreadableDocument
 
 PDF = "pdf"
 DOCX = "docx"
+# What reads the text: PDFium, pypdf (the PDFs PDFium cannot open), our Word reader.
+PDFIUM = "pdfium"
+PYPDF = "pypdf"
+WORD_XML = "docx"
 # The media type of each, as a file of that kind is served.
 MEDIA_TYPES = {
     PDF: "application/pdf",
@@ -38,6 +42,16 @@ class Inspection:
 
 
 @dataclass(frozen=True)
+class Heading:
+    """An entry of a document's outline (a PDF's bookmarks): a section title, its depth
+    (0 at the top) and the page it starts on (from 1; None when it points nowhere)."""
+
+    title: str
+    level: int
+    page: int | None
+
+
+@dataclass(frozen=True)
 class Extracted:
     """The text of a whole document and its real page count."""
 
@@ -45,6 +59,13 @@ class Extracted:
     page_count: int
     # Pages whose text could not be read (a damaged content stream), numbered from 1.
     unreadable_pages: tuple[int, ...] = ()
+    # Pages that were read and hold no text (a scan, a drawing): OCR would be needed.
+    textless_pages: tuple[int, ...] = ()
+    # Where each page's text starts in `text` (character offsets), when pages are known.
+    page_starts: tuple[int, ...] = ()
+    outline: tuple[Heading, ...] = ()
+    # What read the text: PDFIUM, PYPDF or WORD_XML.
+    engine: str = ""
 
 
 @dataclass(frozen=True)

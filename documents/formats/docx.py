@@ -12,8 +12,9 @@ Everything is read with a streaming parser (expat) that refuses DTDs and
 entities. At accept it is bounded before it is read: the ZIP's central
 directory by its end record, the XML by a byte budget. Extraction reads the
 body in document order (paragraphs, tables row by row, nested tables, content
-controls, tracked insertions, text boxes once), then the footnotes and
-endnotes; deleted text and field codes are not text.
+controls, tracked insertions, text boxes once), then each distinct header and
+footer once, the footnotes, endnotes and comments; deleted text and field codes
+are not text.
 """
 
 import io
@@ -30,6 +31,7 @@ from rq.timeouts import BaseTimeoutException
 from core.errors import UnreadableDocument, UnsupportedFileType
 from documents.formats.base import (
     DOCX,
+    WORD_XML,
     AcceptLimits,
     Deadline,
     Extracted,
@@ -54,7 +56,14 @@ W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 W_STRICT = "http://purl.oclc.org/ooxml/wordprocessingml/main"
 # mc:Fallback repeats what mc:Choice holds (a text box, drawn twice) for older readers.
 _FALLBACK = "http://schemas.openxmlformats.org/markup-compatibility/2006 Fallback"
-_PARTS = ("word/document.xml", "word/footnotes.xml", "word/endnotes.xml")
+BODY = "word/document.xml"
+# What a reader sees beside the body, after it in this order: headers, footers (each
+# distinct one once: a section's first-page, even and odd ones often say the same),
+# footnotes, endnotes, comments. Only the body and the notes count towards the pages.
+_HEADERS = re.compile(r"word/header(\d*)\.xml")
+_FOOTERS = re.compile(r"word/footer(\d*)\.xml")
+_NOTES = ("word/footnotes.xml", "word/endnotes.xml")
+_COMMENTS = "word/comments.xml"
 # Errors reading a member of a damaged or unusual ZIP (bad deflate data, a compression
 # method or encryption zipfile does not support, a cut-off member).
 _ZIP_ERRORS = (
@@ -375,45 +384,68 @@ def _estimate_words(
 
 
 def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = None) -> Extracted:
-    """The text of the body, footnotes and endnotes; pages from its words, or more if the
-    file states more. Pages are counted as the text is read: once they pass `page_budget`
-    (the stated pages, or the words so far), PagesOverBudget, and the rest is not read."""
+    """The text of the body, then of the headers and footers, footnotes, endnotes and
+    comments; pages from the words of the body and notes, or more if the file states
+    more. Pages are counted as the text is read: once they pass `page_budget` (the
+    stated pages, or the words so far), PagesOverBudget, and the rest is not read."""
     parts: list[str] = []
     words = WordCount()
     chars = 0
     per_page = limits.docx_words_per_page
 
-    def emit(block: str) -> None:
+    def cleaned(block: str) -> str:
         nonlocal chars
         text = clean_extracted(block)
         chars += len(text)
         if chars > limits.max_chars:
             raise too_much_text("The document", limits.max_chars)
-        if text.strip():
+        return text if text.strip() else ""
+
+    def counted(block: str) -> None:
+        if text := cleaned(block):
             parts.append(text)
             words.feed(text)
             words.end_word()
-            counted = pages_for_words(words.words, words_per_page=per_page)
-            check_page_budget(counted, budget=page_budget, complete=False)
+            pages = pages_for_words(words.words, words_per_page=per_page)
+            check_page_budget(pages, budget=page_budget, complete=False)
 
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = set(archive.namelist())
-            if _PARTS[0] not in names:
+            names = archive.namelist()
+            if BODY not in names:
                 raise _damaged()
             # What it states is charged if it is more than its words: known first.
             stated_pages, _ = app_properties(archive)
             check_page_budget(stated_pages, budget=page_budget, complete=False)
-            for name in _PARTS:
+            _read_part(archive, BODY, _Body(counted, budget=limits.max_chars))
+            seen: set[tuple[str, ...]] = set()
+            for name in _numbered(names, _HEADERS) + _numbered(names, _FOOTERS):
+                blocks: list[str] = []
+                _read_part(archive, name, _Body(blocks.append, budget=limits.max_chars))
+                kept = tuple(text for block in blocks if (text := cleaned(block)))
+                if kept and kept not in seen:
+                    seen.add(kept)
+                    parts.extend(kept)
+            for name in _NOTES:
                 if name in names:
-                    _read_part(archive, name, _Body(emit, budget=limits.max_chars))
+                    _read_part(archive, name, _Body(counted, budget=limits.max_chars))
+            if _COMMENTS in names:
+                comments: list[str] = []
+                _read_part(archive, _COMMENTS, _Body(comments.append, budget=limits.max_chars))
+                parts.extend(text for block in comments if (text := cleaned(block)))
     except (UnreadableDocument, BaseTimeoutException):
         raise
     except (expat.ExpatError, ValueError, KeyError, *_ZIP_ERRORS) as exc:
         raise _damaged() from exc
-    counted = pages_for_words(words.words, words_per_page=limits.docx_words_per_page)
-    pages = check_page_count(max(counted, stated_pages), limit=limits.max_pages)
-    return Extracted(text="\n\n".join(parts), page_count=pages)
+    counted_pages = pages_for_words(words.words, words_per_page=limits.docx_words_per_page)
+    pages = check_page_count(max(counted_pages, stated_pages), limit=limits.max_pages)
+    return Extracted(text="\n\n".join(parts), page_count=pages, engine=WORD_XML)
+
+
+def _numbered(names: list[str], pattern: re.Pattern[str]) -> list[str]:
+    """The parts whose names match `pattern`, by their number (header1, header2, …)."""
+    found = [(int(match[1] or 0), name) for name in names if (match := pattern.fullmatch(name))]
+    return [name for _, name in sorted(found)]
 
 
 def _read_part(archive: zipfile.ZipFile, name: str, body: _Body) -> None:

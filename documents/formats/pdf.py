@@ -1,4 +1,5 @@
-"""PDF: recognise and count pages at accept; text and the real page count at extract.
+"""PDF: recognise and count pages at accept (pypdf); text and the real page count at
+extract (PDFium, pypdf for the files PDFium cannot open).
 
 At accept only the strict parser runs: it reads the cross-reference sections and
 the page tree's root, nothing else. A file it refuses (a damaged
@@ -19,10 +20,13 @@ tree's /Count is what the file states; extraction counts the pages there
 really are, and that is what is charged.
 """
 
+import ctypes
 import io
 import logging
 from typing import BinaryIO
 
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 from pypdf import PdfReader, apply_configuration
 from pypdf.errors import PdfReadError
 from pypdf.generic import IndirectObject
@@ -31,10 +35,13 @@ from rq.timeouts import BaseTimeoutException
 from core.errors import UnreadableDocument, caused_by
 from documents.formats.base import (
     PDF,
+    PDFIUM,
+    PYPDF,
     AcceptLimits,
     Deadline,
     Extracted,
     ExtractLimits,
+    Heading,
     Inspection,
     OnPage,
     check_page_budget,
@@ -344,6 +351,76 @@ def _count_page_objects(stream: BinaryIO, deadline: Deadline) -> int:
         deadline.check()
 
 
+# Form fields whose value is text a reader sees: text fields, combo boxes and lists
+# (a check box's value is "Off" or "Yes").
+_TEXT_FIELDS = (
+    pdfium_c.FPDF_FORMFIELD_TEXTFIELD,
+    pdfium_c.FPDF_FORMFIELD_COMBOBOX,
+    pdfium_c.FPDF_FORMFIELD_LISTBOX,
+)
+# Outline entries kept, and the length of a title: bookmarks are headings, not text.
+MAX_OUTLINE_ENTRIES = 2000
+MAX_OUTLINE_DEPTH = 12
+MAX_TITLE_CHARS = 300
+
+
+class _Pages:
+    """The text of a document's pages as they are read, in order, within the limits:
+    where each starts, which hold no text and which could not be read."""
+
+    def __init__(self, total: int, *, limits: ExtractLimits, on_page: OnPage | None) -> None:
+        self.total, self.limits, self.on_page = total, limits, on_page
+        self.texts: list[str] = []
+        self.starts: list[int] = []
+        self.textless: list[int] = []
+        self.unreadable: list[int] = []
+        self.chars = self._offset = 0
+
+    def add(self, text: str | None) -> None:
+        """The next page's raw text, None for a page that could not be read."""
+        number = len(self.texts) + 1
+        if text is None:
+            self.unreadable.append(number)
+            text = ""
+        else:
+            text = clean_extracted(text).strip()
+            if not text:
+                self.textless.append(number)
+        if len(text) > self.limits.max_chars_per_page:
+            raise too_much_text(f"Page {number}", self.limits.max_chars_per_page)
+        self.chars += len(text)
+        if self.chars > self.limits.max_chars:
+            raise too_much_text("The document", self.limits.max_chars)
+        self.starts.append(self._offset)
+        self._offset += len(text) + len(_PAGE_BREAK)
+        self.texts.append(text)
+        if self.on_page is not None:
+            self.on_page(number, self.total)
+
+    def extracted(self, *, engine: str, outline: tuple[Heading, ...] = ()) -> Extracted:
+        if len(self.unreadable) == self.total:
+            raise _damaged("'s pages could not be read")
+        return Extracted(
+            text=_PAGE_BREAK.join(self.texts),
+            page_count=self.total,
+            unreadable_pages=tuple(self.unreadable),
+            textless_pages=tuple(self.textless),
+            page_starts=tuple(self.starts),
+            outline=outline,
+            engine=engine,
+        )
+
+
+_PAGE_BREAK = "\n\n"
+
+
+def _counted(total: int, *, limits: ExtractLimits, page_budget: int | None) -> None:
+    if total < 1:
+        raise _damaged("'s pages could not be found")
+    check_page_count(total, limit=limits.max_pages)
+    check_page_budget(total, budget=page_budget, complete=True)
+
+
 def extract(
     data: bytes,
     *,
@@ -351,42 +428,176 @@ def extract(
     on_page: OnPage | None = None,
     page_budget: int | None = None,
 ) -> Extracted:
-    """Text of every page and the number of pages there really are (pypdf walks the page
-    tree, whatever its /Count says). The tolerant parser repairs what it can. A page whose
-    content cannot be read is left out and named, as a viewer shows the others; a file of
-    which no page can be read is damaged. Pages are counted before any text is read: over
-    `page_budget`, PagesOverBudget."""
+    """Text of every page and the number of pages there really are (the page tree
+    walked, whatever its /Count says), read by PDFium; a file PDFium cannot open (one
+    it cannot repair, or one opened only by the empty owner password) is read by
+    pypdf's tolerant parser. A page whose content cannot be read is left out and named,
+    as a viewer shows the others; a file of which no page can be read is damaged.
+    Pages are counted before any text is read: over `page_budget`, PagesOverBudget."""
+    try:
+        document = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        logger.info("PDFium could not open the PDF (%s); reading it with pypdf", exc)
+        return read_with_pypdf(data, limits=limits, on_page=on_page, page_budget=page_budget)
+    try:
+        reader = _page_tree_disagrees(data, len(document))
+        if reader is not None:
+            return read_with_pypdf(
+                data, limits=limits, on_page=on_page, page_budget=page_budget, reader=reader
+            )
+        return read_with_pdfium(document, limits=limits, on_page=on_page, page_budget=page_budget)
+    finally:
+        document.close()
+
+
+def _page_tree_disagrees(data: bytes, counted: int) -> PdfReader | None:
+    """pypdf's reader of the file if its page tree holds another number of pages than
+    PDFium `counted`, else None. PDFium takes the count the page tree's root states (a
+    file may state 1 and hold 40, or state 5000 and hold 1); the pages are what the tree
+    holds, and pypdf walks it. The walk costs as much as PDFium's text on a small file,
+    so where the page objects in the bytes (a linear count; a file with object streams
+    hides them) are as many as PDFium counted, the count stands."""
+    if _OBJECT_STREAM not in data and _page_objects(data) == counted:
+        return None
     try:
         reader = _decrypted(PdfReader(io.BytesIO(data), strict=False))
-        pages = reader.pages
-        total = len(pages)
+        leaves = len(reader.pages)
+    except (UnreadableDocument, BaseTimeoutException):
+        raise
+    except Exception:
+        return None  # pypdf cannot walk it: PDFium's reading stands
+    if leaves == counted:
+        return None
+    logger.warning(
+        "the PDF's page tree holds %s pages, PDFium counted %s: read by pypdf", leaves, counted
+    )
+    return reader
+
+
+def _page_objects(data: bytes) -> int:
+    """Page objects (not page tree nodes) written in the file's bytes."""
+    pages = sum(data.count(marker) for marker in _PAGE_MARKERS)
+    return pages - sum(data.count(marker + b"s") for marker in _PAGE_MARKERS)
+
+
+def read_with_pdfium(
+    document: pdfium.PdfDocument,
+    *,
+    limits: ExtractLimits,
+    on_page: OnPage | None = None,
+    page_budget: int | None = None,
+) -> Extracted:
+    """Text of every page PDFium counts in `document`, the values of its form fields and
+    its outline. A page PDFium cannot load is left out and named."""
+    total = len(document)
+    _counted(total, limits=limits, page_budget=page_budget)
+    # Field values live in the form, not on the page: the form is loaded before the pages.
+    forms = pdfium_c.FPDF_GetFormType(document.raw) != pdfium_c.FORMTYPE_NONE
+    if forms:
+        document.init_forms()
+    pages = _Pages(total, limits=limits, on_page=on_page)
+    for index in range(total):
+        try:
+            page = document[index]
+        except pdfium.PdfiumError:
+            pages.add(None)
+            continue
+        try:
+            text = _page_text(page, document.formenv.raw if forms else None)
+        except pdfium.PdfiumError:
+            text = None
+        finally:
+            page.close()
+        pages.add(text)
+    return pages.extracted(engine=PDFIUM, outline=_outline(document))
+
+
+def _page_text(page: pdfium.PdfPage, form) -> str:
+    """What PDFium reads on the page (in reading order, with the spaces and line breaks
+    it sees in the gaps between characters, a character printed twice over itself once),
+    and the values of its form fields."""
+    textpage = page.get_textpage()
+    try:
+        text = textpage.get_text_bounded()
+    finally:
+        textpage.close()
+    return text if form is None else _with_field_values(text, page, form)
+
+
+def _with_field_values(text: str, page: pdfium.PdfPage, form) -> str:
+    """The page's text and the values of its form fields that it does not show already,
+    one a line, in the order of the page's widgets."""
+    values = []
+    for index in range(pdfium_c.FPDFPage_GetAnnotCount(page.raw)):
+        annotation = pdfium_c.FPDFPage_GetAnnot(page.raw, index)
+        if not annotation:
+            continue
+        try:
+            if pdfium_c.FPDFAnnot_GetSubtype(annotation) != pdfium_c.FPDF_ANNOT_WIDGET:
+                continue
+            if pdfium_c.FPDFAnnot_GetFormFieldType(form, annotation) not in _TEXT_FIELDS:
+                continue
+            size = pdfium_c.FPDFAnnot_GetFormFieldValue(form, annotation, None, 0)
+            if size <= 2:  # the terminating NUL alone: no value
+                continue
+            buffer = ctypes.create_string_buffer(size)
+            pointer = ctypes.cast(buffer, ctypes.POINTER(pdfium_c.FPDF_WCHAR))
+            pdfium_c.FPDFAnnot_GetFormFieldValue(form, annotation, pointer, size)
+            value = buffer.raw[: size - 2].decode("utf-16-le", errors="replace").strip()
+        finally:
+            pdfium_c.FPDFPage_CloseAnnot(annotation)
+        if value and value not in text:
+            values.append(value)
+    return "\n".join([text, *values]) if values else text
+
+
+def _outline(document: pdfium.PdfDocument) -> tuple[Heading, ...]:
+    """The document's bookmarks, bounded (pypdfium2 stops at a cycle)."""
+    headings = []
+    try:
+        for item in document.get_toc(max_depth=MAX_OUTLINE_DEPTH):
+            title = " ".join(clean_extracted(item.get_title() or "").split())[:MAX_TITLE_CHARS]
+            if title:
+                index = item.get_dest().get_index() if item.get_dest() else None
+                page = index + 1 if index is not None and 0 <= index < len(document) else None
+                headings.append(Heading(title=title, level=item.level, page=page))
+            if len(headings) >= MAX_OUTLINE_ENTRIES:
+                break
+    except pdfium.PdfiumError:
+        logger.info("the PDF's outline could not be read", exc_info=True)
+    return tuple(headings)
+
+
+def read_with_pypdf(
+    data: bytes,
+    *,
+    limits: ExtractLimits,
+    on_page: OnPage | None = None,
+    page_budget: int | None = None,
+    reader: PdfReader | None = None,
+) -> Extracted:
+    """The same, read by pypdf's tolerant parser, which repairs what it can (`reader`:
+    one already open on `data`)."""
+    try:
+        reader = reader or _decrypted(PdfReader(io.BytesIO(data), strict=False))
+        total = len(reader.pages)
     except (UnreadableDocument, BaseTimeoutException):
         raise
     except Exception as exc:
         raise _damaged() from exc
-    if total < 1:
-        raise _damaged("'s pages could not be found")
-    check_page_count(total, limit=limits.max_pages)
-    check_page_budget(total, budget=page_budget, complete=True)
-    texts, chars, unreadable, error = [], 0, [], None
-    for number, page in enumerate(pages, start=1):
+    _counted(total, limits=limits, page_budget=page_budget)
+    pages, error = _Pages(total, limits=limits, on_page=on_page), None
+    for page in reader.pages:
         try:
-            text = clean_extracted(page.extract_text() or "")
+            text = page.extract_text() or ""
         except BaseTimeoutException:
             raise
         except Exception as exc:
             if caused_by(exc, MemoryError):
                 raise  # the document's memory limit, which the stage judges
-            unreadable.append(number)
-            text, error = "", exc
-        if len(text) > limits.max_chars_per_page:
-            raise too_much_text(f"Page {number}", limits.max_chars_per_page)
-        chars += len(text)
-        if chars > limits.max_chars:
-            raise too_much_text("The document", limits.max_chars)
-        texts.append(text)
-        if on_page is not None:
-            on_page(number, total)
-    if len(unreadable) == total:
-        raise _damaged("'s pages could not be read") from error
-    return Extracted(text="\n\n".join(texts), page_count=total, unreadable_pages=tuple(unreadable))
+            text, error = None, exc
+        pages.add(text)
+    try:
+        return pages.extracted(engine=PYPDF)
+    except UnreadableDocument as exc:
+        raise exc from error

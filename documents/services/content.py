@@ -1,31 +1,41 @@
 """A document's content as the pipeline produces it: extracted text, page count, chunks."""
 
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from django.db import transaction
 from django.utils import timezone
 
+from documents.formats.base import Extracted
 from documents.models import Chunk, Document, DocumentText
 
 
-def document_text_save(
-    *, document: Document, text: str, page_count: int, unreadable_pages: Sequence[int] = ()
-) -> None:
-    """Keep the extracted text of the document's current version, its real page count and
-    the pages that could not be read (one upsert: a retry overwrites what an earlier try
-    saved)."""
+def document_text_save(*, document: Document, extracted: Extracted) -> None:
+    """Keep the extracted text of the document's current version with its page offsets
+    and outline, its real page count, the pages that could not be read or hold no text,
+    and what read it (one upsert: a retry overwrites what an earlier try saved)."""
+    outline = [asdict(heading) for heading in extracted.outline]
     DocumentText.objects.bulk_create(
         [
             DocumentText(
-                document=document, version=document.version, text=text, page_count=page_count
+                document=document,
+                version=document.version,
+                text=extracted.text,
+                page_count=extracted.page_count,
+                page_starts=list(extracted.page_starts),
+                outline=outline,
             )
         ],
         update_conflicts=True,
         unique_fields=["document", "version"],
-        update_fields=["text", "page_count"],
+        update_fields=["text", "page_count", "page_starts", "outline"],
     )
     Document.objects.filter(id=document.id).update(
-        page_count=page_count, text_chars=len(text), unreadable_pages=list(unreadable_pages)
+        page_count=extracted.page_count,
+        text_chars=len(extracted.text),
+        unreadable_pages=list(extracted.unreadable_pages),
+        textless_pages=list(extracted.textless_pages),
+        text_engine=extracted.engine,
     )
 
 

@@ -14,7 +14,7 @@ the rest; the count at the end is checked again as the reservation is resized.
 from django.conf import settings
 
 from core.errors import QuotaExceeded
-from core.isolation import LimitExceeded, Limits, run_isolated
+from core.isolation import ChildFailed, LimitExceeded, Limits, run_isolated
 from documents.formats import PagesOverBudget, extract, extract_limits
 from documents.models import QuotaReservation
 from documents.services.content import document_text_save
@@ -78,18 +78,24 @@ def run(ctx: StageContext) -> None:
             f"Extracting the text {exc}, the limit for one document.",
             code=f"extract_{exc.limit}_limit",
         ) from exc
+    except ChildFailed as exc:
+        if exc.exitcode is None:  # no child could be started: not the document's doing
+            raise
+        # A fresh child died reading it (a crash of the native PDF reader, say): the
+        # same file would crash it again. Only this document fails; the worker goes on.
+        raise PermanentError(
+            f"Reading the document's text crashed the reader ({exc}). The file may be "
+            "damaged, or need more memory than one document may use; saving it again from "
+            "its application (or printing it to a new PDF) may help.",
+            code="extract_crashed",
+        ) from exc
     except PagesOverBudget as exc:
         pages = f"{exc.counted} pages" if exc.complete else f"more than {exc.budget} pages"
         raise _over_quota(pages=pages, held=held, available=available) from exc
 
     try:
         with ctx.complete():
-            document_text_save(
-                document=document,
-                text=extracted.text,
-                page_count=extracted.page_count,
-                unreadable_pages=extracted.unreadable_pages,
-            )
+            document_text_save(document=document, extracted=extracted)
             quota_resize(reservation=ctx.run.reservation, pages=extracted.page_count)
     except QuotaExceeded as exc:
         raise _over_quota(

@@ -56,8 +56,24 @@ def test_an_encrypted_pdf_is_unreadable_with_a_plain_reason(limits):
         pdf.extract(make_encrypted_pdf(), limits=limits)
 
 
-def test_a_page_that_cannot_be_read_is_left_out_and_named_and_the_rest_is_read(limits):
+def test_pdfium_reads_a_cut_off_page_as_far_as_it_goes(limits):
     extracted = pdf.extract(make_pdf(4, broken_pages={2, 4}), limits=limits)
+
+    assert (extracted.page_count, extracted.unreadable_pages, extracted.engine) == (4, (), "pdfium")
+    assert all(f"Page {n}" in extracted.text for n in range(1, 5))
+
+
+def test_a_file_pdfium_cannot_open_is_read_by_pypdf(limits):
+    extracted = pdf.extract(make_pdf(3, trailer_root=False), limits=limits)
+
+    assert (extracted.page_count, extracted.engine) == (3, "pypdf")
+    assert all(f"Page {n}" in extracted.text for n in range(1, 4))
+
+
+def test_a_page_that_cannot_be_read_is_left_out_and_named_and_the_rest_is_read(limits):
+    data = make_pdf(4, broken_pages={2, 4}, trailer_root=False)  # read by pypdf
+
+    extracted = pdf.extract(data, limits=limits)
 
     assert (extracted.page_count, extracted.unreadable_pages) == (4, (2, 4))
     assert "Page 1" in extracted.text and "Page 3" in extracted.text
@@ -66,7 +82,7 @@ def test_a_page_that_cannot_be_read_is_left_out_and_named_and_the_rest_is_read(l
 
 def test_a_pdf_none_of_whose_pages_can_be_read_is_damaged(limits):
     with pytest.raises(UnreadableDocument, match="pages could not be read") as refused:
-        pdf.extract(make_pdf(2, broken_pages={1, 2}), limits=limits)
+        pdf.extract(make_pdf(2, broken_pages={1, 2}, trailer_root=False), limits=limits)
 
     assert refused.value.code == "damaged_pdf"
 
@@ -81,7 +97,7 @@ def test_running_out_of_memory_on_a_page_is_not_taken_for_a_damaged_page(limits,
     monkeypatch.setattr(PageObject, "extract_text", out_of_memory)
 
     with pytest.raises(ValueError) as raised:
-        pdf.extract(make_pdf(2), limits=limits)
+        pdf.read_with_pypdf(make_pdf(2), limits=limits)
 
     assert caused_by(raised.value, MemoryError)
 
@@ -103,7 +119,7 @@ def test_a_timeout_during_extraction_is_not_mistaken_for_damage(monkeypatch, lim
     monkeypatch.setattr(PageObject, "extract_text", slow)
 
     with pytest.raises(JobTimeoutException):
-        pdf.extract(make_pdf(2), limits=limits)
+        pdf.read_with_pypdf(make_pdf(2), limits=limits)
 
 
 def test_extracted_text_keeps_no_nul_or_control_characters(limits):

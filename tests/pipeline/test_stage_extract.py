@@ -20,6 +20,7 @@ from pipeline.models import RunTransition, StageAttempt
 from pipeline.stage_list import stage_spec
 from pipeline.stages import extract as extract_stage
 from tests.support import hostile
+from tests.support.crash import crash_reading
 from tests.support.files import make_damaged_pdf, make_encrypted_pdf, make_pdf
 from tests.support.runs import drive, stored_bytes_replace, unchecked_run
 from tests.support.uploads import accepted_run
@@ -101,7 +102,9 @@ def test_text_with_nul_characters_is_cleaned_and_stored(api):
 
 
 def test_an_error_whose_text_holds_a_nul_is_recorded_and_fails_the_run_at_once(org, api):
-    run = drive(unchecked_run(org, hostile.pdf_with_nul_in_filter_name(), kind="pdf", pages=1).id)
+    # PDFium cannot open it; pypdf, which can, refuses its page's filter.
+    data = hostile.pdf_with_nul_in_filter_name(trailer_root=False)
+    run = drive(unchecked_run(org, data, kind="pdf", pages=1).id)
 
     assert (run.status, run.error_code) == ("failed", "damaged_pdf")
     [attempt] = StageAttempt.objects.filter(run=run, stage="extract")
@@ -126,7 +129,9 @@ def test_a_pdf_is_charged_its_real_pages_not_the_count_it_states(api, org):
 def test_a_pdf_with_an_unreadable_page_succeeds_charged_its_pages_and_names_the_page(
     api, org, member_client
 ):
-    run = drive(accepted_run(api, make_pdf(3, label="Leaf", broken_pages={2})).id)
+    # Read by pypdf (PDFium refuses the file), which cannot read page 2's content.
+    data = make_pdf(3, label="Leaf", broken_pages={2}, trailer_root=False)
+    run = drive(accepted_run(api, data).id)
 
     assert run.status == "succeeded", run.error_message
     assert UsageEntry.objects.get(document=run.document_id).pages == 3  # the document's own
@@ -215,7 +220,7 @@ def test_a_docx_stops_being_read_once_its_words_pass_what_it_may_be_charged(api,
 
 
 def test_a_database_data_error_fails_the_run_after_one_attempt(api, monkeypatch):
-    def save_refused_text(*, document, text, page_count, **_):
+    def save_refused_text(*, document, extracted):
         DocumentText.objects.create(document=document, version=1, text="\x00", page_count=1)
 
     monkeypatch.setattr(extract_stage, "document_text_save", save_refused_text)
@@ -327,3 +332,18 @@ def test_the_extraction_childs_clock_ends_before_the_stage_times_out(settings, t
 
     timeout = stage_spec("extract").timeout
     assert extract_stage.isolation_limits(timeout=timeout).wall_seconds == wall
+
+
+def test_a_reader_that_crashes_fails_only_its_document_and_the_worker_goes_on(api, monkeypatch):
+    monkeypatch.setattr(extract_stage, "extract", crash_reading)
+    crashed = drive(accepted_run(api, make_pdf(2)).id)
+
+    assert (crashed.status, crashed.error_code) == ("failed", "extract_crashed")
+    assert "crashed the reader" in crashed.error_message and "SIGSEGV" in crashed.error_message
+    # Tried once: the same file would crash it again.
+    assert StageAttempt.objects.filter(run=crashed, stage="extract").count() == 1
+
+    monkeypatch.undo()
+    after = drive(accepted_run(api, make_pdf(2, label="After")).id)
+    assert after.status == "succeeded", after.error_message
+    assert "After 2" in DocumentText.objects.get(document=after.document_id).text

@@ -334,8 +334,13 @@ def test_documents_over_the_extraction_limits_fail_and_the_workers_carry_on(api,
         assert redis_connection().smembers("rq:workers") == workers  # none died or restarted
 
     heavy, inflating = ended[heavy.id], ended[inflating.id]
-    assert (heavy.status, heavy.error_code) == ("failed", "extract_cpu_limit")
-    assert "more than 6 s of CPU" in heavy.error_message
+    # PDFium reads the heavy page until the CPU limit ends it, or, where its allocations
+    # reach the memory limit first, ends by crashing (it cannot go on without memory).
+    assert heavy.status == "failed"
+    assert {
+        "extract_cpu_limit": "more than 6 s of CPU",
+        "extract_crashed": "crashed the reader",
+    }[heavy.error_code] in heavy.error_message
     # The DOCX outgrows the memory in about a second of CPU on most machines, but on some
     # the parser's CPU time reaches the CPU limit first; either limit must end it cleanly
     # (the memory limit itself: tests/core/test_isolation.py).

@@ -24,10 +24,13 @@ def make_pdf(
     words_per_page: int = 60,
     label: str = "Page",
     broken_pages: Collection[int] = (),
+    trailer_root: bool = True,
 ) -> bytes:
     """A valid PDF with `pages` pages of Helvetica text and a correct xref table; the
     content of each of `broken_pages` (numbered from 1) ends in an inline image cut off
-    before its end, as in a truncated content stream, so that its text cannot be read."""
+    before its end, as in a truncated content stream: PDFium reads the text before the
+    cut, pypdf cannot read the page. Without `trailer_root` the trailer does not name
+    the catalog: PDFium refuses the file, and pypdf, which finds the catalog, reads it."""
     objects: list[bytes] = []
 
     def add(body: bytes) -> int:
@@ -73,9 +76,9 @@ def make_pdf(
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
     for offset in offsets:
         out.write(b"%010d 00000 n \n" % offset)
+    root = b" /Root %d 0 R" % catalog if trailer_root else b""
     out.write(
-        b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n"
-        % (len(objects) + 1, catalog, xref)
+        b"trailer\n<< /Size %d%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, root, xref)
     )
     return out.getvalue()
 
@@ -151,3 +154,33 @@ def multipart_body(filename: str, data: bytes, *, field: str = "file") -> tuple[
     ).encode()
     body = head + data + f"\r\n--{boundary}--\r\n".encode()
     return body, f"multipart/form-data; boundary={boundary}"
+
+
+def make_overprinted_pdf(line: str) -> bytes:
+    """A one-page PDF whose `line` is printed twice, the second time 0.4 pt to the right:
+    bold made by overprinting, as some producers do."""
+    text = _escape(line).encode("latin-1")
+    stream = b"BT /F1 14 Tf 72 740 Td (%s) Tj ET BT /F1 14 Tf 72.4 740 Td (%s) Tj ET" % (
+        text,
+        text,
+    )
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold >>",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\n" % (len(objects) + 1))
+    out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
+    return out.getvalue()

@@ -27,9 +27,11 @@ def pdf_with_nul_text(pages: int = 2) -> bytes:
     return make_pdf(pages, words_per_page=40, label="Page\x00\x01\x07\x1b\x1f")
 
 
-def pdf_with_nul_in_filter_name() -> bytes:
+def pdf_with_nul_in_filter_name(*, trailer_root: bool = True) -> bytes:
     """A one-page PDF whose content stream names the filter `/Foo#00Bar`: pypdf refuses it
-    with an error whose message holds a NUL, which a PostgreSQL text column refuses."""
+    with an error whose message holds a NUL, which a PostgreSQL text column refuses (PDFium
+    reads the page as blank). Without `trailer_root` its trailer does not point to its
+    catalog: PDFium refuses the file, and pypdf finds the catalog and reads on."""
     stream = b"BT /F1 11 Tf 72 740 Td (Hello) Tj ET"
     out, offsets = io.BytesIO(), []
     out.write(b"%PDF-1.4\n")
@@ -46,7 +48,8 @@ def pdf_with_nul_in_filter_name() -> bytes:
     xref = out.tell()
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(offsets) + 1))
     out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\n" % (len(offsets) + 1))
+    root = b" /Root 1 0 R" if trailer_root else b""
+    out.write(b"trailer\n<< /Size %d%s >>\n" % (len(offsets) + 1, root))
     out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
     return out.getvalue()
 
