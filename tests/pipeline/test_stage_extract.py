@@ -9,6 +9,7 @@ import pytest
 from documents.formats import extract
 from documents.models import (
     Chunk,
+    Document,
     DocumentText,
     Organisation,
     QuotaReservation,
@@ -19,7 +20,7 @@ from pipeline.engine import execute_stage
 from pipeline.models import RunTransition, StageAttempt
 from pipeline.stage_list import stage_spec
 from pipeline.stages import extract as extract_stage
-from tests.support import hostile
+from tests.support import hostile, real_world
 from tests.support.crash import crash_reading
 from tests.support.files import make_damaged_pdf, make_encrypted_pdf, make_pdf
 from tests.support.runs import drive, stored_bytes_replace, unchecked_run
@@ -347,3 +348,19 @@ def test_a_reader_that_crashes_fails_only_its_document_and_the_worker_goes_on(ap
     after = drive(accepted_run(api, make_pdf(2, label="After")).id)
     assert after.status == "succeeded", after.error_message
     assert "After 2" in DocumentText.objects.get(document=after.document_id).text
+
+
+def test_a_scan_without_text_succeeds_and_its_page_is_named_as_having_none(api, org, member_client):
+    scan = (real_world.FOLDER / "congress-gray.pdf").read_bytes()
+    run = drive(accepted_run(api, scan, name="scan.pdf").id)
+
+    assert run.status == "succeeded", run.error_message
+    document = Document.objects.get(id=run.document_id)
+    assert (document.page_count, document.textless_pages, document.text_engine) == (
+        1,
+        [1],
+        "pdfium",
+    )
+    assert UsageEntry.objects.get(document=document).pages == 1
+    page = member_client.get("/").content.decode()
+    assert "1 of 1 page has no text" in page
