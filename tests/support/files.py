@@ -66,6 +66,12 @@ def make_pdf(
         b" ".join(b"%d 0 R" % k for k in kids),
         len(kids),
     )
+    return pdf_of_objects(objects, root=catalog if trailer_root else None)
+
+
+def pdf_of_objects(objects: list[bytes], *, root: int | None = 1) -> bytes:
+    """A PDF holding `objects` (numbered from 1, in order) with a correct cross-reference
+    table; its trailer names object `root` as the catalog (None: it names none)."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
@@ -76,9 +82,9 @@ def make_pdf(
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
     for offset in offsets:
         out.write(b"%010d 00000 n \n" % offset)
-    root = b" /Root %d 0 R" % catalog if trailer_root else b""
+    named = b" /Root %d 0 R" % root if root is not None else b""
     out.write(
-        b"trailer\n<< /Size %d%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, root, xref)
+        b"trailer\n<< /Size %d%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, named, xref)
     )
     return out.getvalue()
 
@@ -164,23 +170,22 @@ def make_overprinted_pdf(line: str) -> bytes:
         text,
         text,
     )
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold >>",
-    ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\n" % (len(objects) + 1))
-    out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
-    return out.getvalue()
+    return one_page_pdf(stream, font=b"Helvetica-Bold")
+
+
+def one_page_pdf(
+    content: bytes, *, font: bytes = b"Helvetica", stream_keys: bytes = b"", root: int | None = 1
+) -> bytes:
+    """A one-page PDF drawing `content` (its font /F1 is `font`; `stream_keys` are more
+    entries of the content stream's dictionary, a /Filter say); `root` as pdf_of_objects."""
+    return pdf_of_objects(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(content), stream_keys, content),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /%s >>" % font,
+        ],
+        root=root,
+    )

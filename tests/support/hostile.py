@@ -13,7 +13,7 @@ import zlib
 from pypdf import PdfReader, PdfWriter
 from pypdf.generic import NameObject
 
-from tests.support.files import LOREM, make_docx, make_pdf, multipart_body
+from tests.support.files import LOREM, make_docx, make_pdf, multipart_body, one_page_pdf
 
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _BYTES_PER_WORD = 7  # what make_pdf() spends per word of text, operators included
@@ -33,25 +33,9 @@ def pdf_with_nul_in_filter_name(*, trailer_root: bool = True) -> bytes:
     reads the page as blank). Without `trailer_root` its trailer does not point to its
     catalog: PDFium refuses the file, and pypdf finds the catalog and reads on."""
     stream = b"BT /F1 11 Tf 72 740 Td (Hello) Tj ET"
-    out, offsets = io.BytesIO(), []
-    out.write(b"%PDF-1.4\n")
-    for body in (
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d /Filter /Foo#00Bar >>\nstream\n%s\nendstream" % (len(stream), stream),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (len(offsets), body))
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(offsets) + 1))
-    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
-    root = b" /Root 1 0 R" if trailer_root else b""
-    out.write(b"trailer\n<< /Size %d%s >>\n" % (len(offsets) + 1, root))
-    out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
-    return out.getvalue()
+    return one_page_pdf(
+        stream, stream_keys=b" /Filter /Foo#00Bar", root=1 if trailer_root else None
+    )
 
 
 def docx_quadratic_text_runs(repeats: int = 24_000) -> bytes:
