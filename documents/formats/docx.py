@@ -418,21 +418,23 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
             stated_pages, _ = app_properties(archive)
             check_page_budget(stated_pages, budget=page_budget, complete=False)
             _read_part(archive, BODY, _Body(counted, budget=limits.max_chars))
-            seen: set[tuple[str, ...]] = set()
-            for name in _numbered(names, _HEADERS) + _numbered(names, _FOOTERS):
+
+            def uncounted(name: str) -> tuple[str, ...]:
+                """A part's text blocks, which add no pages."""
                 blocks: list[str] = []
                 _read_part(archive, name, _Body(blocks.append, budget=limits.max_chars))
-                kept = tuple(text for block in blocks if (text := cleaned(block)))
-                if kept and kept not in seen:
+                return tuple(text for block in blocks if (text := cleaned(block)))
+
+            seen: set[tuple[str, ...]] = set()
+            for name in _numbered(names, _HEADERS) + _numbered(names, _FOOTERS):
+                if (kept := uncounted(name)) and kept not in seen:
                     seen.add(kept)
                     parts.extend(kept)
             for name in _NOTES:
                 if name in names:
                     _read_part(archive, name, _Body(counted, budget=limits.max_chars))
             if _COMMENTS in names:
-                comments: list[str] = []
-                _read_part(archive, _COMMENTS, _Body(comments.append, budget=limits.max_chars))
-                parts.extend(text for block in comments if (text := cleaned(block)))
+                parts.extend(uncounted(_COMMENTS))
     except (UnreadableDocument, BaseTimeoutException):
         raise
     except (expat.ExpatError, ValueError, KeyError, *_ZIP_ERRORS) as exc:

@@ -558,7 +558,8 @@ def _outline(document: pdfium.PdfDocument) -> tuple[Heading, ...]:
         for item in document.get_toc(max_depth=MAX_OUTLINE_DEPTH):
             title = " ".join(clean_extracted(item.get_title() or "").split())[:MAX_TITLE_CHARS]
             if title:
-                index = item.get_dest().get_index() if item.get_dest() else None
+                destination = item.get_dest()
+                index = destination.get_index() if destination else None
                 page = index + 1 if index is not None and 0 <= index < len(document) else None
                 headings.append(Heading(title=title, level=item.level, page=page))
             if len(headings) >= MAX_OUTLINE_ENTRIES:
