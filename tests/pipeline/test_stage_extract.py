@@ -270,7 +270,9 @@ def test_an_unforeseen_error_is_retried_and_its_class_recorded(api, monkeypatch,
     ("data", "name", "setting", "code", "says"),
     [
         (
-            hostile.pdf_with_shared_heavy_content(3, stream_mb=2),
+            # PDFium reads a page of it in about a second of CPU here: 12 pages are far
+            # over the limit on any machine.
+            hostile.pdf_with_shared_heavy_content(12, stream_mb=2),
             "heavy.pdf",
             # No text limit is reached first, however fast this machine reads a page.
             {

@@ -325,7 +325,8 @@ def test_documents_over_the_extraction_limits_fail_and_the_workers_carry_on(api,
         "PAPERLANE_MAX_CHARS_PER_DOCUMENT": str(10**9),
     }
     with running_workers(**env):
-        heavy = accepted_run(api, hostile.pdf_with_shared_heavy_content(3, stream_mb=2))
+        # About a second of PDFium's CPU a page here: far over 6 s on any machine.
+        heavy = accepted_run(api, hostile.pdf_with_shared_heavy_content(24, stream_mb=2))
         inflating = accepted_run(api, hostile.docx_outgrowing_memory(), name="inflating.docx")
         ended = wait_terminal([heavy.id, inflating.id], timeout=120)
         workers = redis_connection().smembers("rq:workers")
