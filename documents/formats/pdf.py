@@ -20,9 +20,11 @@ tree's /Count is what the file states; extraction counts the pages there
 really are, and that is what is charged.
 """
 
+import contextlib
 import ctypes
 import io
 import logging
+import zlib
 from typing import BinaryIO
 
 import pypdfium2 as pdfium
@@ -455,9 +457,9 @@ def _page_tree_disagrees(data: bytes, counted: int) -> PdfReader | None:
     PDFium `counted`, else None. PDFium takes the count the page tree's root states (a
     file may state 1 and hold 40, or state 5000 and hold 1); the pages are what the tree
     holds, and pypdf walks it. The walk costs as much as PDFium's text on a small file,
-    so where the page objects in the bytes (a linear count; a file with object streams
-    hides them) are as many as PDFium counted, the count stands."""
-    if _OBJECT_STREAM not in data and _page_objects(data) == counted:
+    so where the page objects written in the file (`_page_objects`) are as many as
+    PDFium counted, the count stands."""
+    if _page_objects(data) == counted:
         return None
     try:
         reader = _decrypted(PdfReader(io.BytesIO(data), strict=False))
@@ -474,10 +476,71 @@ def _page_tree_disagrees(data: bytes, counted: int) -> PdfReader | None:
     return reader
 
 
-def _page_objects(data: bytes) -> int:
-    """Page objects (not page tree nodes) written in the file's bytes."""
-    pages = sum(data.count(marker) for marker in _PAGE_MARKERS)
-    return pages - sum(data.count(marker + b"s") for marker in _PAGE_MARKERS)
+# What the object streams of one file may inflate to for the count of its page objects;
+# a file whose streams hold more is walked by pypdf instead.
+_OBJECT_STREAMS_BYTES = 32 * 2**20
+_STREAM_KEYWORD = b"stream"
+# How far before a page object's marker its "N G obj" header is looked for.
+_HEADER_REACH = 4096
+
+
+def _page_objects(data: bytes) -> int | None:
+    """Page objects (not page tree nodes) the file defines: in its bytes, each object
+    number once (a file saved over itself writes a page again), and in its object
+    streams that zlib inflates. None if an object stream cannot be inflated (another
+    filter, encryption) or they hold more than _OBJECT_STREAMS_BYTES. A count in linear
+    time, of fixed strings; where it errs the page tree is walked."""
+    numbers = {_object_number(data, at) for at in _markers(data)}
+    found, budget, at = len(numbers), _OBJECT_STREAMS_BYTES, data.find(_OBJECT_STREAM)
+    while at != -1:
+        inflated = _inflate_stream_after(data, at, budget)
+        if inflated is None:
+            return None
+        budget -= len(inflated)
+        found += sum(1 for _ in _markers(inflated))
+        at = data.find(_OBJECT_STREAM, at + len(_OBJECT_STREAM))
+    return found
+
+
+def _markers(data: bytes):
+    """Where a page object's /Type entry begins in `data`."""
+    for marker in _PAGE_MARKERS:
+        at = data.find(marker)
+        while at != -1:
+            end = at + len(marker)
+            if data[end : end + 1] != b"s":
+                yield at
+            at = data.find(marker, end)
+
+
+def _object_number(data: bytes, at: int) -> bytes | int:
+    """The object number in the "N G obj" header before `at`, or `at` itself where no
+    header is found (counted apart: never merged with another)."""
+    header = data.rfind(b"obj", max(at - _HEADER_REACH, 0), at)
+    words = data[max(header - 24, 0) : header].split()[-2:] if header != -1 else []
+    if len(words) == 2 and words[0].isdigit() and words[1].isdigit():
+        return words[0]
+    return at
+
+
+def _inflate_stream_after(data: bytes, at: int, budget: int) -> bytes | None:
+    """The data of the first stream after `at`, inflated within `budget` bytes; None if
+    it is not zlib data or inflates to more."""
+    start = data.find(_STREAM_KEYWORD, at)
+    if start == -1 or budget <= 0:  # (a max_length of 0 is no limit to zlib)
+        return None
+    start += len(_STREAM_KEYWORD)
+    start += 2 if data[start : start + 2] == b"\r\n" else 1
+    # To its end only: zlib copies the input after the data it inflates.
+    end = data.find(b"endstream", start)
+    inflater = zlib.decompressobj()
+    try:
+        inflated = inflater.decompress(
+            memoryview(data)[start : len(data) if end == -1 else end], budget
+        )
+    except zlib.error:
+        return None
+    return inflated if inflater.eof else None
 
 
 def read_with_pdfium(
@@ -491,25 +554,40 @@ def read_with_pdfium(
     its outline. A page PDFium cannot load is left out and named."""
     total = len(document)
     _counted(total, limits=limits, page_budget=page_budget)
-    # Field values live in the form, not on the page: the form is loaded before the pages.
-    forms = pdfium_c.FPDF_GetFormType(document.raw) != pdfium_c.FORMTYPE_NONE
-    if forms:
-        document.init_forms()
     pages = _Pages(total, limits=limits, on_page=on_page)
-    for index in range(total):
-        try:
-            page = document[index]
-        except pdfium.PdfiumError:
-            pages.add(None)
-            continue
-        try:
-            text = _page_text(page, document.formenv.raw if forms else None)
-        except pdfium.PdfiumError:
-            text = None
-        finally:
-            page.close()
-        pages.add(text)
+    with _form_of(document) as form:
+        for index in range(total):
+            try:
+                page = document[index]
+            except pdfium.PdfiumError:
+                pages.add(None)
+                continue
+            try:
+                text = _page_text(page, form)
+            except pdfium.PdfiumError:
+                text = None
+            finally:
+                page.close()
+            pages.add(text)
     return pages.extracted(engine=PDFIUM, outline=_outline(document))
+
+
+@contextlib.contextmanager
+def _form_of(document: pdfium.PdfDocument):
+    """A handle on `document`'s interactive form, to read its fields' values (field values
+    live in the form, not on the page), or None if it has none. Not the document's own
+    form environment (init_forms): with that, each page loaded gets its widgets built
+    for display, which text does not need and which costs up to half as much again."""
+    if pdfium_c.FPDF_GetFormType(document.raw) == pdfium_c.FORMTYPE_NONE:
+        yield None
+        return
+    config = pdfium_c.FPDF_FORMFILLINFO(version=2)
+    form = pdfium_c.FPDFDOC_InitFormFillEnvironment(document.raw, config)
+    try:
+        yield form or None
+    finally:
+        if form:
+            pdfium_c.FPDFDOC_ExitFormFillEnvironment(form)
 
 
 def _page_text(page: pdfium.PdfPage, form) -> str:

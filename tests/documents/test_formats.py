@@ -8,7 +8,8 @@ import time
 import zipfile
 
 import pytest
-from pypdf import PageObject
+from pypdf import PageObject, PdfWriter
+from pypdf.generic import NameObject, NumberObject
 from rq.timeouts import JobTimeoutException
 
 from core.errors import UnreadableDocument, UnsupportedFileType, caused_by
@@ -135,6 +136,48 @@ def test_a_pdf_is_counted_by_its_real_pages_whatever_its_count_says(limits):
 
     assert pdf.inspect(io.BytesIO(lying), limits=accept_limits(), deadline=_ample()).pages == 1
     assert pdf.extract(lying, limits=limits).page_count == 40
+
+
+def _saved_over_itself(data: bytes) -> bytes:
+    """`data` with its second page rotated and written again (an incremental update)."""
+    writer = PdfWriter(io.BytesIO(data), incremental=True)
+    writer.pages[1][NameObject("/Rotate")] = NumberObject(90)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "data, pages",
+    [
+        (hostile.pdf_with_pages_in_an_object_stream(real_pages=40), 40),
+        (_saved_over_itself(make_pdf(3)), 3),
+    ],
+    ids=["pages-in-an-object-stream", "a-page-written-twice"],
+)
+def test_a_count_its_page_objects_confirm_stands_without_walking_the_tree(
+    data, pages, limits, monkeypatch
+):
+    class Walked(BaseException):  # not an Exception: pypdf's failures are caught
+        pass
+
+    def walk(*args, **kwargs):
+        raise Walked("the page tree was walked")
+
+    monkeypatch.setattr(pdf, "PdfReader", walk)
+
+    extracted = pdf.extract(data, limits=limits)
+
+    assert (extracted.page_count, extracted.engine) == (pages, "pdfium")
+
+
+def test_a_lying_count_is_found_when_the_pages_are_in_an_object_stream(limits):
+    lying = hostile.pdf_with_pages_in_an_object_stream(real_pages=40, stated=1)
+
+    extracted = pdf.extract(lying, limits=limits)
+
+    assert (extracted.page_count, extracted.engine) == (40, "pypdf")
+    assert extracted.text.split("\n\n")[-1] == "Page 40"
 
 
 def test_a_docx_is_charged_by_its_words_when_it_states_fewer_pages(settings):

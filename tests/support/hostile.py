@@ -331,6 +331,53 @@ def pdf_with_lying_count(real_pages: int = 4000, stated: int = 1) -> bytes:
     return _rewrite_xref(data)
 
 
+def pdf_with_pages_in_an_object_stream(real_pages: int = 40, stated: int | None = None) -> bytes:
+    """A PDF whose catalog, page tree and `real_pages` pages are compressed in one object
+    stream, each page showing "Page N", its content a plain object; the tree's /Count
+    says `stated` (by default the truth). Page objects in an object stream are not in
+    the file's bytes: a count of them there finds none."""
+    pages = range(3, 3 + real_pages)
+    contents = {page: page + real_pages for page in pages}
+    kids = b" ".join(b"%d 0 R" % page for page in pages)
+    bodies = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, stated or real_pages),
+    }
+    font = 3 + 2 * real_pages
+    for page in pages:
+        bodies[page] = (
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, contents[page])
+        )
+    header, position = [], 0
+    for number, body in bodies.items():
+        header.append(b"%d %d" % (number, position))
+        position += len(body) + 1
+    head = b" ".join(header) + b"\n"
+    data = zlib.compress(head + b" ".join(bodies.values()), 9)
+    stream_number = font + 1
+    out = io.BytesIO()
+    out.write(b"%PDF-1.5\n")
+    offsets = {}
+    for page in pages:
+        text = b"BT /F1 24 Tf 72 700 Td (Page %d) Tj ET" % (page - 2)
+        offsets[contents[page]] = out.tell()
+        out.write(
+            b"%d 0 obj\n<< /Length %d >>\nstream\n%s\nendstream\nendobj\n"
+            % (contents[page], len(text), text)
+        )
+    offsets[font] = out.tell()
+    out.write(b"%d 0 obj\n<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>\nendobj\n" % font)
+    offsets[stream_number] = out.tell()
+    out.write(
+        b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Filter /FlateDecode /Length %d >>\n"
+        b"stream\n%s\nendstream\nendobj\n"
+        % (stream_number, len(bodies), len(head), len(data), data)
+    )
+    compressed = {number: (stream_number, index) for index, number in enumerate(bodies)}
+    return _with_xref_stream(out, offsets, compressed=compressed)
+
+
 def pdf_with_shared_heavy_content(pages: int = 3, stream_mb: int = 2) -> bytes:
     """Every page draws the same Flate-compressed content stream of `stream_mb` MiB of text
     operators: a file of a few KB in which each page costs seconds of text extraction.
