@@ -118,8 +118,9 @@ def run_isolated(
     **kwargs: Any,
 ) -> Any:
     """Run fn(*args, **kwargs, progress=<callable>) in a child process under `limits` and
-    return its result. `fn` must be a module-level function; each progress(done, total)
-    of the child is an on_progress(done, total) call here, in the calling thread.
+    return its result. `fn` must be a module-level function; its progress(done, total)
+    reports are on_progress(done, total) calls here, in the calling thread: the first,
+    the last (done == total) and one every PROGRESS_INTERVAL seconds between them.
 
     `file`: a binary file `fn` reads, given to it as `file=`: the same bytes, open for
     reading on a descriptor of the child's own (a file on disk is not copied; one in
@@ -345,6 +346,8 @@ class _Child:
 
 
 CLOSE_GRACE_SECONDS = 1.0
+# The least time between two progress reports of a child that are not its last.
+PROGRESS_INTERVAL = 0.25
 _COPY_BLOCK = 1024 * 1024
 # A file in memory up to this size goes through the pipe: cheaper than a memfd.
 _INLINE_BYTES = 1024 * 1024
@@ -411,8 +414,16 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
         memory_bytes = min(memory_bytes, hard)
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
+    sent_at = -math.inf
+
     def progress(done: int, total: int) -> None:
-        conn.send(("progress", done, total))
+        # The first report, the last, and in between one per PROGRESS_INTERVAL: each
+        # costs a wake-up of the parent, as much as a page of text.
+        nonlocal sent_at
+        now = time.monotonic()
+        if done >= total or now - sent_at >= PROGRESS_INTERVAL:
+            sent_at = now
+            conn.send(("progress", done, total))
 
     born = _address_space()
     while True:

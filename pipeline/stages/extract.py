@@ -23,8 +23,6 @@ from pipeline.errors import PermanentError
 from pipeline.stages.context import StageContext
 from pipeline.stages.stored_file import read_stored
 
-PROGRESS_EVERY_PAGES = 10
-
 
 def isolation_limits(*, timeout: int) -> Limits:
     """The child's limits. Its wall clock ends before the stage's own `timeout` (less a
@@ -58,10 +56,6 @@ def run(ctx: StageContext) -> None:
     held = _held(ctx.run.reservation)
     available = quota_get(organisation_id=ctx.run.organisation_id).pages_available
 
-    def on_page(done: int, total: int) -> None:
-        if done == total or done % PROGRESS_EVERY_PAGES == 0:
-            ctx.progress(done, total)
-
     try:
         extracted = run_isolated(
             extract,
@@ -69,7 +63,7 @@ def run(ctx: StageContext) -> None:
             data,
             extract_limits(),
             limits=isolation_limits(timeout=ctx.timeout),
-            on_progress=on_page,
+            on_progress=ctx.progress,
             reuse=settings.PAPERLANE_EXTRACT_CHILD_DOCUMENTS,
             page_budget=held + available,
         )

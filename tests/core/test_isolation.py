@@ -19,6 +19,7 @@ from rq.timeouts import JobTimeoutException
 
 from core.errors import UnreadableDocument
 from core.isolation import (
+    PROGRESS_INTERVAL,
     RETIRE_GROWTH_BYTES,
     ChildFailed,
     LimitExceeded,
@@ -39,6 +40,12 @@ def count_pages(pages, *, progress):
     for done in range(1, pages + 1):
         progress(done, pages)
     return {"pages": pages, "pid": os.getpid()}
+
+
+def count_pages_slowly(pages, seconds, *, progress):
+    for done in range(1, pages + 1):
+        time.sleep(seconds)
+        progress(done, pages)
 
 
 def raise_unreadable(*, progress):
@@ -188,7 +195,23 @@ def test_it_returns_the_result_and_relays_progress_in_order():
 
     assert result["pages"] == 5
     assert result["pid"] != os.getpid()
-    assert seen == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
+    # Quick steps: the first and the last are reported, not each of those between.
+    assert seen == [(1, 5), (5, 5)]
+
+
+def test_slow_progress_is_reported_once_an_interval():
+    seen = []
+    steps = 4
+
+    run_isolated(
+        count_pages_slowly,
+        steps,
+        PROGRESS_INTERVAL * 1.2,
+        limits=ROOMY,
+        on_progress=lambda *p: seen.append(p),
+    )
+
+    assert seen == [(done, steps) for done in range(1, steps + 1)]
 
 
 def test_the_child_has_django_set_up_from_the_environment():
