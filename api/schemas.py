@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field
 
 from api.errors import ErrorCode, OrganisationRole
 from connectors.models import Connection
-from documents.models import DocumentKind
+from documents.models import DocumentKind, TextEngine
 from pipeline.models import RunSource, RunStatus, Stage
 
 # What core/client_text.py refuses in any string, as a schema says it (linear: pydantic's
@@ -88,6 +88,10 @@ class DocumentOut(Schema):
     chunk_count: int
     # Pages whose text could not be read (damaged); the rest was processed.
     unreadable_pages: list[int]
+    # Pages that hold no text layer (scans, images): read, but nothing to search on them.
+    textless_pages: list[int]
+    # What read the text (a PDF that PDFium cannot open is read by pypdf); null before.
+    text_engine: TextEngine | None
     created_at: datetime
     updated_at: datetime
     # The document's newest run and its status (null only for a document with no run).
@@ -148,6 +152,9 @@ class RunOut(Schema):
     chunk_count: int
     # The document's pages whose text could not be read; the rest was processed.
     unreadable_pages: list[int]
+    # Its pages without a text layer, and what read its text (null before extract).
+    textless_pages: list[int]
+    text_engine: TextEngine | None
     created_at: datetime
     updated_at: datetime
     # `connector` says which connected file, for a run of one.

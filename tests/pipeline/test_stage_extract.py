@@ -137,8 +137,13 @@ def test_a_pdf_with_an_unreadable_page_succeeds_charged_its_pages_and_names_the_
     assert run.status == "succeeded", run.error_message
     assert UsageEntry.objects.get(document=run.document_id).pages == 3  # the document's own
     shown = api.get(f"/api/v1/runs/{run.id}").json()
-    assert (shown["page_count"], shown["unreadable_pages"]) == (3, [2])
-    assert api.get(f"/api/v1/documents/{run.document_id}").json()["unreadable_pages"] == [2]
+    assert (shown["page_count"], shown["unreadable_pages"], shown["text_engine"]) == (
+        3,
+        [2],
+        "pypdf",
+    )
+    document = api.get(f"/api/v1/documents/{run.document_id}").json()
+    assert (document["unreadable_pages"], document["text_engine"]) == ([2], "pypdf")
     text = DocumentText.objects.get(document=run.document_id).text
     assert "Leaf 1" in text and "Leaf 3" in text and "Leaf 2" not in text
     assert "Page 2 could not be read" in member_client.get("/").content.decode()
@@ -364,5 +369,8 @@ def test_a_scan_without_text_succeeds_and_its_page_is_named_as_having_none(api, 
         "pdfium",
     )
     assert UsageEntry.objects.get(document=document).pages == 1
+    shown = api.get(f"/api/v1/documents/{document.id}").json()
+    assert (shown["textless_pages"], shown["text_engine"]) == ([1], "pdfium")
+    assert api.get(f"/api/v1/runs/{run.id}").json()["textless_pages"] == [1]
     page = member_client.get("/").content.decode()
     assert "1 of 1 page has no text" in page
