@@ -395,18 +395,32 @@ class DocumentAdmin(FastListAdmin, RecordAdmin):
         "organisation",
         "kind",
         "page_count",
+        "pages_without_text",
+        "text_engine",
         "searchable_version",
         "chunk_count",
         "created_at",
         "deleted_at",
     ]
     # Deleted documents stay listed: their runs, history and charges are still here.
-    list_filter = ["kind", ("deleted_at", admin.EmptyFieldListFilter), OrganisationFilter]
+    list_filter = [
+        "kind",
+        "text_engine",
+        ("deleted_at", admin.EmptyFieldListFilter),
+        OrganisationFilter,
+    ]
     list_select_related = ["organisation"]
     # The search itself is get_search_results: ids and hashes by key, names by words.
     search_fields = ["filename"]
     search_help_text = "A document id or SHA-256 (whole), or part of its name."
     readonly_fields = [f.name for f in Document._meta.fields]
+
+    @admin.display(description="no text")
+    def pages_without_text(self, document: Document) -> str:
+        """Pages without a text layer (scans), of those counted: "3 of 40"."""
+        if not document.textless_pages:
+            return "-" if document.page_count is None else "0"
+        return f"{len(document.textless_pages)} of {document.page_count}"
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()

@@ -364,3 +364,20 @@ def test_the_domains_lists_say_when_their_count_is_capped(operator, org, monkeyp
     page = operator.get(f"/admin/documents/document/?organisation__id__exact={org.id}")
 
     assert re.search(r"5\+\s+documents", page.content.decode())
+
+
+def test_the_document_list_shows_pages_without_text_and_filters_by_what_read_them(operator, org):
+    make_records(org, 3)
+    scan, pdf, damaged = Document.objects.filter(organisation=org).order_by("filename")
+    Document.objects.filter(id=scan.id).update(
+        page_count=40, textless_pages=list(range(1, 13)), text_engine="pdfium"
+    )
+    Document.objects.filter(id=pdf.id).update(page_count=2, text_engine="pdfium")
+    Document.objects.filter(id=damaged.id).update(page_count=5, text_engine="pypdf")
+
+    listed = operator.get(DOCUMENTS)
+    by_pypdf = operator.get(f"{DOCUMENTS}?text_engine__exact=pypdf").content.decode()
+
+    assert "12 of 40" in page_text(listed) and "PDFium" in page_text(listed)
+    assert "?text_engine__exact=pypdf" in listed.content.decode()  # the filter offered
+    assert set(DOCUMENT_LINK.findall(by_pypdf)) == {str(damaged.id)}
