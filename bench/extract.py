@@ -1,6 +1,6 @@
 """Text extraction side by side: raw pypdf, raw PDFium and our extraction.
 
-    .venv/bin/python bench/extract.py [DIR ...] [--rounds 3]
+    .venv/bin/python bench/extract.py [DIR ...] [--rounds 3] [--pipeline [--copies 2]]
 
 Over the PDFs of tests/fixtures/real_world (and of every DIR given), each file's
 best of `--rounds` readings summed, it prints pages/s of:
@@ -10,6 +10,9 @@ best of `--rounds` readings summed, it prints pages/s of:
 - ours: documents.formats.extract as the extract stage calls it, in the isolated child
   (core.isolation, the stage's limits and child reuse), form values, page checks and
   cleaning included; without the stage's database writes;
+- with --pipeline, the whole pipeline: the same files (--copies of each) uploaded to
+  gunicorn and processed by `run_workers` against the bench database (bench/_common.py),
+  in pages/s from its first stage attempt to its last run's end;
 
 and the mean word F1 of each against a reference: poppler's pdftotext where it is
 installed, else PDFium. Files pypdf or PDFium cannot read are left out of every
@@ -20,30 +23,25 @@ import argparse
 import collections
 import io
 import logging
-import os
 import shutil
 import subprocess
-import sys
 import time
 import unicodedata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+import pypdfium2 as pdfium
+from _common import ROOT, SCRATCH
+from _pipeline_runs import run_burst
+from _workers import stage_order
+from django.conf import settings
+from django.db.models import Sum
+from pypdf import PdfReader
 
-import django  # noqa: E402
-
-django.setup()
-
-import pypdfium2 as pdfium  # noqa: E402
-from django.conf import settings  # noqa: E402
-from pypdf import PdfReader  # noqa: E402
-
-from core.isolation import run_isolated, warm_up  # noqa: E402
-from documents.formats import extract, extract_limits  # noqa: E402
-from pipeline.stage_list import STAGES  # noqa: E402
-from pipeline.stages.extract import isolation_limits  # noqa: E402
+from core.isolation import run_isolated, warm_up
+from documents.formats import extract, extract_limits
+from pipeline.models import ImportRun, RunStatus
+from pipeline.stage_list import STAGES
+from pipeline.stages.extract import isolation_limits
 
 FIXTURES = ROOT / "tests" / "fixtures" / "real_world"
 EXTRACT_TIMEOUT = next(spec.timeout for spec in STAGES if spec.name == "extract")
@@ -105,10 +103,32 @@ def reference(path: Path, data: bytes) -> str:
 ENGINES = {"pypdf": with_pypdf, "PDFium": with_pdfium, "ours": ours}
 
 
+def through_the_pipeline(files: list[bytes], args) -> dict:
+    """The files, `args.copies` times each (each copy made distinct by a comment after
+    its end), uploaded through gunicorn while no worker runs, then processed by
+    `run_workers` with its defaults (bench/_pipeline_runs.py): run_burst's figures, and
+    `pages`, those of the runs that succeeded."""
+    uploads = [data + b"\n%% copy %d\n" % copy for copy in range(args.copies) for data in files]
+    args.upload_while_processing = False
+    result = run_burst("simple", uploads, args, SCRATCH, label="-real-world", watch=False)
+    runs = ImportRun.objects.filter(status=RunStatus.SUCCEEDED)
+    result["pages"] = runs.aggregate(pages=Sum("document__page_count"))["pages"] or 0
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="*", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="also process the files through the whole stack (gunicorn, run_workers)",
+    )
+    parser.add_argument("--copies", type=int, default=2, help="of each file, with --pipeline")
+    parser.add_argument("--clients", type=int, default=8, help="upload clients, with --pipeline")
+    parser.add_argument("--web-workers", type=int, default=3, help="gunicorn, with --pipeline")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds, with --pipeline")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # pypdf's warnings about damaged files
     paths = sorted(FIXTURES.glob("*.pdf"))
@@ -154,8 +174,39 @@ def main() -> None:
             f"| {name} | {pages[name]} | {seconds[name]:.2f} | {rate:.0f} | {rate / base:.1f} "
             f"| {mean:.3f} | {under} |"
         )
+    if args.pipeline:
+        print_pipeline([data for _path, data, _expected in files], args, base)
     if skipped:
         print(f"\nleft out ({len(skipped)}): " + "; ".join(skipped))
+
+
+def print_pipeline(files: list[bytes], args, pypdf_rate: float) -> None:
+    result = through_the_pipeline(files, args)
+    pages, seconds = result["pages"], result["elapsed"]
+    rate = pages / seconds
+    print(
+        f"\nThe whole pipeline (store to index, `run_workers` defaults), {args.copies} copies "
+        f"of each file, uploaded first; pages/s from the first stage attempt to the last "
+        f"run's end\n"
+    )
+    print("| runs succeeded | pages | seconds | pages/s | documents/s | x pypdf in one process |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    print(
+        f"| {result['succeeded']} of {result['runs']} | {pages} | {seconds:.1f} | {rate:.0f} "
+        f"| {result['succeeded'] / seconds:.1f} | {rate / pypdf_rate:.1f} |"
+    )
+    order = stage_order()
+    print(
+        "\nper stage attempt, median ms of CPU: "
+        + ", ".join(
+            f"{stage} {result['body_cpu'][stage]:.0f}"
+            for stage in order
+            if result["body_cpu"][stage] == result["body_cpu"][stage]  # not NaN: measured
+        )
+        + f"; CPU s in all: workers {result['cpu_workers']:.1f}, extraction children "
+        f"{result['cpu_isolated']:.1f}, PostgreSQL {result['cpu_pg']:.1f}, "
+        f"gunicorn {result['cpu_web']:.1f}"
+    )
 
 
 if __name__ == "__main__":
