@@ -232,26 +232,32 @@ def pdf_with_huge_page_count(count: int = 10**15) -> bytes:
     return _rewrite_xref(make_pdf(1).replace(b"/Count 1 >>", b"/Count %d >>" % count, 1))
 
 
+def _object_stream_of(number: int, bodies: dict[int, bytes], declared: int | None = None) -> bytes:
+    """Object `number`: a Flate object stream holding `bodies` (object number -> body), in
+    order, its /N `declared` (by default the truth)."""
+    header, position = [], 0
+    for object_number, body in bodies.items():
+        header.append(b"%d %d" % (object_number, position))
+        position += len(body) + 1
+    head = b" ".join(header) + b"\n"
+    data = zlib.compress(head + b" ".join(bodies.values()), 9)
+    return (
+        b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Filter /FlateDecode /Length %d >>\n"
+        b"stream\n%s\nendstream\nendobj\n"
+        % (number, declared or len(bodies), len(head), len(data), data)
+    )
+
+
 def pdf_with_huge_object_stream(objects: int = 400_000, declared: int | None = None) -> bytes:
     """A PDF whose catalog and page tree are in an object stream of `objects` objects
     (`declared` as its /N): pypdf parses every object of a stream it reads from."""
     bodies = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 1 >>"]
     bodies += [b"<<>>"] * (objects - len(bodies))
-    header, position = [], 0
-    for number, body in enumerate(bodies, start=1):
-        header.append(b"%d %d" % (number, position))
-        position += len(body) + 1
-    head = b" ".join(header) + b"\n"
-    data = zlib.compress(head + b" ".join(bodies), 9)
     stream_number = objects + 1
     out = io.BytesIO()
     out.write(b"%PDF-1.5\n")
     offsets = {stream_number: out.tell()}
-    out.write(
-        b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Filter /FlateDecode /Length %d >>\n"
-        b"stream\n%s\nendstream\nendobj\n"
-        % (stream_number, declared or objects, len(head), len(data), data)
-    )
+    out.write(_object_stream_of(stream_number, dict(enumerate(bodies, start=1)), declared))
     compressed = {
         number: (stream_number, index) for index, number in enumerate(range(1, objects + 1))
     }
@@ -349,12 +355,6 @@ def pdf_with_pages_in_an_object_stream(real_pages: int = 40, stated: int | None 
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
             b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, contents[page])
         )
-    header, position = [], 0
-    for number, body in bodies.items():
-        header.append(b"%d %d" % (number, position))
-        position += len(body) + 1
-    head = b" ".join(header) + b"\n"
-    data = zlib.compress(head + b" ".join(bodies.values()), 9)
     stream_number = font + 1
     out = io.BytesIO()
     out.write(b"%PDF-1.5\n")
@@ -369,11 +369,7 @@ def pdf_with_pages_in_an_object_stream(real_pages: int = 40, stated: int | None 
     offsets[font] = out.tell()
     out.write(b"%d 0 obj\n<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>\nendobj\n" % font)
     offsets[stream_number] = out.tell()
-    out.write(
-        b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Filter /FlateDecode /Length %d >>\n"
-        b"stream\n%s\nendstream\nendobj\n"
-        % (stream_number, len(bodies), len(head), len(data), data)
-    )
+    out.write(_object_stream_of(stream_number, bodies))
     compressed = {number: (stream_number, index) for index, number in enumerate(bodies)}
     return _with_xref_stream(out, offsets, compressed=compressed)
 
