@@ -4,13 +4,17 @@ The accept path records four related rows per upload (document, quota reservatio
 its first transition). Saved one by one, each costs a round trip and the ORM's work of
 compiling an INSERT (about 1.5 ms of the web process's CPU per upload, of 8 to 10). On
 PostgreSQL they go in one statement, one data-modifying CTE per row; other databases
-(SQLite, the demo) save them one by one. Either way the rows are what `save()` writes:
+(SQLite, the demo) save them one by one. The statement for a shape of rows (their
+models, and which keys come from earlier rows) is written once; a call only reads the
+values. Either way the rows are what `save()` writes:
 every concrete field, its Python default and `auto_now`/`auto_now_add` applied by the
 field itself, so a plain field added to a model needs nothing here. What this does not
 do (a database default or expression as a value, a generated column, a model with a
 parent model, a key to an unsaved row outside the call) it refuses, rather than write
 something else than `save()` would.
 """
+
+from functools import cache
 
 from django.db import connection
 from django.db.models import Model
@@ -65,26 +69,52 @@ def insert_values(
 
 def _statement(objs: list[Model]) -> tuple[str, list, list]:
     """The statement, its parameters, and the (row, foreign key) pairs it reads back."""
-    parts, params, read_back = [], [], []
+    shape, read_back = [], []
     for position, obj in enumerate(objs):
-        computed = {}
+        earlier_keys = []
         for field in obj._meta.concrete_fields:
             earlier = _key_of(obj, field, objs[:position]) if field.is_relation else None
             if earlier is not None:
-                computed[field.name] = f"(SELECT {_pk(objs[earlier])} FROM row_{earlier})"
+                earlier_keys.append((field.name, earlier))
                 read_back.append((obj, field))
-        columns, values, row_params = insert_values(obj, computed=computed)
-        params += row_params
+        shape.append((type(obj), obj.pk is None, tuple(earlier_keys)))
+    sql, fields = _written(tuple(shape), connection.vendor)
+    params = [_value(obj, field) for obj, row in zip(objs, fields, strict=True) for field in row]
+    return sql, params, read_back
+
+
+@cache
+def _written(shape: tuple, vendor: str) -> tuple[str, list[list]]:
+    """The statement for rows of this shape (each row's model, whether the database
+    assigns its key, and which of its keys come from earlier rows), and the fields whose
+    values are its parameters, row by row: written once, the values read per call."""
+    parts, fields = [], []
+    for position, (model, assigned, earlier_keys) in enumerate(shape):
+        if model._meta.parents:
+            raise TypeError(f"rows_insert() cannot write {model._meta.label}: it has a parent")
+        computed = {
+            name: f"(SELECT {_pk(shape[earlier][0])} FROM row_{earlier})"
+            for name, earlier in earlier_keys
+        }
+        columns, values, row = [], [], []
+        for field in model._meta.concrete_fields:
+            if field.primary_key and assigned:
+                continue  # the database assigns it; RETURNING gives it back
+            columns.append(connection.ops.quote_name(field.column))
+            values.append(computed.get(field.name, "%s"))
+            if field.name not in computed:
+                row.append(field)
+        fields.append(row)
         parts.append(
-            f"row_{position} AS (INSERT INTO {connection.ops.quote_name(obj._meta.db_table)} "
-            f"({', '.join(columns)}) VALUES ({', '.join(values)}) RETURNING {_pk(obj)})"
+            f"row_{position} AS (INSERT INTO {connection.ops.quote_name(model._meta.db_table)} "
+            f"({', '.join(columns)}) VALUES ({', '.join(values)}) RETURNING {_pk(model)})"
         )
-    keys = ", ".join(f"(SELECT {_pk(obj)} FROM row_{i})" for i, obj in enumerate(objs))
-    return f"WITH {', '.join(parts)} SELECT {keys}", params, read_back
+    keys = ", ".join(f"(SELECT {_pk(model)} FROM row_{i})" for i, (model, *_) in enumerate(shape))
+    return f"WITH {', '.join(parts)} SELECT {keys}", fields
 
 
-def _pk(obj: Model) -> str:
-    return connection.ops.quote_name(obj._meta.pk.column)
+def _pk(model: type[Model] | Model) -> str:
+    return connection.ops.quote_name(model._meta.pk.column)
 
 
 def rows_insert(*objs: Model) -> None:

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Conflict
+from core.selects import RowSelect
 from documents.models import ApiToken, Organisation
 from documents.roles import Ability, Role, ability_require
 
@@ -66,15 +67,18 @@ def _check_active_limit(*, organisation: Organisation) -> None:
         )
 
 
+# Read on every API request: a statement written once (core/selects.py), not a queryset.
+_ACTIVE_TOKEN = RowSelect(
+    ApiToken, related=("organisation",), where="t.token_hash = %s AND t.revoked_at IS NULL"
+)
+
+
 def api_token_authenticate(*, raw: str) -> ApiToken | None:
-    """Return the active token for a bearer secret, noting when it was last used."""
+    """Return the active token for a bearer secret, with its organisation, noting when it
+    was last used."""
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
-    token = (
-        ApiToken.objects.select_related("organisation")
-        .filter(token_hash=_hash(raw), revoked_at__isnull=True)
-        .first()
-    )
+    token = _ACTIVE_TOKEN.first([_hash(raw)])
     if token is None:
         return None
     now = timezone.now()

@@ -113,3 +113,18 @@ def test_other_databases_save_the_rows_one_by_one(org, monkeypatch):
     for obj in rows:
         assert _stored(obj) == _held(obj)
     assert rows[2].reservation_id == rows[0].id
+
+
+def test_rows_of_another_shape_get_their_own_statement(org):
+    # The statement is written once per shape: the same models, but a run whose
+    # reservation is already saved, must not get the one that reads it from an earlier row.
+    rows_insert(*_rows(org, 1))
+    saved = QuotaReservation.objects.create(organisation=org, pages=2)
+    reservation, document, run, transition = _rows(org, 2)
+    run.reservation = saved
+
+    rows_insert(reservation, document, run, transition)
+
+    stored = ImportRun.objects.get(id=run.id)
+    assert (stored.reservation_id, stored.document_id) == (saved.id, document.id)
+    assert RunTransition.objects.get(id=transition.id).run_id == run.id
