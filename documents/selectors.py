@@ -2,17 +2,21 @@
 
 import logging
 import uuid
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet, Sum
+from django.db.models.functions import Length, Substr
 
 from core.disposition import attachment
 from core.errors import Conflict, NotFound, StorageUnavailable
 from documents.formats.base import MEDIA_TYPES
 from documents.models import (
     ApiToken,
+    Chunk,
     Document,
+    DocumentText,
     Membership,
     Organisation,
     PendingUpload,
@@ -140,3 +144,71 @@ def api_token_get(*, organisation: Organisation, token_id: int) -> ApiToken:
         return ApiToken.objects.get(organisation=organisation, id=token_id)
     except ApiToken.DoesNotExist:
         raise NotFound("API token not found.") from None
+
+
+# A format without pages (Word) is shown in parts of this many characters.
+TEXT_PART_CHARS = 10_000
+
+
+@dataclass(frozen=True)
+class TextPage:
+    number: int
+    text: str
+    # Characters of the page past what `text` holds.
+    cut: int = 0
+
+
+@dataclass(frozen=True)
+class TextWindow:
+    """Some consecutive pages of a document's extracted text."""
+
+    pages: list[TextPage]
+    # Pages in all (of a format without pages: parts of TEXT_PART_CHARS characters).
+    total: int
+    # False: the format has no pages, and the numbers are parts.
+    paged: bool
+
+
+def document_text_window(
+    *, document: Document, first: int, count: int, page_chars: int
+) -> TextWindow | None:
+    """Pages `first` to `first + count - 1` (from 1) of the text of the document's current
+    version, each at most `page_chars` characters; None before its text is extracted.
+    Only those characters are read from the database, however long the text is."""
+    texts = DocumentText.objects.filter(document=document, version=document.version)
+    row = texts.values("id", "page_starts", length=Length("text")).first()
+    if row is None:
+        return None
+    length, starts = row["length"], [int(offset) for offset in row["page_starts"] or []]
+    paged = bool(starts)
+    if not paged:
+        starts = list(range(0, max(length, 1), TEXT_PART_CHARS))
+    total = len(starts)
+    first = min(max(first, 1), total)
+    last = min(first + count - 1, total)
+    spans = {}
+    for number in range(first, last + 1):
+        start = starts[number - 1]
+        end = starts[number] if number < total else length
+        spans[number] = (start, max(end - start, 0))
+    slices = {
+        f"page_{number}": Substr("text", start + 1, max(min(size, page_chars), 1))
+        for number, (start, size) in spans.items()
+    }
+    read = texts.filter(id=row["id"]).values(**slices).get() if slices else {}
+    pages = [
+        TextPage(
+            number=number,
+            text=read[f"page_{number}"][:size] if size else "",
+            cut=max(size - page_chars, 0),
+        )
+        for number, (_, size) in spans.items()
+    ]
+    return TextWindow(pages=pages, total=total, paged=paged)
+
+
+def document_chunks(*, document: Document) -> QuerySet[Chunk]:
+    """The chunks search reads for the document (of its searchable version; before one
+    settles, of its current version), in order."""
+    version = document.searchable_version or document.version
+    return Chunk.objects.filter(document=document, version=version).order_by("index")

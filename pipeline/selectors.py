@@ -3,9 +3,12 @@ with what its source needs to say where it came from."""
 
 import uuid
 
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
+
 from core.errors import NotFound
 from documents.models import Document, Organisation
-from pipeline.models import ImportRun
+from documents.selectors import document_list
+from pipeline.models import RETRYABLE_STATUSES, ImportRun, RunStatus
 from pipeline.sources import sources_run_related
 
 
@@ -34,3 +37,69 @@ def documents_with_latest_runs(
     """Each document beside its latest run (None if it has none)."""
     runs = latest_runs_by_document(document_ids=[d.id for d in documents])
     return [(document, runs.get(document.id)) for document in documents]
+
+
+def documents_filtered(
+    *,
+    organisation: Organisation,
+    status: str = "",
+    kind: str = "",
+    source: str = "",
+) -> QuerySet[Document]:
+    """The organisation's documents, newest first, narrowed to those whose latest run has
+    `status`, of `kind` (pdf, docx), or that came from `source` (web, api, connector);
+    an empty value narrows nothing. Values outside those sets find nothing."""
+    documents = document_list(organisation=organisation)
+    if status:
+        latest = ImportRun.objects.filter(document=OuterRef("pk")).order_by("-created_at", "-id")
+        documents = documents.annotate(latest_status=Subquery(latest.values("status")[:1]))
+        documents = documents.filter(latest_status=status)
+    if kind:
+        documents = documents.filter(kind=kind)
+    if source:
+        documents = documents.filter(
+            Exists(ImportRun.objects.filter(document=OuterRef("pk"), source=source))
+        )
+    return documents
+
+
+def document_runs(*, document: Document) -> list[ImportRun]:
+    """The document's runs, newest first, each with its attempts (oldest first)."""
+    return list(
+        ImportRun.objects.filter(document=document)
+        .select_related(*sources_run_related())
+        .prefetch_related("attempts_log")
+        .order_by("-created_at", "-id")
+    )
+
+
+# What a run that failed for these reasons would meet again: the file itself is the
+# problem (damaged, protected, over a limit), so a retry of the same bytes cannot help.
+FILE_FAULTS = frozenset(
+    {
+        "damaged_pdf",
+        "truncated_pdf",
+        "encrypted_pdf",
+        "pdf_too_complex",
+        "damaged_docx",
+        "docx_too_large",
+        "no_pages",
+        "too_many_pages",
+        "too_much_text",
+        "too_many_chunks",
+        "unsupported_type",
+        "empty_file",
+        "extract_crashed",
+        "extract_memory_limit",
+        "extract_time_limit",
+        "extract_cpu_limit",
+    }
+)
+
+
+def run_retry_helps(run: ImportRun) -> bool:
+    """Whether retrying the ended run can lead anywhere else: not when its own file made
+    it fail (a corrected file must be uploaded instead), nor when it succeeded."""
+    if run.status not in RETRYABLE_STATUSES:
+        return False
+    return run.status != RunStatus.FAILED or run.error_code not in FILE_FAULTS
