@@ -221,7 +221,10 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
             return ""
         detail = getattr(run, "last_error_detail", None) or run.error_message
         return format_html(
-            "<code>{}</code> {}", run.error_code, _cut(detail or "", LAST_ERROR_CHARS)
+            '<code>{}</code> <span title="{}">{}</span>',
+            run.error_code,
+            detail or "",
+            _cut(detail or "", LAST_ERROR_CHARS),
         )
 
     def changelist_view(self, request, extra_context=None):
