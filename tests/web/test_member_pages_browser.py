@@ -1,0 +1,272 @@
+"""The member pages in Chromium, against one gunicorn and one run_workers shared by every
+test here: files dropped at once go through the pipeline live with no page load, a
+document's page reads its text and downloads its file, a failed run is retried, a token
+is made and revoked, a viewer is offered nothing to change, the list pages past 100
+documents; every member page fits 390 px and axe-core finds nothing serious on it.
+
+Screenshots of the upload, document, search and tokens pages, at 1280 and 390 px, are
+written under var/screenshots/ (two of them are shown by the README, from docs/images/).
+"""
+
+import base64
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+
+from documents.models import Document, Organisation
+from documents.services.organisations import member_add, organisation_create
+from pipeline.models import ImportRun
+from tests.support import hostile
+from tests.support.admin import make_connections
+from tests.support.files import make_docx, make_pdf
+from tests.support.members import PASSWORD, documents_made
+from tests.support.pipeline import TEST_PIPELINE_ENV, running_workers, wait_for
+from tests.support.processes import ROOT, process_env, web_server
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+SCREENSHOTS = ROOT / "var" / "screenshots"
+WIDTHS = (1280, 390)
+# What the policy and the browser need to be told: our pages, nothing else.
+SERIOUS = ("serious", "critical")
+
+
+@pytest.fixture(scope="module")
+def site(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One web server and one set of workers for the module, on the test database."""
+    media = tmp_path_factory.mktemp("media")
+    with django_db_blocker.unblock():
+        env = process_env(MEDIA_ROOT=str(media), **TEST_PIPELINE_ENV)
+        with web_server(workers=2, threads=4, env=env) as base:
+            # Idle at the end: no stage to finish, nothing to wait for.
+            with running_workers(MEDIA_ROOT=str(media), PAPERLANE_SHUTDOWN_GRACE_SECONDS="2"):
+                yield SimpleNamespace(base=base, media=media)
+
+
+@pytest.fixture
+def acme(db):
+    organisation = organisation_create(slug="acme", page_limit=200, name="Acme")
+    member_add(organisation=organisation, username="ada", password=PASSWORD, role="admin")
+    return organisation
+
+
+def _signed_in(browser, site, username: str, width: int = 1280):
+    context = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(f"{site.base}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{site.base}/")
+    return context, page
+
+
+def _drop(page, files: dict[str, bytes], target: str = "[data-drop]") -> None:
+    """Drop the files on `target` at once, as a person dragging them from their desktop."""
+    payload = [{"name": name, "b64": base64.b64encode(data).decode()} for name, data in files.items()]
+    transfer = page.evaluate_handle(
+        """(files) => {
+            const transfer = new DataTransfer();
+            for (const file of files) {
+                const bytes = Uint8Array.from(atob(file.b64), (c) => c.charCodeAt(0));
+                transfer.items.add(new File([bytes], file.name));
+            }
+            return transfer;
+        }""",
+        payload,
+    )
+    page.dispatch_event(target, "dragover", {"dataTransfer": transfer})
+    page.dispatch_event(target, "drop", {"dataTransfer": transfer})
+
+
+def _item(page, name: str):
+    return page.locator("#upload-list li", has=page.locator(".name", has_text=name))
+
+
+def _shoot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    width = page.viewport_size["width"]
+    page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
+
+
+def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, site, acme):
+    context, page = _signed_in(browser, site, "ada")
+    loads = []
+    page.on("framenavigated", lambda frame: loads.append(frame.url) if frame == page.main_frame else None)
+    report = make_pdf(3, label="Lighthouse report")
+
+    _drop(page, {"report.pdf": report, "minutes.docx": make_docx(2), "notes.txt": b"plain text"})
+
+    refused = _item(page, "notes.txt").locator(".state")
+    refused.wait_for()
+    page.wait_for_function(
+        "() => document.querySelector('#upload-list').innerText.match(/Not accepted/)"
+    )
+    assert "Only PDF and Word (.docx) files are supported" in refused.inner_text()
+    for name in ("report.pdf", "minutes.docx"):
+        _item(page, name).locator(".status-succeeded").wait_for()
+        page.locator(f"#document-rows tr:has-text('{name}') .status-succeeded").wait_for()
+    assert loads == [], loads
+    assert page.locator("#document-count").inner_text() == "2 documents"
+    charged = sum(Document.objects.values_list("page_count", flat=True))
+    assert page.locator("[data-quota-used]").inner_text() == str(charged)
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        _shoot(page, "upload")
+
+    # The document's page: its text from page 1, and its file with the session.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.click("#document-rows a.name:text-is('report.pdf')")
+    page.locator("#page-1").wait_for()
+    assert "Lighthouse report 1" in page.locator("#page-1").inner_text()
+    assert "Extract" in page.locator("ol.timeline").first.inner_text()
+    with page.expect_download() as download:
+        page.click("text=Download the original")
+    assert download.value.suggested_filename == "report.pdf"
+    assert Path(download.value.path()).read_bytes() == report
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        _shoot(page, "document")
+
+    # Search, as it is today, with the documents just processed.
+    page.goto(f"{site.base}/search/?q=lighthouse")
+    page.locator("ol.results li").first.wait_for()
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        _shoot(page, "search")
+    context.close()
+
+
+def test_a_run_failed_over_quota_is_retried_once_there_is_room(browser, site, acme):
+    Organisation.objects.filter(id=acme.id).update(page_limit=10)
+    context, page = _signed_in(browser, site, "ada")
+
+    _drop(page, {"long.pdf": hostile.pdf_with_lying_count(real_pages=12, stated=1)})
+    _item(page, "long.pdf").locator(".status-failed").wait_for()
+    assert "12 pages" in _item(page, "long.pdf").inner_text()
+    page.click("#document-rows a.name:text-is('long.pdf')")
+    assert "Free pages" in page.locator(".problem").inner_text()
+
+    organisation_create(slug="acme", page_limit=100)  # the operator raises the limit
+    page.click("button:has-text('Retry')")
+    page.locator("[data-part=status] .status-succeeded").wait_for()
+    assert "Page 1 of 12" in page.locator("[data-part=text]").inner_text()
+    run = ImportRun.objects.get(document__filename="long.pdf")
+    assert (run.status, run.generation) == ("succeeded", 1)
+    context.close()
+
+
+def test_an_admin_makes_a_token_copies_it_and_revokes_it(browser, site, acme):
+    context, page = _signed_in(browser, site, "ada")
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.base)
+
+    page.click("nav >> text=API tokens")
+    page.fill("#id_name", "nightly export")
+    page.select_option("#id_role", "viewer")
+    page.click("button:has-text('Create token')")
+    secret = page.input_value("#token-secret")
+    assert secret.startswith("pl_")
+    page.click("button[data-copy]")
+    page.locator("[data-copied]:has-text('Copied')").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        _shoot(page, "tokens")
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{site.base}/tokens/")
+    assert secret not in page.content()
+    page.click("a:has-text('Revoke')")
+    page.click("button:has-text('Revoke')")
+    page.locator(".message.success").wait_for()
+    assert "Revoked" in page.locator("table.tokens").inner_text()
+    context.close()
+
+
+def test_a_viewer_is_offered_no_upload_or_delete(browser, site, acme):
+    member_add(organisation=acme, username="vic", password=PASSWORD, role="viewer")
+    documents_made(acme, 2)
+    context, page = _signed_in(browser, site, "vic")
+
+    assert page.locator("input[type=file]").count() == 0
+    assert page.locator("a:has-text('Delete'), button:has-text('Cancel')").count() == 0
+    assert "You are a viewer of Acme" in page.inner_text("main")
+    page.click("#document-rows a.name >> nth=0")
+    assert page.locator("a:has-text('Delete'), button:has-text('Retry')").count() == 0
+    assert page.locator("nav >> text=API tokens").count() == 0
+    context.close()
+
+
+def test_the_list_pages_past_a_hundred_documents(browser, site, acme):
+    documents_made(acme, 120)
+    context, page = _signed_in(browser, site, "ada")
+
+    assert "120 documents" in page.inner_text("#document-count")
+    seen = []
+    while True:
+        seen += page.locator("#document-rows a.name").all_inner_texts()
+        older = page.locator("a[rel=next]")
+        if not older.count():
+            break
+        older.click()
+        page.wait_for_load_state()
+    assert seen == [f"doc-{n:03d}.pdf" for n in range(119, -1, -1)]
+    assert "Page 5 of 5" in page.inner_text("nav.pages")
+    context.close()
+
+
+def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, site, acme):
+    documents_made(acme, 3)
+    document = Document.objects.filter(organisation=acme).first()
+    [connection] = make_connections(acme, 1)
+    globex = organisation_create(slug="globex", page_limit=10, name="Globex")
+    member_add(organisation=globex, username="ada")
+    pages = [
+        "/",
+        f"/documents/{document.id}/",
+        f"/documents/{document.id}/delete/",
+        "/search/",
+        "/search/?q=anything",
+        "/connections/",
+        f"/connections/{connection.id}/",
+        "/tokens/",
+        "/accounts/password/",
+    ]
+    axe = Axe()
+    found = {}
+    for width in WIDTHS:
+        context, page = _signed_in(browser, site, "ada", width=width)
+        token = None
+        for path in pages + ["token"]:
+            if path == "token":  # a token's revoke page, once one is made
+                page.goto(f"{site.base}/tokens/")
+                page.fill("#id_name", f"walk {width}")
+                page.click("button:has-text('Create token')")
+                token = re.search(r"/tokens/(\d+)/revoke/", page.content())[1]
+                path = f"/tokens/{token}/revoke/"
+            page.goto(f"{site.base}{path}")
+            page.wait_for_load_state("load")
+            wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            if width == 390 and wide[0] > wide[1]:
+                found[(width, path)] = f"{wide[0]} px wide"
+            violations = [
+                f"{v['id']}: {v['help']} ({len(v['nodes'])})"
+                for v in axe.run(page).response["violations"]
+                if v["impact"] in SERIOUS
+            ]
+            if violations:
+                found[(width, path)] = violations
+        context.close()
+    # Signed out: the sign-in page.
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    page = context.new_page()
+    page.goto(f"{site.base}/accounts/login/")
+    wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert wide[0] <= wide[1]
+    assert not [v for v in axe.run(page).response["violations"] if v["impact"] in SERIOUS]
+    context.close()
+    assert found == {}
