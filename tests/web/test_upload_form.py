@@ -180,3 +180,15 @@ def test_another_organisations_direct_upload_is_not_completed(s3, org, other_org
 
     assert response.status_code == 404
     assert not Document.objects.exists()
+
+
+def test_the_files_sent_before_a_form_post_passes_the_size_limit_are_kept(member_client, settings):
+    first, second = make_pdf(10), make_pdf(10, label="second")
+    settings.PAPERLANE_MAX_UPLOAD_BYTES = len(first) + len(second) // 2
+
+    page = member_client.post(
+        "/", {"file": [_file("first.pdf", first), _file("second.pdf", second)]}, follow=True
+    ).content.decode()
+
+    assert "“first.pdf” was accepted" in page and "The file is larger than the limit" in page
+    assert list(Document.objects.values_list("filename", flat=True)) == ["first.pdf"]
