@@ -246,6 +246,14 @@ def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, si
     found = {}
     for width in WIDTHS:
         context, page = _signed_in(browser, site, "ada", width=width)
+        # What the Content-Security-Policy refused, and the scripts' errors, on every page.
+        page.add_init_script(
+            "document.addEventListener('securitypolicyviolation', (e) => {"
+            " (window.__violations = window.__violations || [])"
+            ".push(e.violatedDirective + ' ' + e.blockedURI); });"
+        )
+        errors = []
+        page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
         token = None
         for path in pages + ["token"]:
             if path == "token":  # a token's revoke page, once one is made
@@ -266,6 +274,9 @@ def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, si
             ]
             if violations:
                 found[(width, path)] = violations
+            refused = page.evaluate("window.__violations || []")
+            if refused or errors:
+                found[(width, path, "policy")] = refused + errors
         context.close()
     # Signed out: the sign-in page.
     context = browser.new_context(viewport={"width": 390, "height": 900})
@@ -321,3 +332,29 @@ def test_with_s3_a_large_file_goes_straight_to_the_bucket_with_its_progress(
         "small.pdf": "web",
     }
     assert runs["large.pdf"].document.storage_key in put
+
+
+def test_without_javascript_the_form_sends_one_or_many_files(browser, site, acme):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(f"{site.base}/accounts/login/")
+    page.fill("#id_username", "ada")
+    page.fill("#id_password", PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{site.base}/")
+    good, bad = make_pdf(6), b"<!DOCTYPE html><html><body>not a PDF</body></html>"
+
+    page.set_input_files(
+        "input[type=file]",
+        files=[
+            {"name": "quarterly report.pdf", "mimeType": "application/pdf", "buffer": good},
+            {"name": "not really.pdf", "mimeType": "application/pdf", "buffer": bad},
+        ],
+    )
+    page.click("form.upload button[type=submit]")
+
+    page.locator(".message.success").wait_for()
+    assert "“quarterly report.pdf” was accepted" in page.inner_text(".message.success")
+    assert "“not really.pdf”: Only PDF and Word" in page.inner_text(".message.error")
+    assert "quarterly report.pdf" in page.inner_text("#document-rows")
+    context.close()
