@@ -1,6 +1,13 @@
 from django.urls import path
 
-from web import document_views, organisation_views, token_views, upload_views, views
+from web import (
+    document_actions,
+    document_views,
+    organisation_views,
+    token_views,
+    upload_views,
+    views,
+)
 
 app_name = "web"
 
@@ -37,18 +44,18 @@ urlpatterns = [
     ),
     path(
         "documents/<uuid:document_id>/delete/",
-        document_views.document_delete_view,
+        document_actions.document_delete_view,
         name="document_delete",
     ),
     path(
         "runs/<uuid:run_id>/retry/",
-        document_views.run_action_view,
+        document_actions.run_action_view,
         {"action": "retry"},
         name="run_retry",
     ),
     path(
         "runs/<uuid:run_id>/cancel/",
-        document_views.run_action_view,
+        document_actions.run_action_view,
         {"action": "cancel"},
         name="run_cancel",
     ),
