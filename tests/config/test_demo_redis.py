@@ -8,6 +8,8 @@ import sys
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from tests.support.processes import ROOT, free_port
 
@@ -34,7 +36,8 @@ def test_without_redis_server_on_the_path_redislites_own_is_started(tmp_path):
         (tools / tool).symlink_to(shutil.which(tool))
     assert shutil.which("redis-server", path=str(tools)) is None
     port = free_port()
-    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5)
+    # Asked once: the shutdown at the end closes the connection, which is not retried.
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, retry=Retry(NoBackoff(), 0))
 
     started = _ensure_redis(str(tools), tmp_path, port)
     try:
