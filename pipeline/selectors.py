@@ -63,14 +63,25 @@ def documents_filtered(
     return documents
 
 
-def document_runs(*, document: Document) -> list[ImportRun]:
-    """The document's runs, newest first, each with its attempts (oldest first)."""
+def document_runs(*, document: Document, limit: int) -> list[ImportRun]:
+    """The document's `limit` newest runs, newest first, each with its attempts (oldest
+    first)."""
     return list(
         ImportRun.objects.filter(document=document)
         .select_related(*sources_run_related())
         .prefetch_related("attempts_log")
-        .order_by("-created_at", "-id")
+        .order_by("-created_at", "-id")[:limit]
     )
+
+
+def document_first_run(*, document: Document) -> ImportRun | None:
+    """The run that brought the document in (where it came from)."""
+    runs = ImportRun.objects.filter(document=document).select_related(*sources_run_related())
+    return runs.order_by("created_at", "id").first()
+
+
+def document_run_count(*, document: Document) -> int:
+    return ImportRun.objects.filter(document=document).count()
 
 
 # What a run that failed for these reasons would meet again: the file itself is the

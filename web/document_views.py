@@ -31,6 +31,8 @@ from documents.selectors import (
 from documents.services.quota import QuotaSnapshot, quota_get
 from pipeline.models import RunSource, RunStatus
 from pipeline.selectors import (
+    document_first_run,
+    document_run_count,
     document_runs,
     documents_filtered,
     documents_with_latest_runs,
@@ -45,6 +47,8 @@ DOCUMENTS_PER_PAGE = 25
 TEXT_PAGES_PER_SCREEN = 10
 TEXT_PAGE_CHARS = 50_000
 CHUNKS_PER_PAGE = 20
+# A document's newest runs shown (a connected file makes one per version).
+RUNS_SHOWN = 20
 # The live answer of the documents list follows at most this many documents at once.
 LIVE_MAX_DOCUMENTS = 100
 FILE_BLOCK_BYTES = 64 * 1024
@@ -207,7 +211,7 @@ def _text_first_page(request: HttpRequest) -> int:
 
 
 def _detail_context(request: HttpRequest, membership: Membership, document: Document) -> dict:
-    runs = document_runs(document=document)
+    runs = document_runs(document=document, limit=RUNS_SHOWN)
     latest = runs[0] if runs else None
     text = document_text_window(
         document=document,
@@ -221,10 +225,11 @@ def _detail_context(request: HttpRequest, membership: Membership, document: Docu
     query.pop("page", None)
     chunk_query = request.GET.copy()
     chunk_query.pop("chunks", None)
-    first_run = runs[-1] if runs else None
+    first_run = document_first_run(document=document)
     return {
         "document": document,
         "runs": runs,
+        "older_runs": max(document_run_count(document=document) - len(runs), 0),
         "run": latest,
         "source": first_run.get_source_display() if first_run else "",
         "connector_import": getattr(first_run, "connector_import", None) if first_run else None,

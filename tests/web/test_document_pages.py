@@ -8,6 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from documents.models import QuotaReservation
 from pipeline.models import ImportRun
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import SWEEPER
@@ -215,3 +216,24 @@ def test_a_deleted_document_is_a_404_on_its_pages(member_client, api):
     for suffix in ("", "live/", "file/"):
         assert member_client.get(f"/documents/{run.document_id}/{suffix}").status_code == 404
     assert ImportRun.objects.get(id=run.id).status == "cancelled"
+
+
+def test_a_document_page_shows_its_newest_runs_and_counts_the_others(member_client, api):
+    first = accepted_run(api, make_pdf(1), "often.pdf")
+    for _ in range(22):  # as a connected file's versions would each make one
+        ImportRun.objects.create(
+            organisation=first.organisation,
+            document=first.document,
+            reservation=QuotaReservation.objects.create(
+                organisation=first.organisation, pages=0, status="released"
+            ),
+            source="connector",
+            status="cancelled",
+        )
+
+    page = member_client.get(f"/documents/{first.document_id}/").content.decode()
+
+    assert page.count('<li class="run">') == 20
+    assert "and 3 older runs, not shown." in page
+    # Where it came from is its first run's source, however many came after.
+    assert "<dt>Source</dt><dd>API" in page
