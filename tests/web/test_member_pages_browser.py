@@ -225,6 +225,24 @@ def test_the_list_pages_past_a_hundred_documents(browser, site, acme):
     context.close()
 
 
+def test_the_keyboard_reaches_the_content_first_and_shows_where_it_is(browser, site, acme):
+    context, page = _signed_in(browser, site, "ada")
+
+    page.keyboard.press("Tab")
+    skip = page.evaluate(
+        "(() => { const e = document.activeElement, box = e.getBoundingClientRect();"
+        " return [e.textContent, box.left >= 0 && box.top >= 0,"
+        " getComputedStyle(e).outlineStyle]; })()"
+    )
+    page.keyboard.press("Enter")  # to the main content
+    page.keyboard.press("Tab")  # its first control: the file input
+    focused = page.evaluate("document.activeElement.id")
+
+    assert skip == ["Skip to the content", True, "solid"]
+    assert focused == "upload-files"
+    context.close()
+
+
 def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, site, acme):
     documents_made(acme, 3)
     document = Document.objects.filter(organisation=acme).first()
