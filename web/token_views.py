@@ -27,10 +27,12 @@ class TokenForm(forms.Form):
     name = forms.CharField(
         max_length=TOKEN_NAME_MAX,
         help_text="What will use it, e.g. “billing export”.",
+        widget=forms.TextInput(attrs={"aria-describedby": "id_name-hint"}),
     )
     role = forms.ChoiceField(
         choices=Membership.Role.choices,
         initial=Membership.Role.MEMBER,
+        widget=forms.Select(attrs={"aria-describedby": "id_role-hint"}),
         help_text="Viewer: read and search. Member: also upload, retry and cancel. "
         "Admin: also delete documents and manage tokens.",
     )
