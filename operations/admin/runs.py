@@ -49,6 +49,9 @@ from pipeline.services.people import RETRYABLE
 from pipeline.services.transitions import Actor
 
 LAST_ERROR_CHARS = 80
+# The last error's characters read for the list, shown on hover over its cut: a traceback
+# can be megabytes, and a page of runs reads one per row.
+LAST_ERROR_TITLE_CHARS = 1_000
 
 
 def _time(field: str, label: str):
@@ -154,7 +157,8 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
             StageAttempt.objects.filter(run=OuterRef("pk"))
             .exclude(error_message="")
             .order_by("-started_at", "-id")
-            .annotate(head=Substr("error_message", 1, LAST_ERROR_CHARS))
+            # One past the title's length, so that the title can say it was cut.
+            .annotate(head=Substr("error_message", 1, LAST_ERROR_TITLE_CHARS + 1))
             .values("head")[:1]
         )
         # Looked up only for runs with an error, and only for the rows on the page.
@@ -223,7 +227,7 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
         return format_html(
             '<code>{}</code> <span title="{}">{}</span>',
             run.error_code,
-            detail or "",
+            _cut(detail or "", LAST_ERROR_TITLE_CHARS),
             _cut(detail or "", LAST_ERROR_CHARS),
         )
 
