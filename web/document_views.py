@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods
@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from core.errors import NotFound, ServiceError
 from core.upload_counts import ACCEPTED, REFUSED, upload_count
 from core.uploads import client_file_name, upload_refusal
+from documents.downloads import document_file_response
 from documents.formats.base import MEDIA_TYPES
 from documents.models import Document, DocumentKind, Membership, Organisation
 from documents.roles import abilities
@@ -51,7 +52,6 @@ CHUNKS_PER_PAGE = 20
 RUNS_SHOWN = 20
 # The live answer of the documents list follows at most this many documents at once.
 LIVE_MAX_DOCUMENTS = 100
-FILE_BLOCK_BYTES = 64 * 1024
 
 STATUS_CHOICES = [
     (value, "Stopped" if value == RunStatus.DEAD_LETTER else label)
@@ -333,16 +333,4 @@ def document_file_view(request: HttpRequest, document_id: uuid.UUID) -> HttpResp
     except ServiceError as exc:
         messages.error(request, exc.message)
         return redirect("web:document_detail", document_id=document.id)
-    if isinstance(stored, str):
-        response = redirect(stored)
-    else:
-        response = FileResponse(
-            stored.file,
-            as_attachment=True,
-            filename=document.filename,
-            content_type=MEDIA_TYPES[document.kind],
-        )
-        response.block_size = FILE_BLOCK_BYTES
-        response["Content-Length"] = str(stored.size)
-    response["Cache-Control"] = "private, no-store"
-    return response
+    return document_file_response(document=document, stored=stored)

@@ -8,7 +8,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from documents.models import QuotaReservation
+from core.disposition import attachment
+from documents.models import Document, QuotaReservation
 from pipeline.models import ImportRun
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import SWEEPER
@@ -138,6 +139,21 @@ def test_a_member_downloads_the_original_with_the_session(org, api):
     assert response["Content-Type"] == "application/pdf"
     assert response["Content-Disposition"] == 'attachment; filename="minutes.pdf"'
     assert Client().get(f"/documents/{run.document_id}/file/").status_code == 302
+
+
+def test_the_page_and_the_api_name_a_download_alike_whatever_its_name(org, api):
+    run = accepted_run(api, make_pdf(1), "plain.pdf")
+    # As a connected folder may name a file: quotes, a backslash, a percent sign, accents.
+    name = 'Ünter "quotes" \\ 100%41 résumé.pdf'
+    Document.objects.filter(id=run.document_id).update(filename=name)
+    client = signed_in(org, "vera", "viewer")
+
+    page = client.get(f"/documents/{run.document_id}/file/")
+    integration = api.get(f"/api/v1/documents/{run.document_id}/file")
+
+    assert page["Content-Disposition"] == attachment(name)
+    assert integration["Content-Disposition"] == attachment(name)
+    assert page["Cache-Control"] == integration["Cache-Control"] == "private, no-store"
 
 
 @pytest.mark.django_db(transaction=True)
