@@ -44,7 +44,7 @@ class RequestSizeLimitMiddleware:
             length = 0
         if length > settings.PAPERLANE_MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES:
             error = _too_large()
-            api = request.path.startswith("/api/")
+            api = _is_api(request)
             upload_count(channel="api" if api else "web", result="refused", code=error.code)
             if api:
                 return JsonResponse(error.as_dict(), status=error.status_code)
@@ -90,10 +90,16 @@ class UploadLimitHandler(FileUploadHandler):
         return None
 
 
+def _is_api(request: HttpRequest) -> bool:
+    # The path within the site: a site served under a prefix (SCRIPT_NAME) has its API at
+    # /prefix/api/, which `request.path` starts with.
+    return request.path_info.startswith("/api/")
+
+
 def _files_allowed(request: HttpRequest) -> int:
     # A member page's form sent without JavaScript carries every file chosen; a script
     # (ours, an integration) sends one per request.
-    if request.path.startswith("/api/"):
+    if _is_api(request):
         return 1
     return max(settings.PAPERLANE_UPLOAD_FORM_MAX_FILES, 1)
 
@@ -104,7 +110,7 @@ def _too_many(request: HttpRequest) -> InvalidUpload:
         return InvalidUpload("Send one file per upload request.", code="one_file_per_request")
     return InvalidUpload(
         f"Send at most {allowed} files at once; the others were not sent.",
-        code="one_file_per_request",
+        code="too_many_files",
     )
 
 

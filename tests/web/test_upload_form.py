@@ -8,6 +8,7 @@ import httpx
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from core.upload_counts import upload_counts
 from documents.models import Document, PendingUpload
 from pipeline.models import ImportRun
 from tests.support.files import HTML_AS_PDF, make_docx, make_encrypted_pdf, make_pdf
@@ -53,7 +54,7 @@ def test_without_javascript_a_post_of_only_refused_files_answers_the_first_refus
     assert "needs 3 pages but only 1 of your page quota are left" in response.content.decode()
 
 
-def test_a_form_post_carries_at_most_its_bound_of_files(member_client, settings):
+def test_a_form_post_carries_at_most_its_bound_of_files(member_client, settings, redis_conn):
     settings.PAPERLANE_UPLOAD_FORM_MAX_FILES = 2
     files = [_file(f"f{n}.pdf", make_pdf(1)) for n in range(3)]
 
@@ -61,6 +62,8 @@ def test_a_form_post_carries_at_most_its_bound_of_files(member_client, settings)
 
     assert "Send at most 2 files at once; the others were not sent." in page
     assert Document.objects.count() == 2
+    # Its own code, not the API's one_file_per_request.
+    assert upload_counts(connection=redis_conn)[("web", "refused", "too_many_files")] == 1
 
 
 def test_the_script_sends_one_file_and_reads_its_document_and_row(member_client, org):
