@@ -8,7 +8,7 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from core.errors import NotFound
 from documents.models import Document, Organisation
 from documents.selectors import document_list
-from pipeline.models import RETRYABLE_STATUSES, ImportRun, RunStatus
+from pipeline.models import ImportRun
 from pipeline.sources import sources_run_related
 
 
@@ -82,35 +82,3 @@ def document_first_run(*, document: Document) -> ImportRun | None:
 
 def document_run_count(*, document: Document) -> int:
     return ImportRun.objects.filter(document=document).count()
-
-
-# What a run that failed for these reasons would meet again: the file itself is the
-# problem (damaged, protected, over a limit), so a retry of the same bytes cannot help.
-FILE_FAULTS = frozenset(
-    {
-        "damaged_pdf",
-        "truncated_pdf",
-        "encrypted_pdf",
-        "pdf_too_complex",
-        "damaged_docx",
-        "docx_too_large",
-        "no_pages",
-        "too_many_pages",
-        "too_much_text",
-        "too_many_chunks",
-        "unsupported_type",
-        "empty_file",
-        "extract_crashed",
-        "extract_memory_limit",
-        "extract_time_limit",
-        "extract_cpu_limit",
-    }
-)
-
-
-def run_retry_helps(run: ImportRun) -> bool:
-    """Whether retrying the ended run can lead anywhere else: not when its own file made
-    it fail (a corrected file must be uploaded instead), nor when it succeeded."""
-    if run.status not in RETRYABLE_STATUSES:
-        return False
-    return run.status != RunStatus.FAILED or run.error_code not in FILE_FAULTS

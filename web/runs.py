@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from documents.models import Document
+from pipeline.errors import FILE_FAULTS, run_retry_helps
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunStatus, Stage, StageAttempt
-from pipeline.selectors import FILE_FAULTS, run_retry_helps
 
 # What each stage does, for a person.
 STAGE_WORDS = {
