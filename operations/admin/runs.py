@@ -44,8 +44,7 @@ from operations.selectors import (
     dead_letter_groups,
     run_story,
 )
-from pipeline.models import ACTIVE_STATUSES, ImportRun, StageAttempt
-from pipeline.services.people import RETRYABLE
+from pipeline.models import ACTIVE_STATUSES, RETRYABLE_STATUSES, ImportRun, StageAttempt
 from pipeline.services.transitions import Actor
 
 LAST_ERROR_CHARS = 80
@@ -300,7 +299,7 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
             ["requeue", "cancel", "dead_letter"]
             if run.status in ACTIVE_STATUSES
             else ["retry"]
-            if run.status in RETRYABLE
+            if run.status in RETRYABLE_STATUSES
             else []
         )
         return [

@@ -32,7 +32,6 @@ from pipeline.services.take_back import run_take_back_locked
 from pipeline.services.transitions import Actor, attempt_finish, run_move
 
 Outcome = StageAttempt.Outcome
-RETRYABLE = RETRYABLE_STATUSES
 OPERATOR_DEAD_LETTER = "dead_lettered_by_operator"
 
 
@@ -139,7 +138,7 @@ def run_retry(
         )
     if run.status in ACTIVE_STATUSES:
         return RunChange(run, False, f"it is already in the pipeline ({run.status})")
-    if run.status not in RETRYABLE:
+    if run.status not in RETRYABLE_STATUSES:
         raise Conflict("Only failed, dead-lettered or cancelled runs can be retried.")
     # Locks the organisation's row (when the pages were given back): the bound's count
     # below sees every run committed before this one, as at accept.
