@@ -6,11 +6,14 @@ import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from core.disposition import attachment
 from documents.models import Document, QuotaReservation
-from pipeline.models import ImportRun
+from documents.services.organisations import member_add
+from pipeline.models import ImportRun, StageAttempt
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import SWEEPER
 from tests.support.files import make_docx, make_encrypted_pdf, make_pdf
@@ -253,3 +256,34 @@ def test_a_document_page_shows_its_newest_runs_and_counts_the_others(member_clie
     assert "and 3 older runs, not shown." in page
     # Where it came from is its first run's source, however many came after.
     assert "<dt>Source</dt><dd>API" in page
+
+
+def test_a_document_page_and_its_live_answer_ask_as_much_for_6_runs_as_for_1(
+    member_client, api, org
+):
+    first = accepted_run(api, make_pdf(1), "often.pdf")
+    people = [member_add(organisation=org, username=f"m{n}") for n in range(5)]
+    page, live = f"/documents/{first.document_id}/", f"/documents/{first.document_id}/live/"
+
+    def queries(url: str) -> int:
+        member_client.get(url)  # caches warmed (the session, content types)
+        with CaptureQueriesContext(connection) as captured:
+            assert member_client.get(url).status_code == 200
+        return len(captured)
+
+    one = (queries(page), queries(live))
+    for person in people:
+        run = ImportRun.objects.create(
+            organisation=org,
+            document=first.document,
+            reservation=QuotaReservation.objects.create(
+                organisation=org, pages=0, status="released"
+            ),
+            source="web",
+            status="cancelled",
+            created_by=person,
+        )
+        StageAttempt.objects.create(run=run, stage="extract", number=1, started_at=run.created_at)
+
+    six = (queries(page), queries(live))
+    assert six == one
