@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet, Sum
-from django.db.models.functions import Length, Substr
+from django.db.models.functions import Substr
 
 from core.disposition import attachment
 from core.errors import Conflict, NotFound, StorageUnavailable
@@ -174,17 +174,23 @@ def document_text_window(
 ) -> TextWindow | None:
     """Pages `first` to `first + count - 1` (from 1) of the text of the document's current
     version, each at most `page_chars` characters; None before its text is extracted.
-    Only those characters are read from the database, however long the text is."""
+    A `first` past the end opens the last window of `count` pages counted from page 1
+    (pages 11 to 12 of 12, for 10 a window). Only those characters are read from the
+    database, however long the text is."""
     texts = DocumentText.objects.filter(document=document, version=document.version)
-    row = texts.values("id", "page_starts", length=Length("text")).first()
+    row = texts.values("id", "page_starts").first()
     if row is None:
         return None
-    length, starts = row["length"], [int(offset) for offset in row["page_starts"] or []]
+    # Its length as the extract stage saved it with the text: asking the database would
+    # decompress the whole text.
+    length = document.text_chars
+    starts = [int(offset) for offset in row["page_starts"] or []]
     paged = bool(starts)
     if not paged:
         starts = list(range(0, max(length, 1), TEXT_PART_CHARS))
     total = len(starts)
-    first = min(max(first, 1), total)
+    last_window = (total - 1) // max(count, 1) * max(count, 1) + 1
+    first = min(max(first, 1), last_window)
     last = min(first + count - 1, total)
     spans = {}
     for number in range(first, last + 1):

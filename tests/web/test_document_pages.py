@@ -103,6 +103,10 @@ def test_the_document_page_opens_the_text_at_page_n_with_its_anchor(org, api):
     assert 'id="page-11"' in later and 'id="page-12"' in later and 'id="page-10"' not in later
     assert "Page 11 of 12" in later and "Tide table 11" in _text(later)
     assert "Tide table 10" not in _text(later)
+    # A page past the end: the last screen, marked as the one shown.
+    beyond = client.get(f"/documents/{run.document_id}/?page=999").content.decode()
+    assert '<span aria-current="page">Pages 11–12</span>' in beyond
+    assert 'id="page-11"' in beyond and 'id="page-12"' in beyond
     assert f'href="/documents/{run.document_id}/file/"' in first
     # Its facts, its run's stages with their times, its chunks.
     assert "tides.pdf" in first and "12" in first and "API" in first
