@@ -8,8 +8,7 @@ from django.http import HttpRequest
 
 from documents.models import Membership
 from documents.roles import abilities
-from documents.selectors import organisations_for_user
-from web.organisation_views import current_membership
+from web.organisation_views import current_membership, memberships_of
 
 
 class Member:
@@ -34,7 +33,9 @@ class Member:
 
     @cached_property
     def organisations(self):
-        return list(organisations_for_user(user=self._request.user)) if self.membership else []
+        if self.membership is None:
+            return []
+        return [membership.organisation for membership in memberships_of(self._request)]
 
     @cached_property
     def role(self) -> str:
