@@ -215,6 +215,7 @@ def document_text_window(
 
 def document_chunks(*, document: Document) -> QuerySet[Chunk]:
     """The chunks search reads for the document (of its searchable version; before one
-    settles, of its current version), in order."""
+    settles, of its current version), in order, to be shown: without their vectors."""
     version = document.searchable_version or document.version
-    return Chunk.objects.filter(document=document, version=version).order_by("index")
+    chunks = Chunk.objects.filter(document=document, version=version).defer("embedding")
+    return chunks.order_by("index")

@@ -130,8 +130,22 @@ def digest(*parts: object) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
+def run_state(run: ImportRun) -> tuple:
+    """What the pages show of a run depends on: a run changes `updated_at` with each stage,
+    status and progress it records."""
+    return (
+        run.id,
+        run.status,
+        run.stage,
+        run.progress_done,
+        run.progress_total,
+        run.error_code,
+        run.updated_at,
+    )
+
+
 def document_state(document: Document, runs: list[ImportRun]) -> tuple:
-    """What a document's live parts depend on."""
+    """What a document's row in the list depends on."""
     return (
         document.filename,
         document.page_count,
@@ -139,8 +153,5 @@ def document_state(document: Document, runs: list[ImportRun]) -> tuple:
         document.text_chars,
         tuple(document.unreadable_pages or ()),
         tuple(document.textless_pages or ()),
-        tuple(
-            (r.id, r.status, r.stage, r.progress_done, r.progress_total, r.error_code, r.updated_at)
-            for r in runs
-        ),
+        tuple(run_state(run) for run in runs),
     )

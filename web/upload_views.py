@@ -6,22 +6,21 @@ of the accept and direct-upload services."""
 import json
 import uuid
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, JsonResponse
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core.errors import InvalidUpload, ServiceError
 from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
 from core.uploads import client_file_name, upload_refusal
+from documents.roles import abilities
 from pipeline.models import RunSource
 from pipeline.services.accept import Acceptance, document_accept
 from pipeline.services.direct_uploads import pending_upload_complete, pending_upload_create
-from web.document_views import current_can
+from web.json_access import json_member_required
+from web.listing import document_row
 from web.organisation_views import current_membership
 from web.refusals import refusal_words
-from web.runs import digest, document_state
 
 # The JSON a direct upload is asked for with: a name, a size and a type.
 DIRECT_REQUEST_MAX_BYTES = 4096
@@ -43,29 +42,24 @@ def _refused(exc: ServiceError, *, name: str | None, size: int | None = None) ->
 def _accepted(request: HttpRequest, acceptance: Acceptance) -> JsonResponse:
     upload_count(channel="web", result=REPLAYED if acceptance.replayed else ACCEPTED)
     document, run = acceptance.document, acceptance.run
-    state = digest(document_state(document, [run]))
-    context = {
-        "document": document,
-        "run": run,
-        "can": current_can(current_membership(request)),
-        "digest": state,
-    }
+    can = abilities(current_membership(request).role)
+    row = document_row(request, document, run, can)
     return JsonResponse(
         {
-            "document_id": str(document.id),
+            "document_id": row["id"],
             "run_id": str(run.id),
             "filename": document.filename,
             "url": reverse("web:document_detail", kwargs={"document_id": document.id}),
-            "digest": state,
-            "row": render_to_string("web/_document_row.html", context, request=request),
-            "item": render_to_string("web/_upload_item_status.html", context, request=request),
+            "digest": row["digest"],
+            "row": row["row"],
+            "item": row["item"],
         },
         status=202,
     )
 
 
-@login_required
 @require_POST
+@json_member_required
 def upload_view(request: HttpRequest) -> JsonResponse:
     """One file (multipart field `file`), accepted or refused in JSON."""
     membership = current_membership(request)
@@ -89,8 +83,8 @@ def upload_view(request: HttpRequest) -> JsonResponse:
     return _accepted(request, acceptance)
 
 
-@login_required
 @require_POST
+@json_member_required
 def direct_upload_view(request: HttpRequest) -> JsonResponse:
     """Open a direct upload for a file the page will PUT to S3 (JSON `filename`,
     `size_bytes`, `content_type`): the URL and headers to PUT with, and where to complete."""
@@ -147,8 +141,8 @@ def _declared(request: HttpRequest) -> dict:
     return {"filename": filename, "size_bytes": size, "content_type": content_type}
 
 
-@login_required
 @require_POST
+@json_member_required
 def direct_upload_complete_view(request: HttpRequest, upload_id: uuid.UUID) -> JsonResponse:
     """Accept the file PUT for one of the organisation's direct uploads (another's: 404)."""
     membership = current_membership(request)

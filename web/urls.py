@@ -3,6 +3,7 @@ from django.urls import path
 from web import (
     document_actions,
     document_views,
+    live_views,
     organisation_views,
     token_views,
     upload_views,
@@ -26,7 +27,7 @@ urlpatterns = [
         upload_views.direct_upload_complete_view,
         name="direct_upload_complete",
     ),
-    path("documents/live/", document_views.documents_live_view, name="documents_live"),
+    path("documents/live/", live_views.documents_live_view, name="documents_live"),
     path(
         "documents/<uuid:document_id>/",
         document_views.document_detail_view,
@@ -34,7 +35,7 @@ urlpatterns = [
     ),
     path(
         "documents/<uuid:document_id>/live/",
-        document_views.document_live_view,
+        live_views.document_live_view,
         name="document_live",
     ),
     path(

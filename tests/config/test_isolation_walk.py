@@ -31,6 +31,15 @@ PUBLIC = {
     "api:openapi-view": "the API's interactive docs",
     "api:api-root": "a 404 that names the docs",
 }
+# The member pages' JSON endpoints, called by their script: without a session they answer
+# 401 in JSON (a redirect to sign in would be followed, and read as a 200).
+MEMBER_JSON = {
+    "web:upload",
+    "web:direct_upload",
+    "web:direct_upload_complete",
+    "web:documents_live",
+    "web:document_live",
+}
 # Staff only, whatever the organisation: the operator's side (admin, dashboard, /metrics).
 OPERATOR_PREFIXES = ("/admin/", "/metrics")
 METHODS = ("get", "post")
@@ -195,6 +204,13 @@ def test_without_credentials_the_api_is_401_and_pages_send_to_sign_in(two_worlds
         if _is_operator_route(url):
             for response in answers.values():
                 assert _refused_to_non_operators(response), (route.full_name, url, codes)
+            continue
+        if route.full_name in MEMBER_JSON:
+            refused = [r for r in answers.values() if r.status_code == 401]
+            assert refused and all(r.status_code in (401, 405) for r in answers.values()), (
+                f"{route.full_name}: {url} answered {codes} without credentials"
+            )
+            assert all(r.json()["code"] == "unauthorized" for r in refused), route.full_name
             continue
         sign_in = "/accounts/login/"
         redirected = [

@@ -11,7 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from core.disposition import attachment
-from documents.models import Document, QuotaReservation
+from documents.models import Document, Membership, QuotaReservation
 from documents.services.organisations import member_add
 from pipeline.models import ImportRun, StageAttempt
 from pipeline.services.people import run_cancel
@@ -40,6 +40,27 @@ def test_the_list_shows_25_documents_a_page_newest_first_with_the_count(member_c
     assert "30 documents</span>, newest first" in first
     assert "Page 1 of 2" in first and 'href="?page=2" rel="next"' in first
     assert 'href="?page=1" rel="prev"' in second
+
+
+def test_the_list_asks_as_much_for_25_documents_as_for_1_counting_once_and_the_member_once(
+    member_client, api, org
+):
+    def queries() -> list[str]:
+        member_client.get("/")  # caches warmed (the session, content types)
+        with CaptureQueriesContext(connection) as captured:
+            assert member_client.get("/").status_code == 200
+        return [query["sql"] for query in captured.captured_queries]
+
+    accepted_run(api, make_pdf(1), "first.pdf")
+    one = queries()
+    for n in range(24):
+        run = accepted_run(api, make_pdf(1), f"more-{n}.pdf")
+        run_cancel(run=run, actor=SWEEPER)
+    many = queries()
+
+    assert len(many) == len(one)
+    assert sum("COUNT(" in sql for sql in many) == 1
+    assert sum('FROM "documents_membership"' in sql for sql in many) == 1
 
 
 def test_each_name_links_to_the_documents_page(member_client, org):
@@ -208,15 +229,62 @@ def test_the_live_answer_refuses_what_is_not_an_id_or_too_many(member_client):
     assert member_client.get(f"/documents/live/?{many}").status_code == 400
 
 
-def test_the_document_pages_live_answer_sends_its_parts_with_a_digest(member_client, api):
+def _digests(page: str) -> dict[str, str]:
+    """The digest of each live part of a document's page, as the page holds them."""
+    return dict(re.findall(r'data-part="(\w+)" data-digest="(\w+)"', page))
+
+
+def test_the_document_pages_live_answer_sends_only_the_parts_that_changed(member_client, api):
     run = accepted_run(api, make_pdf(1), "one.pdf")
+    url = f"/documents/{run.document_id}/"
+    held = _digests(member_client.get(url).content.decode())
+    have = "&".join(f"have={name}:{value}" for name, value in held.items())
 
-    answer = member_client.get(f"/documents/{run.document_id}/live/?page=1").json()
+    asked = member_client.get(f"{url}live/?page=1")
+    with CaptureQueriesContext(connection) as unchanged_queries:
+        unchanged = member_client.get(f"{url}live/?page=1&{have}")
+    run_cancel(run=run, actor=SWEEPER)
+    changed = member_client.get(f"{url}live/?page=1&{have}").json()
 
+    # Asked without digests: every part, each with its digest, as the page has them.
+    assert set(held) == {"facts", "status", "text", "chunks"}
+    answer = asked.json()
     assert answer["active"] is True and answer["digest"]
-    assert set(answer["parts"]) == {"facts", "status", "text", "chunks"}
-    assert "Queued" in answer["parts"]["status"]
-    assert "No text yet" in answer["parts"]["text"]
+    assert {name: part["digest"] for name, part in answer["parts"].items()} == held
+    assert "Queued" in answer["parts"]["status"]["html"]
+    assert "No text yet" in answer["parts"]["text"]["html"]
+    # Nothing changed: the digest and whether it is active, nothing rendered or read.
+    assert unchanged.json() == {"digest": answer["digest"], "active": True}
+    sql = " ".join(query["sql"] for query in unchanged_queries.captured_queries)
+    assert "documents_documenttext" not in sql and "documents_chunk" not in sql
+    # Its run cancelled: the processing part (and the chunks it may stop) alone.
+    assert changed["active"] is False and changed["digest"] != answer["digest"]
+    assert set(changed["parts"]) == {"status", "chunks"}
+    assert "Cancelled" in changed["parts"]["status"]["html"]
+
+
+def test_the_live_answers_refuse_in_json_a_session_that_ended_and_a_document_gone(
+    member_client, api, org
+):
+    run = accepted_run(api, make_pdf(1), "gone.pdf")
+    page, listing = f"/documents/{run.document_id}/live/", f"/documents/live/?id={run.document_id}"
+    member_client.post(f"/documents/{run.document_id}/delete/")
+    stranger = signed_in(org, "sam", "member")
+    Membership.objects.filter(user__username="sam").delete()
+
+    gone = member_client.get(page)
+    signed_out = [Client().get(page), Client().get(listing)]
+    no_member = stranger.get(listing)
+
+    assert gone.status_code == 404 and gone.json()["code"] == "not_found"
+    assert "not there any more" in gone.json()["detail"]
+    for answer in signed_out:
+        assert answer.status_code == 401, answer
+        assert answer.json() == {
+            "detail": "You were signed out; sign in again.",
+            "code": "unauthorized",
+        }
+    assert no_member.status_code == 403 and no_member.json()["code"] == "forbidden"
 
 
 def test_a_viewer_is_offered_no_upload_cancel_delete_or_tokens(org, api):

@@ -7,6 +7,7 @@ import json
 import httpx
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 
 from core.upload_counts import upload_counts
 from documents.models import Document, PendingUpload
@@ -75,6 +76,15 @@ def test_the_script_sends_one_file_and_reads_its_document_and_row(member_client,
     assert (run.source, str(run.document_id)) == ("web", answer["document_id"])
     assert answer["url"] == f"/documents/{run.document_id}/"
     assert f'id="doc-{run.document_id}"' in answer["row"] and "Queued" in answer["item"]
+
+
+def test_a_file_sent_after_the_session_ended_is_refused_in_json_not_sent_to_sign_in():
+    # fetch and XMLHttpRequest follow a redirect: the sign-in page would read as a 200.
+    for url in ("/upload/", "/upload/direct/"):
+        response = Client().post(url, {"file": _file("late.pdf", make_pdf(1))})
+
+        assert response.status_code == 401
+        assert response.json()["detail"] == "You were signed out; sign in again."
 
 
 @pytest.mark.parametrize(
