@@ -18,7 +18,7 @@ from web.document_parts import RUNS_SHOWN, DocumentPage, part_digests, parts_ren
 from web.json_access import json_member_required, json_refusal
 from web.listing import LIVE_MAX_DOCUMENTS, document_row, quota_context
 from web.organisation_views import current_membership
-from web.runs import digest, is_active
+from web.runs import digest, is_active, run_summary
 
 GONE = "This document is not there any more: it was deleted, or moved out of your reach."
 
@@ -28,9 +28,9 @@ GONE = "This document is not there any more: it was deleted, or moved out of you
 def document_live_view(request: HttpRequest, document_id: uuid.UUID) -> JsonResponse:
     """What changed on a document's page, for the page's own query (`?page=`, `?chunks=`)
     and the digests of the parts it shows (`?have=status:<digest>`, one per part):
-    `digest` and `active` always, and `parts` (each part's digest and HTML) only for the
-    parts whose digest differs. Nothing is rendered, and no text or chunk read, when
-    nothing changed."""
+    `digest` and `active` always; `parts` (each part's digest and HTML) only for the
+    parts whose digest differs, with `summary`, the run's state in words. Nothing is
+    rendered, and no text or chunk read, when nothing changed."""
     membership = current_membership(request)
     try:
         document = document_get(organisation=membership.organisation, document_id=document_id)
@@ -49,6 +49,8 @@ def document_live_view(request: HttpRequest, document_id: uuid.UUID) -> JsonResp
     if changed:
         html = parts_render(page, changed)
         answer["parts"] = {name: {"digest": digests[name], "html": html[name]} for name in changed}
+        # In words, for the page to say when the run ends.
+        answer["summary"] = f"{document.filename}: {run_summary(page.latest)}"
     return JsonResponse(answer)
 
 
@@ -56,8 +58,9 @@ def document_live_view(request: HttpRequest, document_id: uuid.UUID) -> JsonResp
 @json_member_required
 def documents_live_view(request: HttpRequest) -> JsonResponse:
     """The rows of the documents named by `?id=` (at most LIVE_MAX_DOCUMENTS; another
-    organisation's or a deleted one is left out), the quota bar and how many documents
-    the organisation has (`total`, and `count` in words), as the list shows them."""
+    organisation's or a deleted one is left out), the quota bar (and its digest) and how
+    many documents the organisation has (`total`, and `count` in words), as the list
+    shows them."""
     membership = current_membership(request)
     organisation = membership.organisation
     wanted = request.GET.getlist("id")
@@ -80,6 +83,7 @@ def documents_live_view(request: HttpRequest) -> JsonResponse:
         {
             "documents": [document_row(request, document, run, can) for document, run in rows],
             "quota": render_to_string("web/_quota.html", quota, request=request),
+            "quota_digest": quota["quota_digest"],
             "total": total,
             "count": render_to_string("web/_document_count.html", {"total": total}),
         }

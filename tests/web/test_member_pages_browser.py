@@ -11,19 +11,22 @@ written under var/screenshots/ (two of them are shown by the README, from docs/i
 
 import base64
 import re
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.db.models import F
+from django.utils import timezone
 
-from documents.models import Document, Organisation
+from documents.models import Document, Organisation, QuotaReservation, UsageEntry
 from documents.services.organisations import member_add, organisation_create
 from pipeline.models import ImportRun
 from tests.support import hostile
 from tests.support.admin import make_connections
 from tests.support.files import make_docx, make_pdf
-from tests.support.members import PASSWORD, documents_made
+from tests.support.members import PASSWORD, document_with_text, documents_made
 from tests.support.pipeline import TEST_PIPELINE_ENV, running_workers
 from tests.support.processes import ROOT, process_env, web_server
 
@@ -54,8 +57,49 @@ def acme(db):
     return organisation
 
 
-def _signed_in(browser, site, username: str, width: int = 1280):
+# Watches the pages' script: how many of its live requests are on their way at once (each
+# answer held back 400 ms, so that a second poll started meanwhile would overlap it), what
+# its live region says, and whether progress is ever written as a percentage.
+WATCH_LIVE = """
+(() => {
+  window.__live = { inFlight: 0, most: 0, asked: 0 };
+  window.__said = [];
+  window.__percent = false;
+  const original = window.fetch.bind(window);
+  window.fetch = async (url, options) => {
+    if (!String(url).includes("/live/")) return original(url, options);
+    const watch = window.__live;
+    watch.asked += 1;
+    watch.inFlight += 1;
+    watch.most = Math.max(watch.most, watch.inFlight);
+    try {
+      const response = await original(url, options);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      return response;
+    } finally {
+      watch.inFlight -= 1;
+    }
+  };
+  document.addEventListener("DOMContentLoaded", () => {
+    const watched = { childList: true, subtree: true, characterData: true };
+    const said = document.getElementById("live-said");
+    const record = () => window.__said.push(said.textContent);
+    if (said) new MutationObserver(record).observe(said, watched);
+    const uploads = document.getElementById("upload-list");
+    if (uploads) {
+      new MutationObserver(() => {
+        if (/\\d%/.test(uploads.textContent)) window.__percent = true;
+      }).observe(uploads, watched);
+    }
+  });
+})();
+"""
+
+
+def _signed_in(browser, site, username: str, width: int = 1280, watch: bool = False):
     context = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
+    if watch:
+        context.add_init_script(WATCH_LIVE)
     page = context.new_page()
     page.set_default_timeout(20_000)
     page.goto(f"{site.base}/accounts/login/")
@@ -97,15 +141,21 @@ def _shoot(page, name: str) -> None:
 
 
 def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, site, acme):
-    context, page = _signed_in(browser, site, "ada")
+    context, page = _signed_in(browser, site, "ada", watch=True)
     loads = []
     page.on(
         "framenavigated",
         lambda frame: loads.append(frame.url) if frame == page.main_frame else None,
     )
     report = make_pdf(3, label="Lighthouse report")
+    documents_made(acme, 1, prefix="from-a-colleague")  # after the page was drawn
 
     _drop(page, {"report.pdf": report, "minutes.docx": make_docx(2), "notes.txt": b"plain text"})
+    # The tab shown again, while polls are on their way: each asks for one at once.
+    _item(page, "report.pdf").locator(".status").wait_for()
+    for _ in range(3):
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        page.wait_for_timeout(150)
 
     refused = _item(page, "notes.txt").locator(".state")
     refused.wait_for()
@@ -117,8 +167,18 @@ def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, 
         _item(page, name).locator(".status-succeeded").wait_for()
         page.locator(f"#document-rows tr:has-text('{name}') .status-succeeded").wait_for()
     assert loads == [], loads
-    assert page.locator("#document-count").inner_text() == "2 documents"
-    charged = sum(Document.objects.values_list("page_count", flat=True))
+    # One poll at a time, however many asked for one.
+    assert page.evaluate("window.__live.most") == 1
+    # The colleague's document is not drawn in, but counted and offered.
+    assert page.locator("#document-count").inner_text() == "3 documents"
+    assert page.locator("#new-documents").inner_text() == "1 new document: show it"
+    # A screen reader hears the refusal and the two results, never a percentage sent.
+    said = " ".join(page.evaluate("window.__said"))
+    assert "notes.txt was not accepted: “notes.txt”: Only PDF and Word" in said, said
+    assert "report.pdf: Succeeded." in said and "minutes.docx: Succeeded." in said, said
+    assert page.evaluate("window.__percent") is False
+    assert page.locator("#upload-list[aria-live], #document-rows [aria-live]").count() == 0
+    charged = sum(UsageEntry.objects.values_list("pages", flat=True))
     assert page.locator("[data-quota-used]").inner_text() == str(charged)
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
@@ -144,6 +204,112 @@ def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, 
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         _shoot(page, "search")
+    context.close()
+
+
+def test_leaving_while_a_file_is_sent_asks_first_and_a_refused_poll_stops_and_says_why(
+    browser, site, acme
+):
+    context, page = _signed_in(browser, site, "ada")
+    dialogs, held, polls = [], [], []
+
+    def dismiss(dialog):
+        dialogs.append(dialog.type)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
+    page.route("**/upload/", lambda route: held.append(route))  # answered when told
+
+    _drop(page, {"slow.pdf": make_pdf(1)})
+    while not held:
+        page.wait_for_timeout(50)
+    page.click("form.filters button[type=submit]")  # would abort the upload
+
+    assert dialogs == ["beforeunload"] and page.url == f"{site.base}/"
+    # Signed out meanwhile: the poll that follows the file is refused.
+    signed_out = {"detail": "You were signed out; sign in again.", "code": "unauthorized"}
+    page.route(
+        "**/documents/live/**",
+        lambda route: polls.append(route.request.url) or route.fulfill(status=401, json=signed_out),
+    )
+    held[0].continue_()
+    _item(page, "slow.pdf").locator(".state .status").wait_for()
+    page.locator("#live-stopped").wait_for()
+    assert "You were signed out; sign in again." in page.inner_text("#live-stopped")
+    page.wait_for_timeout(2_000)  # past the next poll's time, had it gone on
+    assert len(polls) == 1
+    # Nothing is being sent: leaving asks nothing.
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(f"{site.base}/?*")
+    assert dialogs == ["beforeunload"]
+    context.close()
+
+
+def _poll_now(page) -> None:
+    """Have the page ask at once (as when its tab is shown again) and wait for the answer."""
+    asked = page.evaluate("window.__live.asked")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    page.wait_for_function(f"() => window.__live.asked > {asked} && window.__live.inFlight === 0")
+    page.wait_for_timeout(50)  # the answer applied
+
+
+def test_a_documents_page_replaces_only_what_changed_keeping_focus_scroll_and_selection(
+    browser, site, acme
+):
+    document = document_with_text(acme, [f"Page {n}\n" + "a line\n" * 200 for n in range(1, 4)])
+    run = ImportRun.objects.create(
+        organisation=acme,
+        document=document,
+        reservation=QuotaReservation.objects.create(organisation=acme, pages=3),
+        source="web",
+        status="processing",
+        stage="embed",
+        progress_total=10,
+        progress_done=1,
+        # Held by a worker elsewhere, for longer than the test: the workers leave it alone.
+        lease_owner="elsewhere",
+        lease_expires_at=timezone.now() + timedelta(hours=1),
+    )
+    runs = ImportRun.objects.filter(id=run.id)
+    context, page = _signed_in(browser, site, "ada", watch=True)
+    page.goto(f"{site.base}/documents/{document.id}/")
+    text = "document.getElementById('page-1-text')"
+    page.evaluate(f"{text}.kept = true; {text}.focus(); {text}.scrollTop = 300")
+
+    # Its run moves on: the processing part alone is replaced.
+    runs.update(progress_done=5, updated_at=timezone.now())
+    _poll_now(page)
+    page.locator("[data-part=status] progress[value='5']").wait_for()
+    assert page.evaluate(f"[{text}.kept, document.activeElement.id, {text}.scrollTop]") == [
+        True,
+        "page-1-text",
+        300,
+    ]
+    # Its text changes: replaced, with the focus and the scroll where they were.
+    Document.objects.filter(id=document.id).update(text_chars=F("text_chars") + 1)
+    _poll_now(page)
+    assert page.evaluate(f"[{text}.kept, document.activeElement.id, {text}.scrollTop]") == [
+        None,
+        "page-1-text",
+        300,
+    ]
+    # Text selected in it: kept as it is until the selection ends.
+    page.evaluate(f"{text}.kept = true; window.getSelection().selectAllChildren({text})")
+    Document.objects.filter(id=document.id).update(text_chars=F("text_chars") + 1)
+    _poll_now(page)
+    assert page.evaluate(f"[{text}.kept, window.getSelection().toString().length > 0]") == [
+        True,
+        True,
+    ]
+    page.evaluate("window.getSelection().removeAllRanges()")
+    page.wait_for_function(f"() => !{text}.kept")
+    # It ends: said once, in the page's one live region.
+    runs.update(status="succeeded", stage="settle", updated_at=timezone.now())
+    _poll_now(page)
+    page.locator("[data-part=status] .status-succeeded").wait_for()
+    assert "pages.pdf: Succeeded." in page.evaluate("window.__said")
+    assert page.locator("[aria-live]").count() == 0
+    assert page.locator("[role=status]").count() == 1
     context.close()
 
 
