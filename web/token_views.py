@@ -1,6 +1,7 @@
-"""The organisation's API tokens for its admins: make one (its secret shown once), see who
-made each and when it was last used, revoke one. Thin callers of the token services,
-which refuse anyone but an admin of the organisation."""
+"""The organisation's API tokens for its admins: make one (its secret shown once, by the
+page the creation redirects to), see who made each and when it was last used, revoke one.
+Thin callers of the token services, which refuse anyone but an admin of the
+organisation."""
 
 from django import forms
 from django.contrib import messages
@@ -21,6 +22,9 @@ from documents.services.tokens import (
 from web.organisation_views import current_membership, forbidden
 
 TOKENS_SHOWN = 200
+# The token just made, for the page the creation redirects to: its id and secret, popped
+# by that page's first view, so a reload shows it no more and makes no second token.
+SESSION_NEW_TOKEN = "paperlane_new_token"
 
 
 class TokenForm(forms.Form):
@@ -49,12 +53,13 @@ def _page(request: HttpRequest, membership: Membership, form: TokenForm, **extra
 @login_required
 @require_http_methods(["GET", "POST"])
 def token_list_view(request: HttpRequest) -> HttpResponse:
-    """The tokens, and the form that makes one: its answer shows the new secret, once."""
+    """The tokens, and the form that makes one; after it, the page the form redirects to
+    shows the new secret, once."""
     membership = current_membership(request)
     if not role_allows(membership.role, Ability.TOKENS):
         return forbidden(request, refusal(membership.role, Ability.TOKENS))
     if request.method != "POST":
-        return _page(request, membership, TokenForm())
+        return _page_after_creation(request, membership)
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _page(request, membership, form, status=400)
@@ -70,8 +75,23 @@ def token_list_view(request: HttpRequest) -> HttpResponse:
     except ServiceError as exc:
         messages.error(request, exc.message)
         return _page(request, membership, form, status=exc.status_code)
-    # Not a redirect: the secret is in this answer only, and stored nowhere.
-    response = _page(request, membership, TokenForm(), created=token, secret=secret, status=201)
+    # Shown by the page redirected to (a reload of this POST would make another token); the
+    # secret waits in the session for that one view, and is written nowhere else.
+    request.session[SESSION_NEW_TOKEN] = {"id": token.id, "secret": secret}
+    return redirect("web:token_list")
+
+
+def _page_after_creation(request: HttpRequest, membership: Membership) -> HttpResponse:
+    """The tokens page, with the secret of the token just made if this is the first view
+    since (in the organisation it was made in)."""
+    new = request.session.pop(SESSION_NEW_TOKEN, None)
+    if new is None:
+        return _page(request, membership, TokenForm())
+    try:
+        token = api_token_get(organisation=membership.organisation, token_id=new["id"])
+    except NotFound:  # switched to another organisation meanwhile
+        return _page(request, membership, TokenForm())
+    response = _page(request, membership, TokenForm(), created=token, secret=new["secret"])
     response["Cache-Control"] = "no-store"
     return response
 

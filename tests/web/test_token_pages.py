@@ -6,6 +6,7 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
 from django.test import Client
 
 from core.errors import Forbidden
@@ -24,10 +25,15 @@ def test_an_admin_makes_a_token_whose_secret_is_shown_once_and_works(org):
     admin = signed_in(org, "ada", "admin")
 
     made = admin.post("/tokens/", {"name": "billing export", "role": "viewer"})
+    shown = admin.get(made["Location"])
 
-    assert made.status_code == 201 and made["Cache-Control"] == "no-store"
-    page = made.content.decode()
+    # Post, redirect, get: a reload shows the page again, and makes no second token.
+    assert made.status_code == 302 and made["Location"] == "/tokens/"
+    assert shown.status_code == 200 and shown["Cache-Control"] == "no-store"
+    page = shown.content.decode()
     secret = re.search(r'id="token-secret" value="(pl_[^"]+)"', page)[1]
+    # Kept for that one view: the session holds it no more.
+    assert secret not in str(Session.objects.get().get_decoded())
     token = ApiToken.objects.get(name="billing export")
     assert (token.role, token.created_by.username, secret[: len(token.prefix)]) == (
         "viewer",
