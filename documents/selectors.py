@@ -3,6 +3,7 @@
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -219,3 +220,45 @@ def document_chunks(*, document: Document) -> QuerySet[Chunk]:
     version = document.searchable_version or document.version
     chunks = Chunk.objects.filter(document=document, version=version).defer("embedding")
     return chunks.order_by("index")
+
+
+@dataclass(frozen=True)
+class VersionRead:
+    """What the pipeline recorded of one version of a document."""
+
+    number: int
+    # Counted when its text was read (None until then); when that was.
+    pages: int | None
+    read_at: datetime | None
+    # The pages the ledger charged for it (None until it settled).
+    charged: int | None
+    current: bool
+    searchable: bool
+
+
+def document_versions(*, document: Document, limit: int) -> list[VersionRead]:
+    """The document's `limit` newest versions, newest first, as its text and the usage
+    ledger recorded them (their text itself is not read)."""
+    numbers = range(document.version, max(document.version - limit, 0), -1)
+    texts = {
+        row["version"]: row
+        for row in DocumentText.objects.filter(document=document, version__in=numbers).values(
+            "version", "page_count", "created_at"
+        )
+    }
+    charged = dict(
+        UsageEntry.objects.filter(document=document, document_version__in=numbers).values_list(
+            "document_version", "pages"
+        )
+    )
+    return [
+        VersionRead(
+            number=number,
+            pages=texts[number]["page_count"] if number in texts else None,
+            read_at=texts[number]["created_at"] if number in texts else None,
+            charged=charged.get(number),
+            current=number == document.version,
+            searchable=number == document.searchable_version,
+        )
+        for number in numbers
+    ]

@@ -5,14 +5,16 @@ read for it), and its HTML. The page is rendered with every part and its digest;
 answer renders only the parts whose digest differs from the one the page holds."""
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 
+from connectors.selectors import document_file_versions
 from documents.models import Document, Membership
 from documents.roles import abilities
-from documents.selectors import document_chunks, document_text_window
+from documents.selectors import document_chunks, document_text_window, document_versions
 from pipeline.models import ImportRun
 from pipeline.selectors import document_first_run, document_run_count
 from web.runs import digest, run_state
@@ -21,8 +23,9 @@ from web.runs import digest, run_state
 TEXT_PAGES_PER_SCREEN = 10
 TEXT_PAGE_CHARS = 50_000
 CHUNKS_PER_PAGE = 20
-# A document's newest runs shown (a connected file makes one per version).
+# A document's newest runs shown (a connected file makes one per version), and versions.
 RUNS_SHOWN = 20
+VERSIONS_SHOWN = 20
 
 PART_TEMPLATES = {
     "facts": "web/_document_facts.html",
@@ -91,11 +94,56 @@ def part_digests(page: DocumentPage) -> dict[str, str]:
     return {name: digest(state) for name, state in states.items()}
 
 
+@dataclass(frozen=True)
+class VersionRow:
+    """One version of a document as its page lists it."""
+
+    number: int
+    # When it came in: uploaded, or found in its connected folder.
+    added_at: datetime | None
+    size_bytes: int | None
+    pages: int | None
+    searchable: bool
+    current: bool
+
+
+def _versions(document: Document) -> list[VersionRow]:
+    read = document_versions(document=document, limit=VERSIONS_SHOWN)
+    files = document_file_versions(document=document, versions=[v.number for v in read])
+    rows = []
+    for version in read:
+        record = files.get(version.number)
+        if record is not None:
+            added_at, size = record.created_at, record.size_bytes
+        else:  # an upload's one version
+            added_at, size = document.created_at, None
+        if version.current:
+            size = document.size_bytes
+        pages = version.pages if version.pages is not None else version.charged
+        if pages is None and version.current:
+            pages = document.page_count  # as counted so far, before its text is read
+        rows.append(
+            VersionRow(
+                number=version.number,
+                added_at=added_at,
+                size_bytes=size,
+                pages=pages
+                if pages is not None
+                else (document.page_count if version.current else None),
+                searchable=version.searchable,
+                current=version.current,
+            )
+        )
+    return rows
+
+
 def _facts(page: DocumentPage) -> dict:
     first_run = document_first_run(document=page.document)
     return {
         "source": first_run.get_source_display() if first_run else "",
         "connector_import": getattr(first_run, "connector_import", None),
+        "versions": _versions(page.document),
+        "older_versions": max(page.document.version - VERSIONS_SHOWN, 0),
     }
 
 

@@ -10,14 +10,16 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from connectors.models import ConnectorImport
 from core.disposition import attachment
-from documents.models import Document, Membership, QuotaReservation
+from documents.models import Document, Membership, QuotaReservation, UsageEntry
 from documents.services.organisations import member_add
 from pipeline.models import ImportRun, StageAttempt
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import SWEEPER
+from tests.support.admin import make_connections
 from tests.support.files import make_docx, make_encrypted_pdf, make_pdf
-from tests.support.members import documents_made, signed_in
+from tests.support.members import document_with_text, documents_made, signed_in
 from tests.support.runs import document_with_chunks, drive, unchecked_run
 from tests.support.uploads import accepted_run
 from tests.support.world import world
@@ -134,6 +136,8 @@ def test_the_document_page_opens_the_text_at_page_n_with_its_anchor(org, api):
     for stage in ("Extract", "Embed", "Settle"):
         assert re.search(rf'<span class="stage">{stage}</span>: [^<]*done, took \d', first)
     assert "Chunk 0" in first
+    assert "<th scope=\"row\" data-label=\"Version\">1 (current)</th>" in first
+    assert "What search finds" in first
     # The search box asks the search page, within this document.
     assert 'action="/search/"' in first and f'name="document" value="{run.document_id}"' in first
     # A viewer is offered neither delete nor retry.
@@ -359,3 +363,65 @@ def test_a_document_page_and_its_live_answer_ask_as_much_for_6_runs_as_for_1(
 
     six = (queries(page), queries(live))
     assert six == one
+
+
+def _versions(page: str) -> list[list[str]]:
+    """The versions table of a document's page, a row a version, its cells' text."""
+    table = page[page.index('<table class="cards versions"') : page.index("</table>")]
+    rows = re.findall(r"<tr[^>]*>\s*<th scope=\"row\"(.*?)</tr>", table, re.S)
+    return [
+        [
+            re.sub(r"<[^>]+>", "", cell).replace("\xa0", " ").strip()
+            for cell in re.findall(r">(.*?)</t[hd]>", row, re.S)
+        ]
+        for row in rows
+    ]
+
+
+def test_a_connected_documents_page_lists_its_versions_and_which_one_search_finds(
+    member_client, org
+):
+    [connection] = make_connections(org, 1)
+    document = document_with_text(org, ["one\n", "two\n", "three\n"])
+    first = ConnectorImport.objects.get(connection=connection)
+    ConnectorImport.objects.filter(id=first.id).update(
+        document=document, document_version=1, size_bytes=30_000
+    )
+    ConnectorImport.objects.create(
+        organisation=org,
+        connection=connection,
+        file_id="file-1",
+        content_version="2",
+        name="scan.pdf",
+        path=first.path,
+        size_bytes=45_000,
+        document=document,
+        document_version=2,
+    )
+    UsageEntry.objects.create(organisation=org, document=document, document_version=1, pages=3)
+    # Its second version is stored and being read: search still finds the first.
+    Document.objects.filter(id=document.id).update(
+        version=2, searchable_version=1, size_bytes=45_000, page_count=None
+    )
+
+    page = member_client.get(f"/documents/{document.id}/").content.decode()
+
+    [current, older] = _versions(page)
+    assert current[0] == "2 (current)" and current[2:] == [
+        "43.9 KB",
+        "–",
+        "Not yet: search finds version 1 until this one is done",
+    ]
+    assert older[0] == "1" and older[2:] == ["29.3 KB", "3", "What search finds"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", current[1])
+
+
+def test_an_uploads_page_lists_its_one_version(member_client, api):
+    run = accepted_run(api, make_pdf(2), "upload.pdf")
+
+    page = member_client.get(f"/documents/{run.document_id}/").content.decode()
+
+    [only] = _versions(page)
+    # Its pages are counted when its text is read.
+    assert only[0] == "1 (current)" and only[3:] == ["–", "Not yet: once it is processed"]
+    assert only[2] == f"{run.document.size_bytes / 1024:.1f} KB"
