@@ -43,7 +43,10 @@ def document_live_view(request: HttpRequest, document_id: uuid.UUID) -> JsonResp
         runs=document_runs(document=document, limit=RUNS_SHOWN),
     )
     digests = part_digests(page)
-    held = dict(value.partition(":")[::2] for value in request.GET.getlist("have"))
+    held = {}  # part name -> the digest the page holds, from each `have=name:digest`
+    for value in request.GET.getlist("have"):
+        name, _, fingerprint = value.partition(":")
+        held[name] = fingerprint
     changed = [name for name, fingerprint in digests.items() if held.get(name) != fingerprint]
     answer = {"digest": digest(sorted(digests.items())), "active": is_active(page.latest)}
     if changed:
