@@ -3,7 +3,6 @@
 import logging
 import uuid
 
-from django.http import FileResponse, HttpResponseRedirect
 from django.urls import reverse
 from ninja import File, Header, Query, Router, Status
 from ninja.files import UploadedFile
@@ -12,10 +11,10 @@ from api.errors import ERROR_CODES, ErrorCode, errors
 from api.params import DOCUMENT_ID, PAGE_LIMIT, PAGE_OFFSET, RUN_ID
 from api.responses import BINARY_FILE, no_content
 from api.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
-from core.disposition import attachment
 from core.errors import InvalidUpload, ServiceError
 from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
 from core.uploads import client_file_name, upload_refusal
+from documents.downloads import document_file_response
 from documents.formats.base import MEDIA_TYPES
 from documents.selectors import document_file, document_get, document_list
 from pipeline.models import ImportRun, RunSource, RunStatus, Stage
@@ -198,9 +197,6 @@ def documents_delete(request, document_id: uuid.UUID = DOCUMENT_ID):
     return no_content()
 
 
-FILE_BLOCK_BYTES = 64 * 1024
-
-
 @router.get(
     "/documents/{document_id}/file",
     response=errors(404, 409, 422, 503),
@@ -244,19 +240,7 @@ def documents_file(request, document_id: uuid.UUID = DOCUMENT_ID):
     while a connected file is not stored yet, `503` with `Retry-After` when the storage
     does not answer."""
     document = document_get(organisation=request.organisation, document_id=document_id)
-    stored = document_file(document=document)
-    if isinstance(stored, str):
-        response = HttpResponseRedirect(stored)
-        response["Cache-Control"] = "private, no-store"
-        return response
-    # Streamed a block at a time, and the file closed at the end (FileResponse does both).
-    response = FileResponse(stored.file, content_type=MEDIA_TYPES[document.kind])
-    # Blocks of 64 KiB rather than 4 KiB: a read from S3 is a call through botocore.
-    response.block_size = FILE_BLOCK_BYTES
-    response["Content-Length"] = str(stored.size)
-    response["Content-Disposition"] = attachment(document.filename)
-    response["Cache-Control"] = "private, no-store"
-    return response
+    return document_file_response(document=document, stored=document_file(document=document))
 
 
 # What each stage that counts its work counts.

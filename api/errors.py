@@ -33,6 +33,8 @@ class ErrorCode(StrEnum):
     INVALID_UPLOAD = "invalid_upload"
     MISSING_FILE = "missing_file"
     ONE_FILE_PER_REQUEST = "one_file_per_request"
+    # A member page's form past its bound of files (PAPERLANE_UPLOAD_FORM_MAX_FILES).
+    TOO_MANY_FILES = "too_many_files"
     INVALID_FILENAME = "invalid_filename"
     INVALID_FORM = "invalid_form"
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"

@@ -103,7 +103,10 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # The member pages' header: organisation, switcher, role (web/context.py).
+                "web.context.member",
             ],
+            "libraries": {"paperlane": "web.templatetags.paperlane"},
         },
     },
 ]
@@ -296,6 +299,20 @@ PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION = env.int(
 PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = env.int(
     "PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION", default=5 * 1024**3
 )
+# The member page's upload: with JavaScript each file is its own request; a form sent
+# without it may carry this many files (together within PAPERLANE_MAX_UPLOAD_BYTES).
+PAPERLANE_UPLOAD_FORM_MAX_FILES = env.int("PAPERLANE_UPLOAD_FORM_MAX_FILES", default=20)
+# With documents in S3, the member page sends a file larger than this straight to S3 (a
+# direct upload, as the API's) instead of through the web; 0: never.
+PAPERLANE_WEB_DIRECT_UPLOAD_BYTES = env.int(
+    "PAPERLANE_WEB_DIRECT_UPLOAD_BYTES", default=8 * 1024 * 1024
+)
+if AWS_STORAGE_BUCKET_NAME and PAPERLANE_WEB_DIRECT_UPLOAD_BYTES:
+    # The member page PUTs large files to the bucket's presigned URLs from the browser.
+    _s3 = urllib.parse.urlsplit(AWS_S3_ENDPOINT_URL) if AWS_S3_ENDPOINT_URL else None
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["connect-src"].append(
+        f"{_s3.scheme}://{_s3.netloc}" if _s3 else "https://*.amazonaws.com"
+    )
 
 
 # ======================================================================================

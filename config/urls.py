@@ -25,6 +25,18 @@ urlpatterns = [
     path("metrics", metrics_view, name="pipeline_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "accounts/password/",
+        auth_views.PasswordChangeView.as_view(template_name="registration/password_change.html"),
+        name="password_change",
+    ),
+    path(
+        "accounts/password/done/",
+        auth_views.PasswordChangeDoneView.as_view(
+            template_name="registration/password_change_done.html"
+        ),
+        name="password_change_done",
+    ),
     path("connections/", include("web.connection_urls")),
     path("", include("web.urls")),
 ]

@@ -2,9 +2,9 @@
 
 from django.db.models import QuerySet
 
-from connectors.models import Connection
+from connectors.models import Connection, ConnectorImport
 from core.errors import NotFound
-from documents.models import Membership, Organisation
+from documents.models import Document, Membership, Organisation
 
 
 def connection_list(*, organisation: Organisation) -> QuerySet[Connection]:
@@ -30,3 +30,12 @@ def connection_signed_in_by_former_member(connection: Connection) -> bool:
     return not Membership.objects.filter(
         organisation_id=connection.organisation_id, user_id=connection.created_by_id
     ).exists()
+
+
+def document_file_versions(
+    *, document: Document, versions: list[int]
+) -> dict[int, ConnectorImport]:
+    """The versions of a connected file that became the named `versions` of `document`,
+    by the document version each became (none for an upload)."""
+    imports = ConnectorImport.objects.filter(document=document, document_version__in=versions)
+    return {record.document_version: record for record in imports.order_by("id")}

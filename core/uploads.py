@@ -3,9 +3,10 @@
 - `RequestSizeLimitMiddleware` answers 413 from `Content-Length` alone, before
   the body is read.
 - `UploadLimitHandler`, the first upload handler, keeps at most one file per
-  request, only for a signed-in member or an API token, and stops keeping it
-  once the request's files pass the size limit: nothing else is spooled to
-  memory or disk. `upload_refusal` says why a file was not kept.
+  API request (PAPERLANE_UPLOAD_FORM_MAX_FILES from a member page's form), only
+  for a signed-in member or an API token, and stops keeping files once the
+  request's files pass the size limit: nothing else is spooled to memory or
+  disk. `upload_refusal` says why a file was not kept.
 - Django strips folders and unprintable characters from upload names before
   application code sees them. The accept path refuses such names with a clear
   error instead of storing a silently renamed file, so it needs the original.
@@ -43,7 +44,7 @@ class RequestSizeLimitMiddleware:
             length = 0
         if length > settings.PAPERLANE_MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES:
             error = _too_large()
-            api = request.path.startswith("/api/")
+            api = _is_api(request)
             upload_count(channel="api" if api else "web", result="refused", code=error.code)
             if api:
                 return JsonResponse(error.as_dict(), status=error.status_code)
@@ -52,26 +53,33 @@ class RequestSizeLimitMiddleware:
 
 
 class UploadLimitHandler(FileUploadHandler):
-    """Skip every file but the first of a signed-in member's or API token's request, and
-    that one too once the request's file bytes pass PAPERLANE_MAX_UPLOAD_BYTES."""
+    """Skip every file but the first of an API request (past the form's bound of a member
+    page's), and any once the request's file bytes pass PAPERLANE_MAX_UPLOAD_BYTES."""
 
     def __init__(self, request=None):
         super().__init__(request)
         self.files = 0
         self.received = 0
+        self.skipping = False
 
     def new_file(self, *args, **kwargs):
         super().new_file(*args, **kwargs)
         self.files += 1
         if not _may_upload(self.request):
             raise SkipFile()  # raised before later handlers open anything for it
-        if self.files > 1:
-            self.request.upload_refused = InvalidUpload(
-                "Send one file per upload request.", code="one_file_per_request"
-            )
-            raise SkipFile()
+        # A file past the bounds is skipped at its first block, not here: Django closes
+        # every handler's `file` on a SkipFile, and here the next handler's is still the
+        # previous file, which is kept.
+        self.skipping = False
+        if self.files > _files_allowed(self.request):
+            self.request.upload_refused = _too_many(self.request)
+            self.skipping = True
+        elif self.received > settings.PAPERLANE_MAX_UPLOAD_BYTES:
+            self.skipping = True  # the files before it passed the limit already
 
     def receive_data_chunk(self, raw_data, start):
+        if self.skipping:
+            raise SkipFile()
         self.received += len(raw_data)
         if self.received > settings.PAPERLANE_MAX_UPLOAD_BYTES:
             self.request.upload_refused = _too_large()
@@ -80,6 +88,30 @@ class UploadLimitHandler(FileUploadHandler):
 
     def file_complete(self, file_size):
         return None
+
+
+def _is_api(request: HttpRequest) -> bool:
+    # The path within the site: a site served under a prefix (SCRIPT_NAME) has its API at
+    # /prefix/api/, which `request.path` starts with.
+    return request.path_info.startswith("/api/")
+
+
+def _files_allowed(request: HttpRequest) -> int:
+    # A member page's form sent without JavaScript carries every file chosen; a script
+    # (ours, an integration) sends one per request.
+    if _is_api(request):
+        return 1
+    return max(settings.PAPERLANE_UPLOAD_FORM_MAX_FILES, 1)
+
+
+def _too_many(request: HttpRequest) -> InvalidUpload:
+    allowed = _files_allowed(request)
+    if allowed == 1:
+        return InvalidUpload("Send one file per upload request.", code="one_file_per_request")
+    return InvalidUpload(
+        f"Send at most {allowed} files at once; the others were not sent.",
+        code="too_many_files",
+    )
 
 
 def _may_upload(request: HttpRequest | None) -> bool:

@@ -2,17 +2,22 @@
 
 import logging
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet, Sum
+from django.db.models.functions import Substr
 
 from core.disposition import attachment
 from core.errors import Conflict, NotFound, StorageUnavailable
 from documents.formats.base import MEDIA_TYPES
 from documents.models import (
     ApiToken,
+    Chunk,
     Document,
+    DocumentText,
     Membership,
     Organisation,
     PendingUpload,
@@ -140,3 +145,120 @@ def api_token_get(*, organisation: Organisation, token_id: int) -> ApiToken:
         return ApiToken.objects.get(organisation=organisation, id=token_id)
     except ApiToken.DoesNotExist:
         raise NotFound("API token not found.") from None
+
+
+# A format without pages (Word) is shown in parts of this many characters.
+TEXT_PART_CHARS = 10_000
+
+
+@dataclass(frozen=True)
+class TextPage:
+    number: int
+    text: str
+    # Characters of the page past what `text` holds.
+    cut: int = 0
+
+
+@dataclass(frozen=True)
+class TextWindow:
+    """Some consecutive pages of a document's extracted text."""
+
+    pages: list[TextPage]
+    # Pages in all (of a format without pages: parts of TEXT_PART_CHARS characters).
+    total: int
+    # False: the format has no pages, and the numbers are parts.
+    paged: bool
+
+
+def document_text_window(
+    *, document: Document, first: int, count: int, page_chars: int
+) -> TextWindow | None:
+    """Pages `first` to `first + count - 1` (from 1) of the text of the document's current
+    version, each at most `page_chars` characters; None before its text is extracted.
+    A `first` past the end opens the last window of `count` pages counted from page 1
+    (pages 11 to 12 of 12, for 10 a window). Only those characters are read from the
+    database, however long the text is."""
+    texts = DocumentText.objects.filter(document=document, version=document.version)
+    row = texts.values("id", "page_starts").first()
+    if row is None:
+        return None
+    # Its length as the extract stage saved it with the text: asking the database would
+    # decompress the whole text.
+    length = document.text_chars
+    starts = [int(offset) for offset in row["page_starts"] or []]
+    paged = bool(starts)
+    if not paged:
+        starts = list(range(0, max(length, 1), TEXT_PART_CHARS))
+    total = len(starts)
+    last_window = (total - 1) // max(count, 1) * max(count, 1) + 1
+    first = min(max(first, 1), last_window)
+    last = min(first + count - 1, total)
+    spans = {}
+    for number in range(first, last + 1):
+        start = starts[number - 1]
+        end = starts[number] if number < total else length
+        spans[number] = (start, max(end - start, 0))
+    slices = {
+        f"page_{number}": Substr("text", start + 1, max(min(size, page_chars), 1))
+        for number, (start, size) in spans.items()
+    }
+    read = texts.filter(id=row["id"]).values(**slices).get() if slices else {}
+    pages = [
+        TextPage(
+            number=number,
+            text=read[f"page_{number}"][:size] if size else "",
+            cut=max(size - page_chars, 0),
+        )
+        for number, (_, size) in spans.items()
+    ]
+    return TextWindow(pages=pages, total=total, paged=paged)
+
+
+def document_chunks(*, document: Document) -> QuerySet[Chunk]:
+    """The chunks search reads for the document (of its searchable version; before one
+    settles, of its current version), in order, to be shown: without their vectors."""
+    version = document.searchable_version or document.version
+    chunks = Chunk.objects.filter(document=document, version=version).defer("embedding")
+    return chunks.order_by("index")
+
+
+@dataclass(frozen=True)
+class VersionRead:
+    """What the pipeline recorded of one version of a document."""
+
+    number: int
+    # Counted when its text was read (None until then); when that was.
+    pages: int | None
+    read_at: datetime | None
+    # The pages the ledger charged for it (None until it settled).
+    charged: int | None
+    current: bool
+    searchable: bool
+
+
+def document_versions(*, document: Document, limit: int) -> list[VersionRead]:
+    """The document's `limit` newest versions, newest first, as its text and the usage
+    ledger recorded them (their text itself is not read)."""
+    numbers = range(document.version, max(document.version - limit, 0), -1)
+    texts = {
+        row["version"]: row
+        for row in DocumentText.objects.filter(document=document, version__in=numbers).values(
+            "version", "page_count", "created_at"
+        )
+    }
+    charged = dict(
+        UsageEntry.objects.filter(document=document, document_version__in=numbers).values_list(
+            "document_version", "pages"
+        )
+    )
+    return [
+        VersionRead(
+            number=number,
+            pages=texts[number]["page_count"] if number in texts else None,
+            read_at=texts[number]["created_at"] if number in texts else None,
+            charged=charged.get(number),
+            current=number == document.version,
+            searchable=number == document.searchable_version,
+        )
+        for number in numbers
+    ]

@@ -1,4 +1,7 @@
-"""How a stage says what went wrong. The engine decides what happens next."""
+"""How a stage says what went wrong, and what a run's error means for retrying it. The
+engine decides what happens next."""
+
+from pipeline.models import RETRYABLE_STATUSES, ImportRun, RunStatus
 
 
 class StageError(Exception):
@@ -28,3 +31,35 @@ class TransientError(StageError):
 
 class LeaseLost(Exception):
     """Another worker (or the sweeper, or a cancel) took the run from this one."""
+
+
+# What a run that failed for these reasons would meet again: the file itself is the
+# problem (damaged, protected, over a limit), so a retry of the same bytes cannot help.
+FILE_FAULTS = frozenset(
+    {
+        "damaged_pdf",
+        "truncated_pdf",
+        "encrypted_pdf",
+        "pdf_too_complex",
+        "damaged_docx",
+        "docx_too_large",
+        "no_pages",
+        "too_many_pages",
+        "too_much_text",
+        "too_many_chunks",
+        "unsupported_type",
+        "empty_file",
+        "extract_crashed",
+        "extract_memory_limit",
+        "extract_time_limit",
+        "extract_cpu_limit",
+    }
+)
+
+
+def run_retry_helps(run: ImportRun) -> bool:
+    """Whether retrying the ended run can lead anywhere else: not when its own file made
+    it fail (a corrected file must be uploaded instead), nor when it succeeded."""
+    if run.status not in RETRYABLE_STATUSES:
+        return False
+    return run.status != RunStatus.FAILED or run.error_code not in FILE_FAULTS

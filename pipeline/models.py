@@ -32,6 +32,8 @@ TERMINAL_STATUSES = (
     RunStatus.CANCELLED,
 )
 ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.PROCESSING)
+# The ended runs a retry may start again.
+RETRYABLE_STATUSES = (RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED)
 
 
 class RunSource(models.TextChoices):

@@ -3,8 +3,11 @@ with what its source needs to say where it came from."""
 
 import uuid
 
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
+
 from core.errors import NotFound
 from documents.models import Document, Organisation
+from documents.selectors import document_list
 from pipeline.models import ImportRun
 from pipeline.sources import sources_run_related
 
@@ -18,19 +21,71 @@ def run_get(*, organisation: Organisation, run_id: uuid.UUID) -> ImportRun:
         raise NotFound("Run not found.") from None
 
 
-def latest_runs_by_document(*, document_ids: list[uuid.UUID]) -> dict[uuid.UUID, ImportRun]:
-    latest: dict[uuid.UUID, ImportRun] = {}
-    runs = ImportRun.objects.filter(document_id__in=document_ids).select_related(
-        *sources_run_related()
-    )
-    for run in runs.order_by("created_at"):
-        latest[run.document_id] = run
-    return latest
+# Newest first and, of runs made in the same instant, the greater id first: what every
+# read of a document's latest run orders by, so the list's row and its status filter agree.
+LATEST_FIRST = ("-created_at", "-id")
+
+
+def _latest_run() -> QuerySet[ImportRun]:
+    """The latest run of the document of the outer query, for a Subquery."""
+    return ImportRun.objects.filter(document=OuterRef("pk")).order_by(*LATEST_FIRST)
 
 
 def documents_with_latest_runs(
     *, documents: list[Document]
 ) -> list[tuple[Document, ImportRun | None]]:
-    """Each document beside its latest run (None if it has none)."""
-    runs = latest_runs_by_document(document_ids=[d.id for d in documents])
-    return [(document, runs.get(document.id)) for document in documents]
+    """Each document beside its latest run (None if it has none): one run read per
+    document, however many it has."""
+    latest = (
+        Document.objects.filter(id__in=[d.id for d in documents])
+        .annotate(run_id=Subquery(_latest_run().values("id")[:1]))
+        .values("run_id")
+    )
+    runs = ImportRun.objects.filter(id__in=latest).select_related(*sources_run_related())
+    by_document = {run.document_id: run for run in runs}
+    return [(document, by_document.get(document.id)) for document in documents]
+
+
+def documents_filtered(
+    *,
+    organisation: Organisation,
+    status: str = "",
+    kind: str = "",
+    source: str = "",
+) -> QuerySet[Document]:
+    """The organisation's documents, newest first, narrowed to those whose latest run has
+    `status`, of `kind` (pdf, docx), or that came from `source` (web, api, connector);
+    an empty value narrows nothing. Values outside those sets find nothing."""
+    documents = document_list(organisation=organisation)
+    if status:
+        latest_status = Subquery(_latest_run().values("status")[:1])
+        documents = documents.annotate(latest_status=latest_status)
+        documents = documents.filter(latest_status=status)
+    if kind:
+        documents = documents.filter(kind=kind)
+    if source:
+        documents = documents.filter(
+            Exists(ImportRun.objects.filter(document=OuterRef("pk"), source=source))
+        )
+    return documents
+
+
+def document_runs(*, document: Document, limit: int) -> list[ImportRun]:
+    """The document's `limit` newest runs, newest first, each with its attempts (oldest
+    first)."""
+    return list(
+        ImportRun.objects.filter(document=document)
+        .select_related("created_by", *sources_run_related())
+        .prefetch_related("attempts_log")
+        .order_by(*LATEST_FIRST)[:limit]
+    )
+
+
+def document_first_run(*, document: Document) -> ImportRun | None:
+    """The run that brought the document in (where it came from)."""
+    runs = ImportRun.objects.filter(document=document).select_related(*sources_run_related())
+    return runs.order_by("created_at", "id").first()
+
+
+def document_run_count(*, document: Document) -> int:
+    return ImportRun.objects.filter(document=document).count()

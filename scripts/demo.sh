@@ -12,7 +12,7 @@ PORT="${PORT:-8000}"
 DEMO_FOLDER="${DEMO_FOLDER:-$PWD/demo-folder}"
 export PAPERLANE_LOCAL_FOLDER_ROOTS="${PAPERLANE_LOCAL_FOLDER_ROOTS:-$DEMO_FOLDER}"
 
-ensure_redis 127.0.0.1 6379
+ensure_redis_of_url "$REDIS_URL"
 "$PY" manage.py migrate --no-input -v 0
 "$PY" manage.py demo_setup --port "$PORT"
 mkdir -p "$DEMO_FOLDER"

@@ -9,7 +9,7 @@ source scripts/redis.sh
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/paperlane}"
 export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}"
 
-ensure_redis 127.0.0.1 6379
+ensure_redis_of_url "$REDIS_URL"
 # The server's own database answers whatever the test database is called.
 "$PY" -c "import psycopg, os; psycopg.connect(os.environ['DATABASE_URL'].rsplit('/', 1)[0] + '/postgres', connect_timeout=3).close()" || {
     echo "PostgreSQL does not answer at $DATABASE_URL; start it or set TEST_DATABASE_URL." >&2

@@ -13,17 +13,23 @@ from documents.selectors import memberships_for_user, organisations_for_user
 SESSION_ORG = "paperlane_org"
 
 
+def memberships_of(request: HttpRequest) -> list[Membership]:
+    """The signed-in user's memberships with their organisations, by slug; read once per
+    request (the view and its page's header, web/context.py, both ask)."""
+    known = getattr(request, "_paperlane_memberships", None)
+    if known is None:
+        known = request._paperlane_memberships = list(memberships_for_user(user=request.user))
+    return known
+
+
 def current_membership(request: HttpRequest) -> Membership:
     """The member's membership of the organisation they chose (or their first), with
     its organisation; 403 for a user with none."""
-    memberships = list(memberships_for_user(user=request.user))
+    memberships = memberships_of(request)
     if not memberships:
         raise PermissionDenied("You are not a member of any organisation.")
     chosen = request.session.get(SESSION_ORG)
-    for membership in memberships:
-        if membership.organisation.slug == chosen:
-            return membership
-    return memberships[0]
+    return next((m for m in memberships if m.organisation.slug == chosen), memberships[0])
 
 
 def current_organisation(request: HttpRequest) -> Organisation:

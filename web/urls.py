@@ -1,24 +1,65 @@
 from django.urls import path
 
-from web import organisation_views, views
+from web import (
+    document_actions,
+    document_views,
+    live_views,
+    organisation_views,
+    token_views,
+    upload_views,
+    views,
+)
 
 app_name = "web"
 
 urlpatterns = [
-    path("", views.document_list_view, name="document_list"),
+    path("", document_views.document_list_view, name="document_list"),
     path(
         "organisation/",
         organisation_views.organisation_switch_view,
         name="switch_organisation",
     ),
     path("search/", views.search_view, name="search"),
-    path("runs/<uuid:run_id>/retry/", views.run_action_view, {"action": "retry"}, name="run_retry"),
+    path("upload/", upload_views.upload_view, name="upload"),
+    path("upload/direct/", upload_views.direct_upload_view, name="direct_upload"),
     path(
-        "runs/<uuid:run_id>/cancel/", views.run_action_view, {"action": "cancel"}, name="run_cancel"
+        "upload/direct/<uuid:upload_id>/complete/",
+        upload_views.direct_upload_complete_view,
+        name="direct_upload_complete",
+    ),
+    path("documents/live/", live_views.documents_live_view, name="documents_live"),
+    path(
+        "documents/<uuid:document_id>/",
+        document_views.document_detail_view,
+        name="document_detail",
+    ),
+    path(
+        "documents/<uuid:document_id>/live/",
+        live_views.document_live_view,
+        name="document_live",
+    ),
+    path(
+        "documents/<uuid:document_id>/file/",
+        document_views.document_file_view,
+        name="document_file",
     ),
     path(
         "documents/<uuid:document_id>/delete/",
-        views.document_delete_view,
+        document_actions.document_delete_view,
         name="document_delete",
     ),
+    path(
+        "runs/<uuid:run_id>/retry/",
+        document_actions.run_action_view,
+        {"action": "retry"},
+        name="run_retry",
+    ),
+    path(
+        "runs/<uuid:run_id>/cancel/",
+        document_actions.run_action_view,
+        {"action": "cancel"},
+        name="run_cancel",
+    ),
+    path("tokens/", token_views.token_list_view, name="token_list"),
+    path("tokens/<int:token_id>/revoke/", token_views.token_revoke_view, name="token_revoke"),
 ]

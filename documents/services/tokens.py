@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import Conflict
+from core.errors import Conflict, ServiceError
 from core.selects import RowSelect
 from documents.models import ApiToken, Organisation
 from documents.roles import Ability, Role, ability_require
@@ -136,3 +136,33 @@ def api_token_revoke(
     api_tokens_revoke(tokens=[token], revoked_by=revoked_by, revoked_by_token=revoked_by_token)
     token.refresh_from_db(fields=["revoked_at", "revoked_by", "revoked_by_token"])
     return token
+
+
+TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
+
+
+def api_token_create_by_member(
+    *, organisation: Organisation, user: AbstractBaseUser, name: str, role: str
+) -> tuple[ApiToken, str]:
+    """A token made by a person on the members' tokens page, with its secret (shown once).
+
+    Only an admin of the organisation may (Forbidden otherwise, before anything else is
+    looked at); the name is required, at most TOKEN_NAME_MAX characters, and the role one
+    of viewer, member or admin (a ServiceError, 400, otherwise). The limit of active tokens
+    holds as in `api_token_create`."""
+    ability_require(organisation_id=organisation.id, ability=Ability.TOKENS, user=user)
+    name = name.strip()
+    if not name:
+        raise ServiceError("Give the token a name that says what uses it.")
+    if len(name) > TOKEN_NAME_MAX:
+        raise ServiceError(f"A token's name is at most {TOKEN_NAME_MAX} characters.")
+    if role not in Role.values:
+        raise ServiceError("Choose the token's role: viewer, member or admin.")
+    return api_token_create(organisation=organisation, name=name, created_by=user, role=role)
+
+
+def api_token_revoke_by_member(*, token: ApiToken, user: AbstractBaseUser) -> ApiToken:
+    """Revoke one of the organisation's tokens from the members' tokens page; only an admin
+    of its organisation may (Forbidden otherwise). Again is a no-op."""
+    ability_require(organisation_id=token.organisation_id, ability=Ability.TOKENS, user=user)
+    return api_token_revoke(token=token, revoked_by=user)

@@ -18,9 +18,8 @@ from redis.exceptions import RedisError
 from core.errors import ServiceError
 from documents.models import QuotaReservation
 from pipeline.dispatch import JobState, job_states
-from pipeline.models import ACTIVE_STATUSES, ImportRun, RunStatus
+from pipeline.models import ACTIVE_STATUSES, RETRYABLE_STATUSES, ImportRun, RunStatus
 from pipeline.services.people import (
-    RETRYABLE,
     RunChange,
     run_cancel,
     run_dead_letter,
@@ -103,7 +102,7 @@ def _plan_retry(runs: list[ImportRun]) -> list[Planned]:
         if run.status in ACTIVE_STATUSES:
             planned.append(Planned(run, False, f"it is already in the pipeline ({run.status})"))
             continue
-        if run.status not in RETRYABLE:
+        if run.status not in RETRYABLE_STATUSES:
             planned.append(Planned(run, False, "it succeeded"))
             continue
         reservation = run.reservation

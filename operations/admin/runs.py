@@ -44,11 +44,13 @@ from operations.selectors import (
     dead_letter_groups,
     run_story,
 )
-from pipeline.models import ACTIVE_STATUSES, ImportRun, StageAttempt
-from pipeline.services.people import RETRYABLE
+from pipeline.models import ACTIVE_STATUSES, RETRYABLE_STATUSES, ImportRun, StageAttempt
 from pipeline.services.transitions import Actor
 
 LAST_ERROR_CHARS = 80
+# The last error's characters read for the list, shown on hover over its cut: a traceback
+# can be megabytes, and a page of runs reads one per row.
+LAST_ERROR_TITLE_CHARS = 1_000
 
 
 def _time(field: str, label: str):
@@ -154,7 +156,8 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
             StageAttempt.objects.filter(run=OuterRef("pk"))
             .exclude(error_message="")
             .order_by("-started_at", "-id")
-            .annotate(head=Substr("error_message", 1, LAST_ERROR_CHARS))
+            # One past the title's length, so that the title can say it was cut.
+            .annotate(head=Substr("error_message", 1, LAST_ERROR_TITLE_CHARS + 1))
             .values("head")[:1]
         )
         # Looked up only for runs with an error, and only for the rows on the page.
@@ -221,7 +224,10 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
             return ""
         detail = getattr(run, "last_error_detail", None) or run.error_message
         return format_html(
-            "<code>{}</code> {}", run.error_code, _cut(detail or "", LAST_ERROR_CHARS)
+            '<code>{}</code> <span title="{}">{}</span>',
+            run.error_code,
+            _cut(detail or "", LAST_ERROR_TITLE_CHARS),
+            _cut(detail or "", LAST_ERROR_CHARS),
         )
 
     def changelist_view(self, request, extra_context=None):
@@ -293,7 +299,7 @@ class ImportRunAdmin(FastListAdmin, RecordAdmin):
             ["requeue", "cancel", "dead_letter"]
             if run.status in ACTIVE_STATUSES
             else ["retry"]
-            if run.status in RETRYABLE
+            if run.status in RETRYABLE_STATUSES
             else []
         )
         return [

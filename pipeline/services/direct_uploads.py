@@ -161,6 +161,7 @@ def pending_upload_complete(
     upload_id: uuid.UUID,
     api_token: ApiToken | None = None,
     user: AbstractBaseUser | None = None,
+    source: str = RunSource.API,
 ) -> Acceptance:
     """Accept the file PUT for a direct upload as `document_accept` accepts any upload,
     or raise a ServiceError: 404 for an upload that is not the organisation's, 409
@@ -169,7 +170,8 @@ def pending_upload_complete(
     `size_mismatch` when the object is not the size declared, and otherwise what a
     multipart upload of the same bytes is answered. An upload already completed is
     answered with the same document and run (`replayed`), and nothing new is made.
-    Forbidden for a viewer's token, before the file is read."""
+    Forbidden for a viewer (token or person), before the file is read. `source`: where
+    the run says it came from (a member page's direct upload is `web`)."""
     pending = pending_upload_get(organisation=organisation, upload_id=upload_id)
     ability_require(
         organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token
@@ -192,7 +194,7 @@ def pending_upload_complete(
                 upload=upload,
                 # As declared: UploadedFile would clean the name it is given.
                 filename=pending.filename,
-                source=RunSource.API,
+                source=source,
                 api_token=api_token,
                 user=user,
                 pending=pending,

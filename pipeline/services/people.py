@@ -15,7 +15,14 @@ from documents.models import Document
 from documents.roles import Ability
 from documents.services.quota import quota_rehold
 from pipeline.dispatch import delivery_of, job_state, stage_redeliver
-from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunStatus, StageAttempt
+from pipeline.models import (
+    ACTIVE_STATUSES,
+    RETRYABLE_STATUSES,
+    ImportRun,
+    RunPriority,
+    RunStatus,
+    StageAttempt,
+)
 from pipeline.services.admission import (
     admission_check,
     admission_organisation_over,
@@ -25,7 +32,6 @@ from pipeline.services.take_back import run_take_back_locked
 from pipeline.services.transitions import Actor, attempt_finish, run_move
 
 Outcome = StageAttempt.Outcome
-RETRYABLE = (RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED)
 OPERATOR_DEAD_LETTER = "dead_lettered_by_operator"
 
 
@@ -132,7 +138,7 @@ def run_retry(
         )
     if run.status in ACTIVE_STATUSES:
         return RunChange(run, False, f"it is already in the pipeline ({run.status})")
-    if run.status not in RETRYABLE:
+    if run.status not in RETRYABLE_STATUSES:
         raise Conflict("Only failed, dead-lettered or cancelled runs can be retried.")
     # Locks the organisation's row (when the pages were given back): the bound's count
     # below sees every run committed before this one, as at accept.

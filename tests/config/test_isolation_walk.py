@@ -31,6 +31,15 @@ PUBLIC = {
     "api:openapi-view": "the API's interactive docs",
     "api:api-root": "a 404 that names the docs",
 }
+# The member pages' JSON endpoints, called by their script: without a session they answer
+# 401 in JSON (a redirect to sign in would be followed, and read as a 200).
+MEMBER_JSON = {
+    "web:upload",
+    "web:direct_upload",
+    "web:direct_upload_complete",
+    "web:documents_live",
+    "web:document_live",
+}
 # Staff only, whatever the organisation: the operator's side (admin, dashboard, /metrics).
 OPERATOR_PREFIXES = ("/admin/", "/metrics")
 METHODS = ("get", "post")
@@ -112,6 +121,39 @@ def test_every_page_refuses_another_organisations_ids(two_worlds, alice):
     assert walked >= 10
 
 
+# The member pages that name a document, run, upload or token in their path: each is
+# walked above with the other organisation's (a page renamed or dropped must say so here).
+MEMBER_ROUTES_WITH_IDS = {
+    "web:document_detail",
+    "web:document_live",
+    "web:document_file",
+    "web:document_delete",
+    "web:run_retry",
+    "web:run_cancel",
+    "web:direct_upload_complete",
+    "web:token_revoke",
+}
+
+
+def test_the_member_pages_that_take_ids_are_all_walked():
+    walked = {route.full_name for route in url_routes() if route.params}
+
+    assert MEMBER_ROUTES_WITH_IDS <= walked, MEMBER_ROUTES_WITH_IDS - walked
+
+
+def test_ids_in_the_query_find_nothing_of_another_organisation(two_worlds, alice):
+    """The live answer of the documents list takes its ids in the query, where the walk
+    above does not look: another organisation's document is left out, as if unknown."""
+    mine, theirs = two_worlds
+    ours, other = mine.values()["document_id"], theirs.values()["document_id"]
+
+    response = alice.get(f"/documents/live/?id={other}&id={ours}")
+
+    assert response.status_code == 200
+    assert [row["id"] for row in response.json()["documents"]] == [ours]
+    assert not _leaks(response, theirs)
+
+
 def test_every_api_operation_refuses_another_organisations_ids(two_worlds):
     mine, theirs = two_worlds
     values = theirs.values()
@@ -162,6 +204,13 @@ def test_without_credentials_the_api_is_401_and_pages_send_to_sign_in(two_worlds
         if _is_operator_route(url):
             for response in answers.values():
                 assert _refused_to_non_operators(response), (route.full_name, url, codes)
+            continue
+        if route.full_name in MEMBER_JSON:
+            refused = [r for r in answers.values() if r.status_code == 401]
+            assert refused and all(r.status_code in (401, 405) for r in answers.values()), (
+                f"{route.full_name}: {url} answered {codes} without credentials"
+            )
+            assert all(r.json()["code"] == "unauthorized" for r in refused), route.full_name
             continue
         sign_in = "/accounts/login/"
         redirected = [

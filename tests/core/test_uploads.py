@@ -87,6 +87,27 @@ def test_a_request_with_two_files_is_refused_and_keeps_at_most_one(api, org, spo
     assert not ImportRun.objects.filter(organisation=org).exists()
 
 
+def test_under_a_path_prefix_the_api_keeps_one_file_and_answers_in_json(
+    api, org, spooled, settings
+):
+    # A site served at /paperlane/: the API's paths there start with /paperlane/api/.
+    body, content_type = multipart_many_files(2, 50_000)
+
+    response = api.post(URL, body, content_type=content_type, SCRIPT_NAME="/paperlane")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "one_file_per_request"
+    assert len(spooled) <= 1
+    settings.PAPERLANE_MAX_UPLOAD_BYTES = 100_000
+    request = RequestFactory().post(
+        URL, b"", content_type="multipart/form-data; boundary=x", SCRIPT_NAME="/paperlane"
+    )
+    request.META["CONTENT_LENGTH"] = str(100_000 + MULTIPART_OVERHEAD_BYTES + 1)
+    too_large = RequestSizeLimitMiddleware(lambda request: request.body)(request)
+    assert too_large.status_code == 413
+    assert json.loads(too_large.content)["code"] == "file_too_large"
+
+
 def test_an_anonymous_multipart_body_spools_nothing(spooled, settings):
     settings.PAPERLANE_MAX_UPLOAD_BYTES = 10_000_000
     body, content_type = multipart_many_files(20, 400_000)

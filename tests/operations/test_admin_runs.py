@@ -219,6 +219,22 @@ def test_times_are_shown_to_the_second_in_the_site_time_zone(operator, org, sett
     assert shown in operator.get(f"{RUNS}{run.id}/change/").content.decode()
 
 
+def test_the_list_cuts_a_long_last_error_and_shows_its_first_1000_characters_on_hover(
+    operator, org
+):
+    [run] = make_runs(org, 1, status="failed", error_code="damaged_pdf")
+    long = "".join(f"{n:04d} " for n in range(400))  # 2,000 characters
+    StageAttempt.objects.create(
+        run=run, stage="extract", number=1, started_at=timezone.now(), error_message=long
+    )
+
+    page = operator.get(RUNS).content.decode()
+
+    [(title, shown)] = re.findall(r'<code>damaged_pdf</code> <span title="([^"]*)">([^<]*)<', page)
+    assert title == long[:999] + "…" and len(title) == 1000
+    assert shown == long[:79] + "…"
+
+
 # --- Staying fast ------------------------------------------------------------------------
 
 

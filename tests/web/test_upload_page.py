@@ -30,7 +30,7 @@ def test_a_member_uploads_a_pdf_and_sees_it_queued(member_client, org):
     assert "minutes.pdf" in page and "accepted" in page and "Queued" in page
     run = ImportRun.objects.get(organisation=org)
     assert (run.source, run.created_by.username) == ("web", "alice")
-    assert "997 of 1000 pages left" in page
+    assert "data-quota-left>997</strong> left, of 1000 pages" in page
 
 
 def test_a_bad_file_gets_a_plain_message_and_nothing_is_created(member_client, org):

@@ -1,0 +1,61 @@
+"""A member's account: the role is shown, the password can be changed, and a member of
+several organisations switches between them from every page's header."""
+
+import pytest
+from django.test import Client
+
+from documents.services.organisations import member_add
+from tests.support.members import PASSWORD, signed_in
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_member_changes_their_password(org):
+    client = signed_in(org, "mo", "member")
+
+    form = client.get("/accounts/password/")
+    done = client.post(
+        "/accounts/password/",
+        {
+            "old_password": PASSWORD,
+            "new_password1": "a new one, long",
+            "new_password2": "a new one, long",
+        },
+        follow=True,
+    )
+
+    assert form.status_code == 200 and 'name="old_password"' in form.content.decode()
+    assert "Password changed" in done.content.decode()
+    assert Client().login(username="mo", password="a new one, long")
+    assert not Client().login(username="mo", password=PASSWORD)
+
+
+def test_a_wrong_old_password_changes_nothing(org):
+    client = signed_in(org, "mo", "member")
+
+    refused = client.post(
+        "/accounts/password/",
+        {
+            "old_password": "wrong",
+            "new_password1": "a new one, long",
+            "new_password2": "a new one, long",
+        },
+    )
+
+    assert refused.status_code == 200 and 'role="alert"' in refused.content.decode()
+    assert Client().login(username="mo", password=PASSWORD)
+
+
+def test_every_member_page_shows_the_role_and_the_switcher_for_a_member_of_two(org, other_org):
+    client = signed_in(org, "mo", "admin")
+    member_add(organisation=other_org, username="mo", role="viewer")
+
+    for url in ("/", "/search/", "/connections/", "/tokens/", "/accounts/password/"):
+        page = client.get(url).content.decode()
+        assert 'name="organisation"' in page, url
+        assert '<span class="role" title="Your role in Acme">Admin</span>' in page, url
+
+    client.post("/organisation/", {"organisation": "globex"})
+    page = client.get("/").content.decode()
+    assert ">Viewer</span>" in page and 'value="globex" selected' in page
+    assert "/tokens/" not in page

@@ -1,0 +1,546 @@
+"""The member pages in Chromium, against one gunicorn and one run_workers shared by every
+test here: files dropped at once go through the pipeline live with no page load, a
+document's page reads its text and downloads its file, a failed run is retried, a token
+is made and revoked, a viewer is offered nothing to change, the list pages past 100
+documents; every member page fits 390 px and axe-core finds nothing serious on it. With
+S3 (a server of its own), a large file goes from the page straight to the bucket.
+
+Screenshots of the upload, document, search and tokens pages, at 1280 and 390 px, are
+written under var/screenshots/ (two of them are shown by the README, from docs/images/).
+"""
+
+import base64
+import re
+from datetime import timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from django.db.models import F
+from django.utils import timezone
+
+from documents.models import Document, Organisation, QuotaReservation, UsageEntry
+from documents.services.organisations import member_add, organisation_create
+from pipeline.models import ImportRun
+from tests.support import hostile
+from tests.support.admin import make_connections
+from tests.support.files import make_docx, make_pdf
+from tests.support.members import PASSWORD, document_with_text, documents_made
+from tests.support.pipeline import TEST_PIPELINE_ENV, running_workers
+from tests.support.processes import ROOT, process_env, web_server
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+SCREENSHOTS = ROOT / "var" / "screenshots"
+WIDTHS = (1280, 390)
+# What the policy and the browser need to be told: our pages, nothing else.
+SERIOUS = ("serious", "critical")
+
+
+@pytest.fixture(scope="module")
+def site(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One web server and one set of workers for the module, on the test database."""
+    media = tmp_path_factory.mktemp("media")
+    with django_db_blocker.unblock():
+        env = process_env(MEDIA_ROOT=str(media), **TEST_PIPELINE_ENV)
+        with web_server(workers=2, threads=4, env=env) as base:
+            # Idle at the end: no stage to finish, nothing to wait for.
+            with running_workers(MEDIA_ROOT=str(media), PAPERLANE_SHUTDOWN_GRACE_SECONDS="2"):
+                yield SimpleNamespace(base=base, media=media)
+
+
+@pytest.fixture
+def acme(db):
+    organisation = organisation_create(slug="acme", page_limit=200, name="Acme")
+    member_add(organisation=organisation, username="ada", password=PASSWORD, role="admin")
+    return organisation
+
+
+# Watches the pages' script: how many of its live requests are on their way at once (each
+# answer held back 400 ms, so that a second poll started meanwhile would overlap it), what
+# its live region says, and whether progress is ever written as a percentage.
+WATCH_LIVE = """
+(() => {
+  window.__live = { inFlight: 0, most: 0, asked: 0 };
+  window.__said = [];
+  window.__percent = false;
+  const original = window.fetch.bind(window);
+  window.fetch = async (url, options) => {
+    if (!String(url).includes("/live/")) return original(url, options);
+    const watch = window.__live;
+    watch.asked += 1;
+    watch.inFlight += 1;
+    watch.most = Math.max(watch.most, watch.inFlight);
+    try {
+      const response = await original(url, options);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      return response;
+    } finally {
+      watch.inFlight -= 1;
+    }
+  };
+  document.addEventListener("DOMContentLoaded", () => {
+    const watched = { childList: true, subtree: true, characterData: true };
+    const said = document.getElementById("live-said");
+    const record = () => window.__said.push(said.textContent);
+    if (said) new MutationObserver(record).observe(said, watched);
+    const uploads = document.getElementById("upload-list");
+    if (uploads) {
+      new MutationObserver(() => {
+        if (/\\d%/.test(uploads.textContent)) window.__percent = true;
+      }).observe(uploads, watched);
+    }
+  });
+})();
+"""
+
+
+def _signed_in(browser, site, username: str, width: int = 1280, watch: bool = False):
+    context = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
+    if watch:
+        context.add_init_script(WATCH_LIVE)
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(f"{site.base}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{site.base}/")
+    return context, page
+
+
+def _drop(page, files: dict[str, bytes], target: str = "[data-drop]") -> None:
+    """Drop the files on `target` at once, as a person dragging them from their desktop."""
+    payload = [
+        {"name": name, "b64": base64.b64encode(data).decode()} for name, data in files.items()
+    ]
+    transfer = page.evaluate_handle(
+        """(files) => {
+            const transfer = new DataTransfer();
+            for (const file of files) {
+                const bytes = Uint8Array.from(atob(file.b64), (c) => c.charCodeAt(0));
+                transfer.items.add(new File([bytes], file.name));
+            }
+            return transfer;
+        }""",
+        payload,
+    )
+    page.dispatch_event(target, "dragover", {"dataTransfer": transfer})
+    page.dispatch_event(target, "drop", {"dataTransfer": transfer})
+
+
+def _item(page, name: str):
+    return page.locator("#upload-list li", has=page.locator(".name", has_text=name))
+
+
+def _shoot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    width = page.viewport_size["width"]
+    page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
+
+
+def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, site, acme):
+    context, page = _signed_in(browser, site, "ada", watch=True)
+    loads = []
+    page.on(
+        "framenavigated",
+        lambda frame: loads.append(frame.url) if frame == page.main_frame else None,
+    )
+    report = make_pdf(3, label="Lighthouse report")
+    documents_made(acme, 1, prefix="from-a-colleague")  # after the page was drawn
+
+    _drop(page, {"report.pdf": report, "minutes.docx": make_docx(2), "notes.txt": b"plain text"})
+    # The tab shown again, while polls are on their way: each asks for one at once.
+    _item(page, "report.pdf").locator(".status").wait_for()
+    for _ in range(3):
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        page.wait_for_timeout(150)
+
+    refused = _item(page, "notes.txt").locator(".state")
+    refused.wait_for()
+    page.wait_for_function(
+        "() => document.querySelector('#upload-list').innerText.match(/Not accepted/)"
+    )
+    assert "Only PDF and Word (.docx) files are supported" in refused.inner_text()
+    for name in ("report.pdf", "minutes.docx"):
+        _item(page, name).locator(".status-succeeded").wait_for()
+        page.locator(f"#document-rows tr:has-text('{name}') .status-succeeded").wait_for()
+    assert loads == [], loads
+    # One poll at a time, however many asked for one.
+    assert page.evaluate("window.__live.most") == 1
+    # The colleague's document is not drawn in, but counted and offered.
+    assert page.locator("#document-count").inner_text() == "3 documents"
+    assert page.locator("#new-documents").inner_text() == "1 new document: show it"
+    # A screen reader hears the refusal and the two results, never a percentage sent.
+    said = " ".join(page.evaluate("window.__said"))
+    assert "notes.txt was not accepted: “notes.txt”: Only PDF and Word" in said, said
+    assert "report.pdf: Succeeded." in said and "minutes.docx: Succeeded." in said, said
+    assert page.evaluate("window.__percent") is False
+    assert page.locator("#upload-list[aria-live], #document-rows [aria-live]").count() == 0
+    charged = sum(UsageEntry.objects.values_list("pages", flat=True))
+    assert page.locator("[data-quota-used]").inner_text() == str(charged)
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        _shoot(page, "upload")
+
+    # The document's page: its text from page 1, and its file with the session.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.click("#document-rows a.name:text-is('report.pdf')")
+    page.locator("#page-1").wait_for()
+    assert "Lighthouse report 1" in page.locator("#page-1").inner_text()
+    assert "Extract" in page.locator("ol.timeline").first.inner_text()
+    with page.expect_download() as download:
+        page.click("text=Download the original")
+    assert download.value.suggested_filename == "report.pdf"
+    assert Path(download.value.path()).read_bytes() == report
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        _shoot(page, "document")
+
+    # Search, as it is today, with the documents just processed.
+    page.goto(f"{site.base}/search/?q=lighthouse")
+    page.locator("ol.results li").first.wait_for()
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        _shoot(page, "search")
+    context.close()
+
+
+def test_leaving_while_a_file_is_sent_asks_first_and_a_refused_poll_stops_and_says_why(
+    browser, site, acme
+):
+    context, page = _signed_in(browser, site, "ada")
+    dialogs, held, polls = [], [], []
+
+    def dismiss(dialog):
+        dialogs.append(dialog.type)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
+    page.route("**/upload/", lambda route: held.append(route))  # answered when told
+
+    _drop(page, {"slow.pdf": make_pdf(1)})
+    while not held:
+        page.wait_for_timeout(50)
+    page.click("form.filters button[type=submit]")  # would abort the upload
+
+    assert dialogs == ["beforeunload"] and page.url == f"{site.base}/"
+    # Signed out meanwhile: the poll that follows the file is refused.
+    signed_out = {"detail": "You were signed out; sign in again.", "code": "unauthorized"}
+    page.route(
+        "**/documents/live/**",
+        lambda route: polls.append(route.request.url) or route.fulfill(status=401, json=signed_out),
+    )
+    held[0].continue_()
+    _item(page, "slow.pdf").locator(".state .status").wait_for()
+    page.locator("#live-stopped").wait_for()
+    assert "You were signed out; sign in again." in page.inner_text("#live-stopped")
+    page.wait_for_timeout(2_000)  # past the next poll's time, had it gone on
+    assert len(polls) == 1
+    # Nothing is being sent: leaving asks nothing.
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(f"{site.base}/?*")
+    assert dialogs == ["beforeunload"]
+    context.close()
+
+
+def _poll_now(page) -> None:
+    """Have the page ask at once (as when its tab is shown again) and wait for the answer."""
+    asked = page.evaluate("window.__live.asked")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    page.wait_for_function(f"() => window.__live.asked > {asked} && window.__live.inFlight === 0")
+    page.wait_for_timeout(50)  # the answer applied
+
+
+def test_a_documents_page_replaces_only_what_changed_keeping_focus_scroll_and_selection(
+    browser, site, acme
+):
+    document = document_with_text(acme, [f"Page {n}\n" + "a line\n" * 200 for n in range(1, 4)])
+    run = ImportRun.objects.create(
+        organisation=acme,
+        document=document,
+        reservation=QuotaReservation.objects.create(organisation=acme, pages=3),
+        source="web",
+        status="processing",
+        stage="embed",
+        progress_total=10,
+        progress_done=1,
+        # Held by a worker elsewhere, for longer than the test: the workers leave it alone.
+        lease_owner="elsewhere",
+        lease_expires_at=timezone.now() + timedelta(hours=1),
+    )
+    runs = ImportRun.objects.filter(id=run.id)
+    context, page = _signed_in(browser, site, "ada", watch=True)
+    page.goto(f"{site.base}/documents/{document.id}/")
+    text = "document.getElementById('page-1-text')"
+    page.evaluate(f"{text}.kept = true; {text}.focus(); {text}.scrollTop = 300")
+
+    # Its run moves on: the processing part alone is replaced.
+    runs.update(progress_done=5, updated_at=timezone.now())
+    _poll_now(page)
+    page.locator("[data-part=status] progress[value='5']").wait_for()
+    assert page.evaluate(f"[{text}.kept, document.activeElement.id, {text}.scrollTop]") == [
+        True,
+        "page-1-text",
+        300,
+    ]
+    # Its text changes: replaced, with the focus and the scroll where they were.
+    Document.objects.filter(id=document.id).update(text_chars=F("text_chars") + 1)
+    _poll_now(page)
+    assert page.evaluate(f"[{text}.kept, document.activeElement.id, {text}.scrollTop]") == [
+        None,
+        "page-1-text",
+        300,
+    ]
+    # Text selected in it: kept as it is until the selection ends.
+    page.evaluate(f"{text}.kept = true; window.getSelection().selectAllChildren({text})")
+    Document.objects.filter(id=document.id).update(text_chars=F("text_chars") + 1)
+    _poll_now(page)
+    assert page.evaluate(f"[{text}.kept, window.getSelection().toString().length > 0]") == [
+        True,
+        True,
+    ]
+    page.evaluate("window.getSelection().removeAllRanges()")
+    page.wait_for_function(f"() => !{text}.kept")
+    # It ends: said once, in the page's one live region.
+    runs.update(status="succeeded", stage="settle", updated_at=timezone.now())
+    _poll_now(page)
+    page.locator("[data-part=status] .status-succeeded").wait_for()
+    assert "pages.pdf: Succeeded." in page.evaluate("window.__said")
+    assert page.locator("[aria-live]").count() == 0
+    assert page.locator("[role=status]").count() == 1
+    context.close()
+
+
+def test_a_run_failed_over_quota_is_retried_once_there_is_room(browser, site, acme):
+    Organisation.objects.filter(id=acme.id).update(page_limit=10)
+    context, page = _signed_in(browser, site, "ada")
+
+    _drop(page, {"long.pdf": hostile.pdf_with_lying_count(real_pages=12, stated=1)})
+    _item(page, "long.pdf").locator(".status-failed").wait_for()
+    assert "12 pages" in _item(page, "long.pdf").inner_text()
+    page.click("#document-rows a.name:text-is('long.pdf')")
+    assert "Free pages" in page.locator(".problem").inner_text()
+
+    organisation_create(slug="acme", page_limit=100)  # the operator raises the limit
+    page.click("button:has-text('Retry')")
+    page.locator("[data-part=status] .status-succeeded").wait_for()
+    assert "Page 1 of 12" in page.locator("[data-part=text]").inner_text()
+    run = ImportRun.objects.get(document__filename="long.pdf")
+    assert (run.status, run.generation) == ("succeeded", 1)
+    context.close()
+
+
+def test_an_admin_makes_a_token_copies_it_and_revokes_it(browser, site, acme):
+    context, page = _signed_in(browser, site, "ada")
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.base)
+
+    page.click("nav >> text=API tokens")
+    page.fill("#id_name", "nightly export")
+    page.select_option("#id_role", "viewer")
+    page.click("button:has-text('Create token')")
+    secret = page.input_value("#token-secret")
+    assert secret.startswith("pl_")
+    page.click("button[data-copy]")
+    page.locator("[data-copied]:has-text('Copied')").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        _shoot(page, "tokens")
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{site.base}/tokens/")
+    assert secret not in page.content()
+    page.click("a:has-text('Revoke')")
+    page.click("button:has-text('Revoke')")
+    page.locator(".message.success").wait_for()
+    assert "Revoked" in page.locator("table.tokens").inner_text()
+    context.close()
+
+
+def test_a_viewer_is_offered_no_upload_or_delete(browser, site, acme):
+    member_add(organisation=acme, username="vic", password=PASSWORD, role="viewer")
+    documents_made(acme, 2)
+    context, page = _signed_in(browser, site, "vic")
+
+    assert page.locator("input[type=file]").count() == 0
+    assert page.locator("a:has-text('Delete'), button:has-text('Cancel')").count() == 0
+    assert "You are a viewer of Acme" in page.inner_text("main")
+    page.click("#document-rows a.name >> nth=0")
+    assert page.locator("a:has-text('Delete'), button:has-text('Retry')").count() == 0
+    assert page.locator("nav >> text=API tokens").count() == 0
+    context.close()
+
+
+def test_the_list_pages_past_a_hundred_documents(browser, site, acme):
+    documents_made(acme, 120)
+    context, page = _signed_in(browser, site, "ada")
+
+    assert "120 documents" in page.inner_text("#document-count")
+    seen = []
+    while True:
+        seen += page.locator("#document-rows a.name").all_inner_texts()
+        older = page.locator("a[rel=next]")
+        if not older.count():
+            break
+        older.click()
+        page.wait_for_load_state()
+    assert seen == [f"doc-{n:03d}.pdf" for n in range(119, -1, -1)]
+    assert "Page 5 of 5" in page.inner_text("nav.pages")
+    context.close()
+
+
+def test_the_keyboard_reaches_the_content_first_and_shows_where_it_is(browser, site, acme):
+    context, page = _signed_in(browser, site, "ada")
+
+    page.keyboard.press("Tab")
+    skip = page.evaluate(
+        "(() => { const e = document.activeElement, box = e.getBoundingClientRect();"
+        " return [e.textContent, box.left >= 0 && box.top >= 0,"
+        " getComputedStyle(e).outlineStyle]; })()"
+    )
+    page.keyboard.press("Enter")  # to the main content
+    page.keyboard.press("Tab")  # its first control: the file input
+    focused = page.evaluate("document.activeElement.id")
+
+    assert skip == ["Skip to the content", True, "solid"]
+    assert focused == "upload-files"
+    context.close()
+
+
+def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, site, acme):
+    documents_made(acme, 3)
+    document = Document.objects.filter(organisation=acme).first()
+    [connection] = make_connections(acme, 1)
+    globex = organisation_create(slug="globex", page_limit=10, name="Globex")
+    member_add(organisation=globex, username="ada")
+    pages = [
+        "/",
+        f"/documents/{document.id}/",
+        f"/documents/{document.id}/delete/",
+        "/search/",
+        "/search/?q=anything",
+        "/connections/",
+        f"/connections/{connection.id}/",
+        f"/connections/{connection.id}/disconnect/",
+        "/tokens/",
+        "/accounts/password/",
+        "/accounts/password/done/",
+    ]
+    axe = Axe()
+    found = {}
+    for width in WIDTHS:
+        context, page = _signed_in(browser, site, "ada", width=width)
+        # What the Content-Security-Policy refused, and the scripts' errors, on every page.
+        page.add_init_script(
+            "document.addEventListener('securitypolicyviolation', (e) => {"
+            " (window.__violations = window.__violations || [])"
+            ".push(e.violatedDirective + ' ' + e.blockedURI); });"
+        )
+        errors = []
+        page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
+        token = None
+        for path in pages + ["token"]:
+            if path == "token":  # a token's revoke page, once one is made
+                page.goto(f"{site.base}/tokens/")
+                page.fill("#id_name", f"walk {width}")
+                page.click("button:has-text('Create token')")
+                token = re.search(r"/tokens/(\d+)/revoke/", page.content())[1]
+                path = f"/tokens/{token}/revoke/"
+            page.goto(f"{site.base}{path}")
+            page.wait_for_load_state("load")
+            wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            if width == 390 and wide[0] > wide[1]:
+                found[(width, path)] = f"{wide[0]} px wide"
+            violations = [
+                f"{v['id']}: {v['help']} ({len(v['nodes'])})"
+                for v in axe.run(page).response["violations"]
+                if v["impact"] in SERIOUS
+            ]
+            if violations:
+                found[(width, path)] = violations
+            refused = page.evaluate("window.__violations || []")
+            if refused or errors:
+                found[(width, path, "policy")] = refused + errors
+        context.close()
+    # Signed out: the sign-in page.
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    page = context.new_page()
+    page.goto(f"{site.base}/accounts/login/")
+    wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert wide[0] <= wide[1]
+    assert not [v for v in axe.run(page).response["violations"] if v["impact"] in SERIOUS]
+    context.close()
+    assert found == {}
+
+
+def test_with_s3_a_large_file_goes_straight_to_the_bucket_with_its_progress(
+    browser, acme, s3, settings, tmp_path
+):
+    settings.PAPERLANE_WEB_DIRECT_UPLOAD_BYTES = 10_000
+    # The page's origin PUTs to the bucket: its CORS allows it, as a deployment's must.
+    s3.client.put_bucket_cors(
+        Bucket=s3.bucket,
+        CORSConfiguration={
+            "CORSRules": [
+                {
+                    "AllowedOrigins": ["*"],
+                    "AllowedMethods": ["PUT"],
+                    "AllowedHeaders": ["*"],
+                }
+            ]
+        },
+    )
+    large, small = make_pdf(30, label="Large"), make_pdf(1)
+    assert len(large) > 10_000 > len(small)
+    env = process_env(
+        MEDIA_ROOT=str(tmp_path / "media"), PAPERLANE_WEB_DIRECT_UPLOAD_BYTES="10000", **s3.env
+    )
+    with web_server(workers=1, threads=4, env=env) as base:
+        site = SimpleNamespace(base=base)
+        context, page = _signed_in(browser, site, "ada")
+        puts = []
+        page.on("request", lambda r: puts.append(r.url) if r.method == "PUT" else None)
+
+        _drop(page, {"large.pdf": large, "small.pdf": small})
+
+        for name in ("large.pdf", "small.pdf"):
+            # Accepted: its run's stage follows (the module's workers, on another storage,
+            # may take it from there).
+            page.locator("#upload-list li.accepted", has_text=name).wait_for()
+        context.close()
+    [put] = puts
+    assert put.startswith(s3.env["AWS_S3_ENDPOINT_URL"])
+    runs = {run.document.filename: run for run in ImportRun.objects.select_related("document")}
+    assert {name: run.source for name, run in runs.items()} == {
+        "large.pdf": "web",
+        "small.pdf": "web",
+    }
+    assert runs["large.pdf"].document.storage_key in put
+
+
+def test_without_javascript_the_form_sends_one_or_many_files(browser, site, acme):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(f"{site.base}/accounts/login/")
+    page.fill("#id_username", "ada")
+    page.fill("#id_password", PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{site.base}/")
+    good, bad = make_pdf(6), b"<!DOCTYPE html><html><body>not a PDF</body></html>"
+
+    page.set_input_files(
+        "input[type=file]",
+        files=[
+            {"name": "quarterly report.pdf", "mimeType": "application/pdf", "buffer": good},
+            {"name": "not really.pdf", "mimeType": "application/pdf", "buffer": bad},
+        ],
+    )
+    page.click("form.upload button[type=submit]")
+
+    page.locator(".message.success").wait_for()
+    assert "“quarterly report.pdf” was accepted" in page.inner_text(".message.success")
+    assert "“not really.pdf”: Only PDF and Word" in page.inner_text(".message.error")
+    assert "quarterly report.pdf" in page.inner_text("#document-rows")
+    context.close()

@@ -1,0 +1,205 @@
+"""The parts of a document's page that change while it is processed: its facts, its
+processing (runs and their stages), its text and its chunks. For each, a digest of what
+it shows, made from the document's row and its runs alone (no text, chunk or template is
+read for it), and its HTML. The page is rendered with every part and its digest; the live
+answer renders only the parts whose digest differs from the one the page holds."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+
+from connectors.selectors import document_file_versions
+from documents.models import Document, Membership
+from documents.roles import abilities
+from documents.selectors import document_chunks, document_text_window, document_versions
+from pipeline.models import ImportRun
+from pipeline.selectors import document_first_run, document_run_count
+from web.runs import digest, run_state
+
+# The extracted text is shown this many pages at a time, each page at most this long.
+TEXT_PAGES_PER_SCREEN = 10
+TEXT_PAGE_CHARS = 50_000
+CHUNKS_PER_PAGE = 20
+# A document's newest runs shown (a connected file makes one per version), and versions.
+RUNS_SHOWN = 20
+VERSIONS_SHOWN = 20
+
+PART_TEMPLATES = {
+    "facts": "web/_document_facts.html",
+    "status": "web/_document_status.html",
+    "text": "web/_document_text.html",
+    "chunks": "web/_document_chunks.html",
+}
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """What every part of a document's page is made from: the request (its `?page=` and
+    `?chunks=`), the member's membership, the document and its newest runs, newest first
+    (pipeline.selectors.document_runs, RUNS_SHOWN of them)."""
+
+    request: HttpRequest
+    membership: Membership
+    document: Document
+    runs: list[ImportRun]
+
+    @property
+    def latest(self) -> ImportRun | None:
+        return self.runs[0] if self.runs else None
+
+
+def text_first_page(request: HttpRequest) -> int:
+    """The first page of the screen of text that holds `?page=N`."""
+    try:
+        wanted = max(int(request.GET.get("page", "1")), 1)
+    except ValueError:
+        wanted = 1
+    return (wanted - 1) // TEXT_PAGES_PER_SCREEN * TEXT_PAGES_PER_SCREEN + 1
+
+
+def part_digests(page: DocumentPage) -> dict[str, str]:
+    """Each part's digest: it changes whenever what the part shows may have."""
+    document, latest = page.document, page.latest
+    states = {
+        "facts": (
+            document.filename,
+            document.kind,
+            document.size_bytes,
+            document.page_count,
+            document.version,
+            document.searchable_version,
+            document.text_engine,
+            document.source_deleted_at,
+        ),
+        "status": (
+            page.membership.role,
+            document.page_count,
+            tuple(document.unreadable_pages or ()),
+            tuple(document.textless_pages or ()),
+            tuple(run_state(run) for run in page.runs),
+        ),
+        "text": (document.version, document.text_chars, text_first_page(page.request)),
+        # The chunks of a version not yet searchable are shown while its run embeds them.
+        "chunks": (
+            document.version,
+            document.searchable_version,
+            document.chunk_count,
+            page.request.GET.get("chunks", ""),
+            run_state(latest) if latest else None,
+        ),
+    }
+    return {name: digest(state) for name, state in states.items()}
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    """One version of a document as its page lists it."""
+
+    number: int
+    # When it came in: uploaded, or found in its connected folder.
+    added_at: datetime | None
+    size_bytes: int | None
+    pages: int | None
+    searchable: bool
+    current: bool
+
+
+def _versions(document: Document) -> list[VersionRow]:
+    read = document_versions(document=document, limit=VERSIONS_SHOWN)
+    files = document_file_versions(document=document, versions=[v.number for v in read])
+    rows = []
+    for version in read:
+        record = files.get(version.number)
+        if record is not None:
+            added_at, size = record.created_at, record.size_bytes
+        else:  # an upload's one version
+            added_at, size = document.created_at, None
+        if version.current:
+            size = document.size_bytes
+        pages = version.pages if version.pages is not None else version.charged
+        if pages is None and version.current:
+            pages = document.page_count  # as counted so far, before its text is read
+        rows.append(
+            VersionRow(
+                number=version.number,
+                added_at=added_at,
+                size_bytes=size,
+                pages=pages
+                if pages is not None
+                else (document.page_count if version.current else None),
+                searchable=version.searchable,
+                current=version.current,
+            )
+        )
+    return rows
+
+
+def _facts(page: DocumentPage) -> dict:
+    first_run = document_first_run(document=page.document)
+    return {
+        "source": first_run.get_source_display() if first_run else "",
+        "connector_import": getattr(first_run, "connector_import", None),
+        "versions": _versions(page.document),
+        "older_versions": max(page.document.version - VERSIONS_SHOWN, 0),
+    }
+
+
+def _status(page: DocumentPage) -> dict:
+    older = document_run_count(document=page.document) - len(page.runs)
+    return {
+        "runs": page.runs,
+        "run": page.latest,
+        "older_runs": max(older, 0),
+        "can": abilities(page.membership.role),
+    }
+
+
+def _text(page: DocumentPage) -> dict:
+    text = document_text_window(
+        document=page.document,
+        first=text_first_page(page.request),
+        count=TEXT_PAGES_PER_SCREEN,
+        page_chars=TEXT_PAGE_CHARS,
+    )
+    screens = []
+    if text is not None:
+        screens = [
+            (first, min(first + TEXT_PAGES_PER_SCREEN - 1, text.total))
+            for first in range(1, text.total + 1, TEXT_PAGES_PER_SCREEN)
+        ]
+    query = page.request.GET.copy()
+    query.pop("page", None)
+    return {"text": text, "text_screens": screens, "text_query": query.urlencode()}
+
+
+def _chunks(page: DocumentPage) -> dict:
+    chunks = Paginator(document_chunks(document=page.document), CHUNKS_PER_PAGE)
+    query = page.request.GET.copy()
+    query.pop("chunks", None)
+    return {
+        "chunks": chunks.get_page(page.request.GET.get("chunks")),
+        "chunk_query": query.urlencode(),
+    }
+
+
+_CONTEXTS = {"facts": _facts, "status": _status, "text": _text, "chunks": _chunks}
+
+
+def part_context(page: DocumentPage, names: list[str]) -> dict:
+    """What the named parts' templates read (only what those parts need is read)."""
+    context = {"document": page.document}
+    for name in names:
+        context.update(_CONTEXTS[name](page))
+    return context
+
+
+def parts_render(page: DocumentPage, names: list[str]) -> dict[str, str]:
+    """The named parts' HTML."""
+    context = part_context(page, names)
+    return {
+        name: render_to_string(PART_TEMPLATES[name], context, request=page.request)
+        for name in names
+    }

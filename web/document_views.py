@@ -1,0 +1,192 @@
+"""HTML pages for members: the documents list (with the upload form), a page per document
+and its file. Thin callers of services and selectors; the JSON answers that keep both up
+to date are in live_views.py."""
+
+import uuid
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from core.errors import NotFound, ServiceError
+from core.upload_counts import ACCEPTED, REFUSED, upload_count
+from core.uploads import client_file_name, upload_refusal
+from documents.downloads import document_file_response
+from documents.models import Document, DocumentKind, Membership, Organisation
+from documents.roles import abilities
+from documents.s3 import presigned_supported
+from documents.selectors import document_file, document_get, document_list
+from documents.services.quota import quota_get
+from pipeline.models import RunSource, RunStatus
+from pipeline.selectors import document_runs, documents_filtered, documents_with_latest_runs
+from pipeline.services.accept import document_accept
+from web.document_parts import (
+    PART_TEMPLATES,
+    RUNS_SHOWN,
+    DocumentPage,
+    part_context,
+    part_digests,
+)
+from web.listing import LIVE_MAX_DOCUMENTS, quota_context, row_digest
+from web.organisation_views import current_membership
+from web.refusals import refusal_words
+from web.runs import is_active
+
+DOCUMENTS_PER_PAGE = 25
+
+STATUS_CHOICES = [
+    (value, "Stopped" if value == RunStatus.DEAD_LETTER else label)
+    for value, label in RunStatus.choices
+]
+SOURCE_CHOICES = [
+    (RunSource.WEB, "Upload"),
+    (RunSource.API, "API"),
+    (RunSource.CONNECTOR, "Connected folder"),
+]
+
+
+class FilterForm(forms.Form):
+    status = forms.ChoiceField(choices=[("", "Any status"), *STATUS_CHOICES], required=False)
+    kind = forms.ChoiceField(
+        label="Type", choices=[("", "Any type"), *DocumentKind.choices], required=False
+    )
+    source = forms.ChoiceField(choices=[("", "Any source"), *SOURCE_CHOICES], required=False)
+
+
+def _document_or_404(organisation: Organisation, document_id: uuid.UUID) -> Document:
+    try:
+        return document_get(organisation=organisation, document_id=document_id)
+    except NotFound:
+        raise Http404("No such document in your organisation.") from None
+
+
+def _upload_files(request: HttpRequest, membership: Membership) -> tuple[int, dict[str, str]]:
+    """Accept the files of the upload form sent without JavaScript, one after another; each
+    accepted or refused one gets its message. Returns the status of the answer and the
+    headers it carries (Retry-After when the system is busy); 202 when any was accepted."""
+    refusals: list[ServiceError] = []
+    if refused := upload_refusal(request):
+        upload_count(channel="web", result=REFUSED, code=refused.code)
+        messages.error(request, refused.message)
+        refusals.append(refused)
+    # An empty file past the form's bound has no block to be skipped at: left out here.
+    uploads = request.FILES.getlist("file")[: settings.PAPERLANE_UPLOAD_FORM_MAX_FILES]
+    if not uploads and not refusals:
+        upload_count(channel="web", result=REFUSED, code="invalid_form")
+        messages.error(request, "Choose a PDF or Word (.docx) file to upload.")
+        return 400, {}
+    accepted = 0
+    for upload in uploads:
+        name = client_file_name(request, upload)
+        try:
+            acceptance = document_accept(
+                organisation=membership.organisation,
+                upload=upload,
+                filename=name,
+                source=RunSource.WEB,
+                user=request.user,
+            )
+        except ServiceError as exc:
+            upload_count(channel="web", result=REFUSED, code=exc.code)
+            messages.error(request, refusal_words(exc, name=name, size=upload.size))
+            refusals.append(exc)
+            continue
+        upload_count(channel="web", result=ACCEPTED)
+        accepted += 1
+        stored = acceptance.document.filename
+        messages.success(request, f"“{stored}” was accepted and is queued for processing.")
+    if accepted or not refusals:
+        return 202, {}
+    return refusals[0].status_code, refusals[0].headers()
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def document_list_view(request: HttpRequest) -> HttpResponse:
+    """The organisation's documents, newest first, paged and filtered; above them the upload
+    form (its POST, without JavaScript, sends one or many files)."""
+    membership = current_membership(request)
+    organisation = membership.organisation
+    status, headers = 200, {}
+    if request.method == "POST":
+        status, headers = _upload_files(request, membership)
+        if status == 202:
+            return redirect("web:document_list")
+    filters = FilterForm(request.GET)
+    chosen = filters.cleaned_data if filters.is_valid() else {}
+    documents = documents_filtered(
+        organisation=organisation, **{k: v for k, v in chosen.items() if v}
+    )
+    page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = documents_with_latest_runs(documents=list(page.object_list))
+    filtered = any(chosen.values())
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "filters": filters,
+        "filtered": filtered,
+        "page": page,
+        "rows": [{"document": d, "run": r, "digest": row_digest(d, r)} for d, r in rows],
+        # Unfiltered, the paginator has counted them all already.
+        "total": (
+            document_list(organisation=organisation).count() if filtered else page.paginator.count
+        ),
+        "query": query.urlencode(),
+        "can": abilities(membership.role),
+        "direct_above": _direct_above(),
+        "max_upload_bytes": settings.PAPERLANE_MAX_UPLOAD_BYTES,
+        "live_max_documents": LIVE_MAX_DOCUMENTS,
+        **quota_context(quota_get(organisation_id=organisation.id)),
+    }
+    response = render(request, "web/document_list.html", context, status=status)
+    for header, value in headers.items():
+        response[header] = value
+    return response
+
+
+def _direct_above() -> int:
+    """Files larger than this go straight to S3 from the page; 0: none do."""
+    if settings.PAPERLANE_WEB_DIRECT_UPLOAD_BYTES and presigned_supported():
+        return settings.PAPERLANE_WEB_DIRECT_UPLOAD_BYTES
+    return 0
+
+
+@login_required
+@require_GET
+def document_detail_view(request: HttpRequest, document_id: uuid.UUID) -> HttpResponse:
+    """A document: what it is, its runs and their stages, its text page by page (`?page=N`
+    opens page N) and its chunks, its file, and what the member's role may do with it."""
+    membership = current_membership(request)
+    document = _document_or_404(membership.organisation, document_id)
+    page = DocumentPage(
+        request=request,
+        membership=membership,
+        document=document,
+        runs=document_runs(document=document, limit=RUNS_SHOWN),
+    )
+    context = {
+        **part_context(page, list(PART_TEMPLATES)),
+        "digests": part_digests(page),
+        "active": is_active(page.latest),
+    }
+    return render(request, "web/document_detail.html", context)
+
+
+@login_required
+@require_GET
+def document_file_view(request: HttpRequest, document_id: uuid.UUID) -> HttpResponse:
+    """The document's original file as an attachment; in S3, a redirect to a short-lived
+    link that serves it."""
+    membership = current_membership(request)
+    document = _document_or_404(membership.organisation, document_id)
+    try:
+        stored = document_file(document=document)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("web:document_detail", document_id=document.id)
+    return document_file_response(document=document, stored=stored)

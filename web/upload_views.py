@@ -1,0 +1,158 @@
+"""The upload form's script sends each file on its own and reads the answer as JSON: the
+document and run it made, or why it was refused in plain words. Files above a size go
+straight to S3 (a direct upload, as the API's) and are then completed here. Thin callers
+of the accept and direct-upload services."""
+
+import json
+import uuid
+
+from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from core.errors import InvalidUpload, ServiceError
+from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
+from core.uploads import client_file_name, upload_refusal
+from documents.roles import abilities
+from pipeline.models import RunSource
+from pipeline.services.accept import Acceptance, document_accept
+from pipeline.services.direct_uploads import pending_upload_complete, pending_upload_create
+from web.json_access import json_member_required
+from web.listing import document_row
+from web.organisation_views import current_membership
+from web.refusals import refusal_words
+
+# The JSON a direct upload is asked for with: a name, a size and a type.
+DIRECT_REQUEST_MAX_BYTES = 4096
+
+
+def _refused(exc: ServiceError, *, name: str | None, size: int | None = None) -> JsonResponse:
+    upload_count(channel="web", result=REFUSED, code=exc.code)
+    body = {
+        "detail": refusal_words(exc, name=name, size=size),
+        "code": exc.code,
+        "retry_after": getattr(exc, "retry_after", None),
+    }
+    response = JsonResponse(body, status=exc.status_code)
+    for header, value in exc.headers().items():
+        response[header] = value
+    return response
+
+
+def _accepted(request: HttpRequest, acceptance: Acceptance) -> JsonResponse:
+    upload_count(channel="web", result=REPLAYED if acceptance.replayed else ACCEPTED)
+    document, run = acceptance.document, acceptance.run
+    can = abilities(current_membership(request).role)
+    row = document_row(request, document, run, can)
+    return JsonResponse(
+        {
+            "document_id": row["id"],
+            "run_id": str(run.id),
+            "filename": document.filename,
+            "url": reverse("web:document_detail", kwargs={"document_id": document.id}),
+            "digest": row["digest"],
+            "row": row["row"],
+            "item": row["item"],
+        },
+        status=202,
+    )
+
+
+@require_POST
+@json_member_required
+def upload_view(request: HttpRequest) -> JsonResponse:
+    """One file (multipart field `file`), accepted or refused in JSON."""
+    membership = current_membership(request)
+    uploads = request.FILES.getlist("file")
+    name = client_file_name(request, uploads[0]) if uploads else None
+    if refused := upload_refusal(request):
+        return _refused(refused, name=name)
+    if len(uploads) != 1:  # none, or an empty one past the first
+        missing = InvalidUpload("Send one file.", code="missing_file")
+        return _refused(missing, name=name)
+    try:
+        acceptance = document_accept(
+            organisation=membership.organisation,
+            upload=uploads[0],
+            filename=name,
+            source=RunSource.WEB,
+            user=request.user,
+        )
+    except ServiceError as exc:
+        return _refused(exc, name=name, size=uploads[0].size)
+    return _accepted(request, acceptance)
+
+
+@require_POST
+@json_member_required
+def direct_upload_view(request: HttpRequest) -> JsonResponse:
+    """Open a direct upload for a file the page will PUT to S3 (JSON `filename`,
+    `size_bytes`, `content_type`): the URL and headers to PUT with, and where to complete."""
+    membership = current_membership(request)
+    try:
+        declared = _declared(request)
+    except ServiceError as exc:
+        return _refused(exc, name=None)
+    name = declared["filename"] or None
+    try:
+        grant = pending_upload_create(
+            organisation=membership.organisation,
+            filename=declared["filename"],
+            size_bytes=declared["size_bytes"],
+            content_type=declared["content_type"],
+            user=request.user,
+        )
+    except ServiceError as exc:
+        return _refused(exc, name=name, size=declared["size_bytes"])
+    return JsonResponse(
+        {
+            "upload_id": str(grant.pending.id),
+            "url": grant.url,
+            "headers": grant.headers,
+            "complete_url": reverse(
+                "web:direct_upload_complete", kwargs={"upload_id": grant.pending.id}
+            ),
+        },
+        status=201,
+    )
+
+
+def _declared(request: HttpRequest) -> dict:
+    """The file a direct upload is asked for, as the page declares it."""
+    if request.content_type != "application/json":
+        raise InvalidUpload("Send the file's name and size as JSON.")
+    if len(request.body) > DIRECT_REQUEST_MAX_BYTES:
+        raise InvalidUpload("The request is too long.")
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        raise InvalidUpload("The request is not JSON.") from None
+    if not isinstance(body, dict):
+        raise InvalidUpload("The request is not a JSON object.")
+    filename, size, content_type = (
+        body.get("filename"),
+        body.get("size_bytes"),
+        body.get("content_type") or None,
+    )
+    if not isinstance(filename, str) or not isinstance(size, int) or isinstance(size, bool):
+        raise InvalidUpload("Give the file's name and its size in bytes.")
+    if content_type is not None and not isinstance(content_type, str):
+        raise InvalidUpload("The file's type must be text.")
+    return {"filename": filename, "size_bytes": size, "content_type": content_type}
+
+
+@require_POST
+@json_member_required
+def direct_upload_complete_view(request: HttpRequest, upload_id: uuid.UUID) -> JsonResponse:
+    """Accept the file PUT for one of the organisation's direct uploads (another's: 404)."""
+    membership = current_membership(request)
+    try:
+        acceptance = pending_upload_complete(
+            organisation=membership.organisation,
+            upload_id=upload_id,
+            user=request.user,
+            source=RunSource.WEB,
+        )
+    except ServiceError as exc:
+        return _refused(exc, name=None)
+    return _accepted(request, acceptance)
