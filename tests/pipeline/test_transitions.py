@@ -46,8 +46,13 @@ def move(run: ImportRun, name: str) -> tuple[ImportRun, list]:
     return ImportRun.objects.select_related("reservation").get(id=run.id), delivered
 
 
+# In a fixed order (a rule's statuses are a set): every pytest-xdist worker must collect
+# the same tests.
 ALLOWED = [
-    (name, status) for name, rule in MOVES.items() if name != "begin" for status in rule.leaves
+    (name, status)
+    for name, rule in MOVES.items()
+    if name != "begin"
+    for status in sorted(rule.leaves)
 ]
 
 
