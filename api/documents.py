@@ -24,6 +24,7 @@ from pipeline.services.deletion import document_delete
 from pipeline.services.people import run_cancel, run_retry
 from pipeline.services.transitions import Actor
 from retrieval.search import MAX_LIMIT as SEARCH_MAX_LIMIT
+from retrieval.search import MAX_OFFSET as SEARCH_MAX_OFFSET
 from retrieval.search import MAX_QUERY_CHARS, documents_search
 
 logger = logging.getLogger(__name__)
@@ -353,14 +354,21 @@ def search(
         description="The words to find (at least one word that is not a -word).",
     ),
     limit: int = Query(10, ge=1, le=SEARCH_MAX_LIMIT, description="At most this many, 1 to 50."),
+    offset: int = Query(
+        0, ge=0, le=SEARCH_MAX_OFFSET, description="Skip this many documents (paging), to 200."
+    ),
+    document: uuid.UUID | None = Query(None, description="Search this document alone."),
 ):
     """The documents that best match `q` (every word; "a quoted phrase", `or` and `-word`
     work as in a web search), best first, one result per document with its best chunk.
     `400 query_empty`: `q` holds only -words. `503 search_timeout` with `Retry-After`:
     the search took too long."""
-    results = documents_search(organisation=request.organisation, query=q, limit=limit)
+    results = documents_search(
+        organisation=request.organisation, query=q, limit=limit, offset=offset, document_id=document
+    )
     return {
         "ranking": results.ranking,
+        "more": results.more,
         "results": [
             {
                 "document_id": hit.document_id,
@@ -369,6 +377,10 @@ def search(
                 "chunk_index": hit.chunk_index,
                 "snippet": hit.snippet,
                 "score": hit.score,
+                "page_start": hit.page_start,
+                "page_end": hit.page_end,
+                "section": hit.section,
+                "marks": list(hit.marks),
             }
             for hit in results.hits
         ],

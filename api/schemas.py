@@ -171,6 +171,13 @@ class SearchHitOut(Schema):
     snippet: str
     # Relevance, 0 to 1: 1 is first both by its text and by its embedding's similarity.
     score: float
+    # The pages the chunk comes from (1-based); null where the format has no pages.
+    page_start: int | None
+    page_end: int | None
+    # The title of the section the chunk starts in; "" where the document has none.
+    section: str
+    # Where the snippet holds the query's words: [start, end) character offsets.
+    marks: list[tuple[int, int]]
 
 
 class Ranking(StrEnum):
@@ -182,6 +189,8 @@ class SearchOut(Schema):
     results: list[SearchHitOut]
     # "embedding", or "text" when the embedding provider could not embed the query.
     ranking: Ranking
+    # Whether more documents match: ask again with `offset` raised by `limit`.
+    more: bool
 
 
 class QuotaOut(Schema):

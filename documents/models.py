@@ -265,6 +265,13 @@ class Chunk(models.Model):
     # float32 little-endian; portable between PostgreSQL and the SQLite demo.
     embedding = models.BinaryField()
     embedding_model = models.CharField(max_length=100)
+    # How many numbers the embedding holds (search never compares vectors of two models).
+    embedding_dimensions = models.PositiveIntegerField(null=True)
+    # The pages the chunk's text comes from (1-based, inclusive), when the format has pages.
+    page_start = models.PositiveIntegerField(null=True)
+    page_end = models.PositiveIntegerField(null=True)
+    # The title of the section the chunk starts in (a PDF's outline, a Word heading).
+    section = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -42,11 +42,14 @@ logger = logging.getLogger(__name__)
 # gunicorn takes in a request line (its default --limit-request-line).
 MAX_QUERY_CHARS = 300
 MAX_LIMIT = 50
+# Results are paged up to this many documents deep.
+MAX_OFFSET = 200
 # A search that ran out of time may be sent again after this.
 SEARCH_RETRY_AFTER_SECONDS = 5
 # Characters of a chunk shown around the first word of the query it holds.
 SNIPPET_CHARS = 240
-_WORD = re.compile(r"\w+")  # over the query only, never over a document's text
+# Over the query and a snippet (SNIPPET_CHARS at most), never a document's whole text.
+_WORD = re.compile(r"\w+")
 # Reciprocal rank fusion's constant: 60, as in its paper and most search engines.
 _FUSION_K = 60
 
@@ -67,6 +70,13 @@ class Hit:
     chunk_index: int
     snippet: str
     score: float
+    # The pages the chunk comes from (1-based), None where the format has no pages.
+    page_start: int | None = None
+    page_end: int | None = None
+    # The section the chunk starts in, "" where the document has none.
+    section: str = ""
+    # Where the snippet holds the query's words: (start, end) offsets into `snippet`.
+    marks: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,8 @@ class Results:
     hits: list[Hit]
     # "embedding" when the query's embedding ranked them, "text" when the provider could not.
     ranking: str
+    # Whether more documents match beyond these (the next page starts at offset + limit).
+    more: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,10 +95,22 @@ class _Candidate:
     text: str
     embedding: bytes
     model: str
+    page_start: int | None = None
+    page_end: int | None = None
+    section: str = ""
 
 
-def documents_search(*, organisation: Organisation, query: str, limit: int = 10) -> Results:
-    """The organisation's documents that best match `query`, best first, at most `limit`."""
+def documents_search(
+    *,
+    organisation: Organisation,
+    query: str,
+    limit: int = 10,
+    offset: int = 0,
+    document_id: object | None = None,
+) -> Results:
+    """The organisation's documents that best match `query`, best first: at most `limit`
+    of them after the first `offset`. With `document_id`, that document alone (its best
+    chunk), if it is the organisation's and matches."""
     query = query.strip()
     if len(query) > MAX_QUERY_CHARS:
         raise ServiceError(
@@ -99,42 +123,55 @@ def documents_search(*, organisation: Organisation, query: str, limit: int = 10)
             code="query_empty",
         )
     limit = min(max(limit, 1), MAX_LIMIT)
+    offset = min(max(offset, 0), MAX_OFFSET)
     if connection.vendor == "postgresql":
-        candidates = _candidates_postgresql(organisation.id, query)
+        candidates = _candidates_postgresql(organisation.id, query, document_id)
     else:
-        candidates = _candidates_by_substring(organisation.id, words, unwanted)
+        candidates = _candidates_by_substring(organisation.id, words, unwanted, document_id)
     vector = _query_vector(" ".join(words))  # without the syntax: quotes, or, -words
     ranked = _rank(candidates, vector)
     best: dict[object, tuple[float, _Candidate]] = {}
     for score, candidate in ranked:
         best.setdefault(candidate.document_id, (score, candidate))
-        if len(best) == limit:
+        if len(best) > offset + limit:
             break
-    documents = Document.objects.only("filename", "page_count").in_bulk(list(best))
-    hits = [
-        Hit(
-            document_id=document_id,
-            filename=documents[document_id].filename,
-            pages=documents[document_id].page_count,
-            chunk_index=candidate.index,
-            snippet=snippet(candidate.text, words),
-            score=round(score, 4),
+    more = len(best) > offset + limit
+    page = list(best.items())[offset : offset + limit]
+    documents = Document.objects.only("filename", "page_count").in_bulk([d for d, _ in page])
+    hits = []
+    for found_id, (score, candidate) in page:
+        if found_id not in documents:
+            continue
+        text, marks = marked_snippet(candidate.text, words)
+        hits.append(
+            Hit(
+                document_id=found_id,
+                filename=documents[found_id].filename,
+                pages=documents[found_id].page_count,
+                chunk_index=candidate.index,
+                snippet=text,
+                score=round(score, 4),
+                page_start=candidate.page_start,
+                page_end=candidate.page_end,
+                section=candidate.section,
+                marks=marks,
+            )
         )
-        for document_id, (score, candidate) in best.items()
-        if document_id in documents
-    ]
-    return Results(hits=hits, ranking="text" if vector is None else "embedding")
+    return Results(hits=hits, ranking="text" if vector is None else "embedding", more=more)
 
 
 # The expression must be the index's (documents 0006), word for word, for the planner to use it.
 CANDIDATES_SQL = f"""
-    SELECT m.document_id, m.index, m.text, m.embedding, m.embedding_model
+    SELECT m.document_id, m.index, m.text, m.embedding, m.embedding_model,
+           m.page_start, m.page_end, m.section
     FROM (
-        SELECT c.document_id, c.index, c.text, c.embedding, c.embedding_model, q.q
+        SELECT c.document_id, c.index, c.text, c.embedding, c.embedding_model,
+               c.page_start, c.page_end, c.section, q.q
         FROM {Chunk._meta.db_table} c
         JOIN {Document._meta.db_table} d ON d.id = c.document_id,
              websearch_to_tsquery('simple', %s) q(q)
         WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+          AND (%s::uuid IS NULL OR d.id = %s::uuid)
           -- Only the settled version: chunks of a run that has not settled are not found.
           AND c.version = d.searchable_version
           AND to_tsvector('simple', c.text) @@ q.q
@@ -149,7 +186,9 @@ CANDIDATES_SQL = f"""
 """
 
 
-def _candidates_postgresql(organisation_id: int, query: str) -> list[_Candidate]:
+def _candidates_postgresql(
+    organisation_id: int, query: str, document_id: object | None
+) -> list[_Candidate]:
     timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
     try:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -159,6 +198,8 @@ def _candidates_postgresql(organisation_id: int, query: str) -> list[_Candidate]
                 [
                     query,
                     organisation_id,
+                    document_id,
+                    document_id,
                     settings.PAPERLANE_SEARCH_MATCHES_RANKED,
                     settings.PAPERLANE_SEARCH_CANDIDATES,
                 ],
@@ -172,26 +213,35 @@ def _candidates_postgresql(organisation_id: int, query: str) -> list[_Candidate]
             'in "quotes", to narrow it.',
             retry_after=SEARCH_RETRY_AFTER_SECONDS,
         ) from None
-    return [_Candidate(row[0], row[1], row[2], bytes(row[3]), row[4]) for row in rows]
+    return [_Candidate(row[0], row[1], row[2], bytes(row[3]), *row[4:]) for row in rows]
 
 
 def _candidates_by_substring(
-    organisation_id: int, words: list[str], unwanted: list[str]
+    organisation_id: int, words: list[str], unwanted: list[str], document_id: object | None
 ) -> list[_Candidate]:
     chunks = Chunk.objects.filter(
         document__organisation_id=organisation_id,
         document__deleted_at__isnull=True,
         version=F("document__searchable_version"),
     )
+    if document_id is not None:
+        chunks = chunks.filter(document_id=document_id)
     for word in dict.fromkeys(words):
         chunks = chunks.filter(text__icontains=word)
     for word in dict.fromkeys(unwanted):
         chunks = chunks.exclude(text__icontains=word)
     rows = chunks.order_by("-document__created_at", "index").values_list(
-        "document_id", "index", "text", "embedding", "embedding_model"
+        "document_id",
+        "index",
+        "text",
+        "embedding",
+        "embedding_model",
+        "page_start",
+        "page_end",
+        "section",
     )
     candidates = [
-        _Candidate(row[0], row[1], row[2], bytes(row[3]), row[4])
+        _Candidate(row[0], row[1], row[2], bytes(row[3]), *row[4:])
         for row in rows[: settings.PAPERLANE_SEARCH_CANDIDATES]
     ]
     # PostgreSQL's text rank, roughly: how often the words occur (a plain count, no pattern).
@@ -286,3 +336,16 @@ def snippet(text: str, words: list[str]) -> str:
         end = space if space > first else end
     piece = " ".join(text[start:end].split())
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
+
+
+def marked_snippet(text: str, words: list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The snippet of `text` for `words`, and where it holds each of them: (start, end)
+    offsets of every whole word of the snippet that is one of `words` (case aside)."""
+    piece = snippet(text, words)
+    wanted = set(words)
+    marks = tuple(
+        (found.start(), found.end())
+        for found in _WORD.finditer(piece)
+        if found.group().lower() in wanted
+    )
+    return piece, marks

@@ -16,6 +16,7 @@ from retrieval.search import (
     MAX_QUERY_CHARS,
     _candidates_by_substring,
     _terms,
+    marked_snippet,
     snippet,
 )
 from tests.support.files import make_pdf
@@ -163,7 +164,7 @@ def test_postgresql_finds_the_candidates_through_the_text_index(org):
         # As on a large table, where neither scanning it nor every document's chunks pays.
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_nestloop = off")
-        cursor.execute("EXPLAIN " + CANDIDATES_SQL, ["sextant", org.id, 5000, 10])
+        cursor.execute("EXPLAIN " + CANDIDATES_SQL, ["sextant", org.id, None, None, 5000, 10])
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
     assert "documents_chunk_text_search" in plan
@@ -246,8 +247,41 @@ def test_only_the_searchable_version_of_a_document_is_read(api, org, path):
     else:  # the query the SQLite demo runs, here on PostgreSQL
 
         def search(words):
-            return [str(c.document_id) for c in _candidates_by_substring(org.id, words.split(), [])]
+            return [
+                str(c.document_id)
+                for c in _candidates_by_substring(org.id, words.split(), [], None)
+            ]
 
     assert search("harbour") == [str(settled.id)]
     assert search("buoy") == [str(settled.id)]
     assert search("anchor") == []
+
+
+def test_a_search_of_one_document_finds_nothing_in_another(api, org, other_org):
+    harbour = document_with_chunks(org, "harbour.pdf", ["the harbour pilot boards at dawn"])
+    document_with_chunks(org, "pilots.pdf", ["a pilot of the harbour, twice over: harbour"])
+    theirs = document_with_chunks(other_org, "theirs.pdf", ["the harbour pilot of another"])
+
+    assert len(_search(api, "harbour pilot").json()["results"]) == 2
+    [hit] = _search(api, "harbour pilot", document=str(harbour.id)).json()["results"]
+    assert hit["document_id"] == str(harbour.id)
+    # Another organisation's document is not searched, by its id or otherwise.
+    assert _search(api, "harbour pilot", document=str(theirs.id)).json()["results"] == []
+
+
+def test_results_are_paged_and_say_whether_more_follow(api, org):
+    for n in range(4):
+        document_with_chunks(org, f"tide-{n}.pdf", [f"tide table number {n}"])
+
+    first = _search(api, "tide", limit=2).json()
+    last = _search(api, "tide", limit=2, offset=2).json()
+
+    names = [hit["filename"] for body in (first, last) for hit in body["results"]]
+    assert sorted(names) == [f"tide-{n}.pdf" for n in range(4)]  # each once, none lost
+    assert (first["more"], last["more"]) == (True, False)
+
+
+def test_the_snippet_marks_the_words_of_the_query():
+    text, marks = marked_snippet("Tides: the Tide rises; tidewater stays.", ["tide"])
+
+    assert [text[start:end] for start, end in marks] == ["Tide"]
