@@ -179,9 +179,13 @@ def _chunks(page: DocumentPage) -> dict:
     chunks = Paginator(document_chunks(document=page.document), CHUNKS_PER_PAGE)
     query = page.request.GET.copy()
     query.pop("chunks", None)
+    # A chunk's pages link to them in the text, on the same page of chunks.
+    at_page = page.request.GET.copy()
+    at_page.pop("page", None)
     return {
         "chunks": chunks.get_page(page.request.GET.get("chunks")),
         "chunk_query": query.urlencode(),
+        "page_query": at_page.urlencode(),
     }
 
 
