@@ -123,6 +123,9 @@ def test_results_are_paged_with_previous_and_next(member_client, org):
     assert later.xpath("//nav//a[@rel='prev']")[0].get("href") == "?q=tide"
     assert "Documents 21–25" in second.content.decode()
     assert later.xpath("//ol")[0].get("start") == "21"
+    beyond = member_client.get("/search/", {"q": "tide", "offset": "40"}).content.decode()
+    assert "No more documents" in beyond and "Documents 41" not in beyond
+    assert "offset=20" in beyond and 'rel="prev"' in beyond
 
 
 def test_a_documents_search_lists_only_that_document_and_offers_all(member_client, org):
