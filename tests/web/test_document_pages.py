@@ -278,6 +278,21 @@ def _digests(page: str) -> dict[str, str]:
     return dict(re.findall(r'data-part="(\w+)" data-digest="(\w+)"', page))
 
 
+def test_the_live_parts_link_with_the_pages_query_not_the_digests_it_sent(org):
+    client = signed_in(org, "vera", "viewer")
+    document = document_with_chunks(org, "long.pdf", [f"piece number {n}" for n in range(25)])
+    Chunk.objects.filter(document=document, index=20).update(page_start=2, page_end=2)
+
+    answer = client.get(
+        f"/documents/{document.id}/live/?chunks=2&have=chunks:stale&have=text:stale"
+    ).json()
+
+    chunks = answer["parts"]["chunks"]["html"]
+    assert 'href="?chunks=2&amp;page=2#page-2"' in chunks
+    assert 'href="?chunks=1#chunks" rel="prev"' in chunks
+    assert "have=" not in chunks and "have=" not in answer["parts"]["text"]["html"]
+
+
 def test_the_document_pages_live_answer_sends_only_the_parts_that_changed(member_client, api):
     run = accepted_run(api, make_pdf(1), "one.pdf")
     url = f"/documents/{run.document_id}/"
