@@ -203,3 +203,19 @@ def test_a_pdf_found_opens_at_the_page_that_holds_the_words(member_client, api, 
     assert opened.get_element_by_id(f"page-{page}").tag == "article"
     shown = " ".join(a.text_content() for a in opened.xpath("//article"))
     assert "Lighthouse 3" in shown
+
+
+def test_the_search_box_on_a_documents_page_searches_that_document_alone(member_client, org):
+    log = document_with_chunks(org, "log.pdf", ["the harbour master's log"])
+    document_with_chunks(org, "plan.pdf", ["the harbour plan"])
+    tree = html.fromstring(member_client.get(f"/documents/{log.id}/").content)
+    [form] = tree.xpath("//main//form[@role='search']")
+
+    # As the browser sends the form: its fields, the words typed in its search box.
+    fields = {i.get("name"): i.get("value") or "" for i in form.xpath(".//input[@name]")}
+    fields[form.xpath(".//input[@type='search']")[0].get("name")] = "harbour"
+    response = member_client.get(form.get("action"), fields)
+
+    assert form.get("method") == "get"
+    assert [r["name"] for r in _results(response)] == ["log.pdf"]
+    assert "Searching only" in response.content.decode()
