@@ -385,7 +385,9 @@ class _Styles:
     def start(self, name: str, attrs) -> None:
         local = _local(name)
         if local == "style":
-            paragraph = (attrs.get(f"{W} type") or attrs.get(f"{W_STRICT} type")) == "paragraph"
+            # A style that names no type is a paragraph style: the default of w:type.
+            kind = attrs.get(f"{W} type") or attrs.get(f"{W_STRICT} type") or "paragraph"
+            paragraph = kind == "paragraph"
             style_id = attrs.get(f"{W} styleId") or attrs.get(f"{W_STRICT} styleId") or ""
             self._current = [style_id, None, "", ""] if paragraph and style_id else None
         elif self._current is not None:

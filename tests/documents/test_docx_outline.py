@@ -1,6 +1,7 @@
 """A Word document's outline: its body's headings, with where each starts in the text."""
 
 import io
+import zipfile
 
 import docx
 import pytest
@@ -84,3 +85,31 @@ def test_body_text_levels_a_title_and_headings_in_tables_are_not_the_outline(lim
 
     assert outline == [("Kept", 0)]
     assert "In a cell" in extracted.text and "Contents" in extracted.text
+
+
+def _restyled(data: bytes, old: bytes, new: bytes) -> bytes:
+    """The document with `old` replaced by `new` in its styles part."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            body = source.read(info.filename)
+            if info.filename == "word/styles.xml":
+                assert old in body
+                body = body.replace(old, new)
+            target.writestr(info, body)
+    return out.getvalue()
+
+
+def test_a_heading_style_that_names_no_type_is_a_paragraph_style(limits):
+    document = docx.Document()
+    document.add_heading("Untyped", level=1)
+    data = _restyled(
+        _saved(document),
+        b'<w:style w:type="paragraph" w:styleId="Heading1">',
+        b'<w:style w:styleId="Heading1">',
+    )
+
+    _, outline = _outline(data, limits)
+
+    assert outline == [("Untyped", 0)]
