@@ -69,6 +69,8 @@ BODY_TEXT_LEVEL = 9
 MAX_STYLE_DEPTH = 16
 # Word's built-in heading styles are named "heading 1" to "heading 9".
 _HEADING_NUMBERS = frozenset("123456789")
+# The outline levels of headings, as w:outlineLvl writes them.
+_HEADING_LEVELS = frozenset("012345678")
 # What a reader sees beside the body, after it in this order: headers, footers (each
 # distinct one once: a section's first-page, even and odd ones often say the same),
 # footnotes, endnotes, comments. Only the body and the notes count towards the pages.
@@ -281,7 +283,7 @@ def _value(attrs) -> str:
 
 def _outline_level(value: str) -> int:
     """A w:outlineLvl value as a level; BODY_TEXT_LEVEL for body text or nonsense."""
-    return int(value) if value.isdigit() and int(value) < BODY_TEXT_LEVEL else BODY_TEXT_LEVEL
+    return int(value) if value in _HEADING_LEVELS else BODY_TEXT_LEVEL
 
 
 class _Body:
