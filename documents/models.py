@@ -360,7 +360,8 @@ class DocumentText(models.Model):
     page_count = models.PositiveIntegerField()
     # Where each page's text starts in `text` (offsets), when the format has pages.
     page_starts = models.JSONField(default=list, blank=True)
-    # The document's outline (a PDF's bookmarks): [{"title", "level", "page"}, ...].
+    # The document's outline: a PDF's bookmarks [{"title", "level", "page"}, ...], a Word
+    # document's headings [{"title", "level", "offset"}, ...] (offsets into `text`).
     outline = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -170,19 +170,26 @@ def _text(page: DocumentPage) -> dict:
             (first, min(first + TEXT_PAGES_PER_SCREEN - 1, text.total))
             for first in range(1, text.total + 1, TEXT_PAGES_PER_SCREEN)
         ]
-    query = page.request.GET.copy()
-    query.pop("page", None)
-    return {"text": text, "text_screens": screens, "text_query": query.urlencode()}
+    return {"text": text, "text_screens": screens, "text_query": _query(page, "page")}
 
 
 def _chunks(page: DocumentPage) -> dict:
     chunks = Paginator(document_chunks(document=page.document), CHUNKS_PER_PAGE)
-    query = page.request.GET.copy()
-    query.pop("chunks", None)
     return {
         "chunks": chunks.get_page(page.request.GET.get("chunks")),
-        "chunk_query": query.urlencode(),
+        "chunk_query": _query(page, "chunks"),
+        # A chunk's pages link to them in the text, on the same page of chunks.
+        "page_query": _query(page, "page"),
     }
+
+
+def _query(page: DocumentPage, without: str) -> str:
+    """The page's own query but `without` (its links set that one), for its links; the
+    digests a live request sends (`have`) are not the page's."""
+    query = page.request.GET.copy()
+    for name in (without, "have"):
+        query.pop(name, None)
+    return query.urlencode()
 
 
 _CONTEXTS = {"facts": _facts, "status": _status, "text": _text, "chunks": _chunks}

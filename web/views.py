@@ -1,34 +1,91 @@
 """HTML pages for members: search. Thin callers of services (documents: document_views)."""
 
+import uuid
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.http import urlencode
 
-from core.errors import ServiceError
-from documents.selectors import (
-    organisations_for_user,
-)
+from core.errors import NotFound, ServiceError
+from documents.models import Document, Organisation
+from documents.selectors import document_get, organisations_for_user
 from retrieval.search import MAX_QUERY_CHARS, documents_search
 from web.organisation_views import current_organisation
+from web.search_results import results_shown
+
+RESULTS_PER_PAGE = 20
+# Pages of results offered: deeper than this a search is better narrowed than paged.
+RESULT_PAGES = 10
+
+
+def _offset(request: HttpRequest) -> int:
+    try:
+        offset = int(request.GET.get("offset", "0"))
+    except ValueError:
+        return 0
+    last = (RESULT_PAGES - 1) * RESULTS_PER_PAGE
+    return min(max(offset, 0), last) // RESULTS_PER_PAGE * RESULTS_PER_PAGE
+
+
+def _searched_document(request: HttpRequest, organisation: Organisation) -> Document | None:
+    """The one document `?document=` asks to search, if any: the organisation's, or 404."""
+    wanted = request.GET.get("document", "").strip()
+    if not wanted:
+        return None
+    try:
+        return document_get(organisation=organisation, document_id=uuid.UUID(wanted))
+    except (ValueError, NotFound):
+        raise Http404("No such document in your organisation.") from None
 
 
 @login_required
 def search_view(request: HttpRequest) -> HttpResponse:
+    """The organisation's documents that match `?q=`, a page of them at a time
+    (`?offset=`); with `?document=`, that one document only."""
     organisation = current_organisation(request)
+    document = _searched_document(request, organisation)
     q = request.GET.get("q", "").strip()
+    offset = _offset(request)
     results, status = None, 200
     if q:
         try:
-            results = documents_search(organisation=organisation, query=q, limit=20)
+            results = documents_search(
+                organisation=organisation,
+                query=q,
+                limit=RESULTS_PER_PAGE,
+                offset=offset,
+                document_id=document.id if document else None,
+            )
         except ServiceError as exc:
             messages.error(request, exc.message)
             status = exc.status_code
+
+    def page_url(at: int) -> str:
+        query = {"q": q, **({"document": document.id} if document else {})}
+        return "?" + urlencode({**query, **({"offset": at} if at else {})})
+
+    more = (
+        results is not None
+        and results.more
+        and offset + RESULTS_PER_PAGE < (RESULT_PAGES * RESULTS_PER_PAGE)
+    )
     context = {
         "organisation": organisation,
         "organisations": organisations_for_user(user=request.user),
         "q": q,
         "max_chars": MAX_QUERY_CHARS,
+        "document": document,
         "results": results,
+        "shown": results_shown(results.hits) if results else [],
+        "first": offset + 1,
+        "last": offset + (len(results.hits) if results else 0),
+        "paged": offset > 0 or (results is not None and results.more),
+        "previous_url": page_url(max(offset - RESULTS_PER_PAGE, 0)) if offset else "",
+        "next_url": page_url(offset + RESULTS_PER_PAGE) if more else "",
+        # Past the last page offered, more may still match: narrowing finds them.
+        "beyond": results is not None and results.more and not more,
+        "all_url": "?" + urlencode({"q": q}) if q else "?",
     }
     return render(request, "web/search.html", context, status=status)

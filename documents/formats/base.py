@@ -41,14 +41,27 @@ class Inspection:
     estimated: bool
 
 
+# Outline entries kept, and the length of a title: headings, not text.
+MAX_OUTLINE_ENTRIES = 2000
+MAX_TITLE_CHARS = 300
+
+
 @dataclass(frozen=True)
 class Heading:
-    """An entry of a document's outline (a PDF's bookmarks): a section title, its depth
-    (0 at the top) and the page it starts on (from 1; None when it points nowhere)."""
+    """An entry of a document's outline: a section title and its depth (0 at the top);
+    for a PDF's bookmark the page it starts on (from 1; None when it points nowhere),
+    for a Word heading, which has no page, where its text starts in the extracted text."""
 
     title: str
     level: int
-    page: int | None
+    page: int | None = None
+    offset: int | None = None
+
+    def as_json(self) -> dict:
+        """As DocumentText.outline keeps it: {"title", "level"} and "offset" where the
+        heading has one, else "page"."""
+        where = {"offset": self.offset} if self.offset is not None else {"page": self.page}
+        return {"title": self.title, "level": self.level, **where}
 
 
 @dataclass(frozen=True)

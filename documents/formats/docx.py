@@ -14,7 +14,8 @@ directory by its end record, the XML by a byte budget. Extraction reads the
 body in document order (paragraphs, tables row by row, nested tables, content
 controls, tracked insertions, text boxes once), then each distinct header and
 footer once, the footnotes, endnotes and comments; deleted text and field codes
-are not text.
+are not text. The body's headings (paragraphs of a heading style, or with an outline
+level of their own) make the document's outline, each with where its text starts.
 """
 
 import io
@@ -23,6 +24,7 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Callable
+from itertools import accumulate
 from typing import BinaryIO
 from xml.parsers import expat
 
@@ -31,11 +33,14 @@ from rq.timeouts import BaseTimeoutException
 from core.errors import UnreadableDocument, UnsupportedFileType
 from documents.formats.base import (
     DOCX,
+    MAX_OUTLINE_ENTRIES,
+    MAX_TITLE_CHARS,
     WORD_XML,
     AcceptLimits,
     Deadline,
     Extracted,
     ExtractLimits,
+    Heading,
     Inspection,
     check_page_budget,
     check_page_count,
@@ -57,6 +62,15 @@ W_STRICT = "http://purl.oclc.org/ooxml/wordprocessingml/main"
 # mc:Fallback repeats what mc:Choice holds (a text box, drawn twice) for older readers.
 _FALLBACK = "http://schemas.openxmlformats.org/markup-compatibility/2006 Fallback"
 BODY = "word/document.xml"
+STYLES = "word/styles.xml"
+# An outline level of 9 is body text; 0 to 8 are heading levels ("Heading 1" is 0).
+BODY_TEXT_LEVEL = 9
+# Styles based on styles: a chain longer than this (or a cycle) is not followed further.
+MAX_STYLE_DEPTH = 16
+# Word's built-in heading styles are named "heading 1" to "heading 9".
+_HEADING_NUMBERS = frozenset("123456789")
+# The outline levels of headings, as w:outlineLvl writes them.
+_HEADING_LEVELS = frozenset("012345678")
 # What a reader sees beside the body, after it in this order: headers, footers (each
 # distinct one once: a section's first-page, even and odd ones often say the same),
 # footnotes, endnotes, comments. Only the body and the notes count towards the pages.
@@ -262,14 +276,35 @@ def _local(name: str) -> str:
     return local if namespace in (W, W_STRICT) else ""
 
 
+def _value(attrs) -> str:
+    """An element's w:val attribute, in either vocabulary."""
+    return attrs.get(f"{W} val") or attrs.get(f"{W_STRICT} val") or ""
+
+
+def _outline_level(value: str) -> int:
+    """A w:outlineLvl value as a level; BODY_TEXT_LEVEL for body text or nonsense."""
+    return int(value) if value in _HEADING_LEVELS else BODY_TEXT_LEVEL
+
+
 class _Body:
     """The text of a WordprocessingML part as it streams past, in document order, handed
     to `emit` a block at a time: a paragraph, or a table row (its cells joined by tabs,
-    a cell's paragraphs and nested rows by newlines). Text is what `t` elements hold;
-    a tab or a break inside a run is kept; what mc:Fallback repeats is skipped."""
+    a cell's paragraphs and nested rows by newlines), with the paragraph's heading level
+    (None for a row or a paragraph that is not a heading; `heading_styles` names the
+    heading styles). Text is what `t` elements hold; a tab or a break inside a run is
+    kept; what mc:Fallback repeats is skipped."""
 
-    def __init__(self, emit: Callable[[str], None], *, budget: int) -> None:
+    def __init__(
+        self,
+        emit: Callable[[str, int | None], None],
+        *,
+        budget: int,
+        heading_styles: dict[str, int] | None = None,
+    ) -> None:
         self._emit = emit
+        self._heading_styles = heading_styles or {}
+        self._levels: list[int | None] = []  # of the open paragraphs
+        self._changes = 0  # inside a tracked change of paragraph properties (the old ones)
         # The text taken in may not pass `budget` characters however it is split into
         # paragraphs: one endless paragraph is refused as it grows.
         self._budget, self._left = budget, budget
@@ -287,6 +322,15 @@ class _Body:
         local = _local(name)
         if local == "p":
             self._paragraphs.append([])
+            self._levels.append(None)
+        elif local == "pPrChange":
+            self._changes += 1
+        elif local == "pStyle" and self._levels and not self._changes:
+            self._levels[-1] = self._heading_styles.get(_value(attrs))
+        elif local == "outlineLvl" and self._levels and not self._changes:
+            # The paragraph's own level, after its style in pPr: it overrides the style's.
+            level = _outline_level(_value(attrs))
+            self._levels[-1] = level if level < BODY_TEXT_LEVEL else None
         elif local == "t":
             self._in_text = True
         elif local == "r":
@@ -307,14 +351,16 @@ class _Body:
             self._in_text = False
         elif local == "r":
             self._runs -= 1
+        elif local == "pPrChange":
+            self._changes -= 1
         elif local == "p" and self._paragraphs:
-            self._add("".join(self._paragraphs.pop()))
+            self._add("".join(self._paragraphs.pop()), self._levels.pop())
         elif local == "tc" and self._cells:
             cell = "\n".join(text for text in self._cells.pop() if text.strip())
             if self._rows:
                 self._rows[-1].append(cell)
         elif local == "tr" and self._rows:
-            self._add("\t".join(self._rows.pop()))
+            self._add("\t".join(self._rows.pop()), None)
 
     def text(self, data: str) -> None:
         if self._in_text and not self._fallback and self._paragraphs:
@@ -323,11 +369,81 @@ class _Body:
                 raise too_much_text("The document", self._budget)
             self._paragraphs[-1].append(data)
 
-    def _add(self, block: str) -> None:
+    def _add(self, block: str, level: int | None) -> None:
         if self._cells:
             self._cells[-1].append(block)  # a paragraph or a nested table's row in a cell
         else:
-            self._emit(block)
+            self._emit(block, level)
+
+
+class _Styles:
+    """The paragraph styles of a styles part as it streams past: for each style id, its
+    own outline level (None when it sets none), its name and the style it is based on."""
+
+    def __init__(self) -> None:
+        self.styles: dict[str, tuple[int | None, str, str]] = {}
+        self._current: list | None = None
+
+    def start(self, name: str, attrs) -> None:
+        local = _local(name)
+        if local == "style":
+            # A style that names no type is a paragraph style: the default of w:type.
+            kind = attrs.get(f"{W} type") or attrs.get(f"{W_STRICT} type") or "paragraph"
+            paragraph = kind == "paragraph"
+            style_id = attrs.get(f"{W} styleId") or attrs.get(f"{W_STRICT} styleId") or ""
+            self._current = [style_id, None, "", ""] if paragraph and style_id else None
+        elif self._current is not None:
+            if local == "outlineLvl":
+                self._current[1] = _outline_level(_value(attrs))
+            elif local == "name":
+                self._current[2] = _value(attrs)
+            elif local == "basedOn":
+                self._current[3] = _value(attrs)
+
+    def end(self, name: str) -> None:
+        if _local(name) == "style" and self._current is not None:
+            style_id, level, style_name, based_on = self._current
+            self.styles.setdefault(style_id, (level, style_name, based_on))
+            self._current = None
+
+    def levels(self) -> dict[str, int]:
+        """The heading styles and their levels: a style's own outline level, else that of
+        Word's built-in "heading N" (N - 1), else its base style's."""
+        found = {}
+        for style_id in self.styles:
+            at, level = style_id, None
+            for _ in range(MAX_STYLE_DEPTH):
+                if at not in self.styles:
+                    break
+                own, style_name, based_on = self.styles[at]
+                if own is not None:
+                    level = own
+                    break
+                words = style_name.lower().split()
+                if len(words) == 2 and words[0] == "heading" and words[1] in _HEADING_NUMBERS:
+                    level = int(words[1]) - 1
+                    break
+                at = based_on
+            if level is not None and level < BODY_TEXT_LEVEL:
+                found[style_id] = level
+        return found
+
+
+def heading_styles(archive: zipfile.ZipFile) -> dict[str, int]:
+    """The document's heading styles by style id, with their outline level (0 at the
+    top); none when it has no styles part or one that cannot be read (its text still can)."""
+    styles = _Styles()
+    parser = _parser()
+    parser.StartElementHandler = styles.start
+    parser.EndElementHandler = styles.end
+    try:
+        with archive.open(STYLES) as fh:
+            while block := fh.read(_XML_BLOCK):
+                parser.Parse(block, False)
+            parser.Parse(b"", True)
+    except (KeyError, expat.ExpatError, ValueError, *_ZIP_ERRORS):
+        return {}
+    return styles.levels()
 
 
 class _WordCounter:
@@ -389,6 +505,8 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
     more. Pages are counted as the text is read: once they pass `page_budget` (the
     stated pages, or the words so far), PagesOverBudget, and the rest is not read."""
     parts: list[str] = []
+    # The body's headings: (the part they are, title, level).
+    headings: list[tuple[int, str, int]] = []
     words = WordCount()
     chars = 0
     per_page = limits.docx_words_per_page
@@ -401,8 +519,11 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
             raise too_much_text("The document", limits.max_chars)
         return text if text.strip() else ""
 
-    def counted(block: str) -> None:
+    def counted(block: str, level: int | None = None) -> None:
         if text := cleaned(block):
+            if level is not None and len(headings) < MAX_OUTLINE_ENTRIES:
+                if title := " ".join(text.split())[:MAX_TITLE_CHARS]:
+                    headings.append((len(parts), title, level))
             parts.append(text)
             words.feed(text)
             words.end_word()
@@ -417,12 +538,16 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
             # What it states is charged if it is more than its words: known first.
             stated_pages, _ = app_properties(archive)
             check_page_budget(stated_pages, budget=page_budget, complete=False)
-            _read_part(archive, BODY, _Body(counted, budget=limits.max_chars))
+            styles = heading_styles(archive)
+            _read_part(
+                archive, BODY, _Body(counted, budget=limits.max_chars, heading_styles=styles)
+            )
 
             def uncounted(name: str) -> tuple[str, ...]:
                 """A part's text blocks, which add no pages."""
                 blocks: list[str] = []
-                _read_part(archive, name, _Body(blocks.append, budget=limits.max_chars))
+                body = _Body(lambda block, _: blocks.append(block), budget=limits.max_chars)
+                _read_part(archive, name, body)
                 return tuple(text for block in blocks if (text := cleaned(block)))
 
             seen: set[tuple[str, ...]] = set()
@@ -432,7 +557,9 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
                     parts.extend(kept)
             for name in _NOTES:
                 if name in names:
-                    _read_part(archive, name, _Body(counted, budget=limits.max_chars))
+                    # A note's paragraphs are no sections of the document.
+                    notes = _Body(lambda block, _: counted(block), budget=limits.max_chars)
+                    _read_part(archive, name, notes)
             if _COMMENTS in names:
                 parts.extend(uncounted(_COMMENTS))
     except (UnreadableDocument, BaseTimeoutException):
@@ -441,7 +568,12 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
         raise _damaged() from exc
     counted_pages = pages_for_words(words.words, words_per_page=limits.docx_words_per_page)
     pages = check_page_count(max(counted_pages, stated_pages), limit=limits.max_pages)
-    return Extracted(text="\n\n".join(parts), page_count=pages, engine=WORD_XML)
+    # Where each part starts in the text they make, joined by blank lines.
+    starts = list(accumulate((len(part) + 2 for part in parts), initial=0))
+    outline = tuple(
+        Heading(title=title, level=level, offset=starts[at]) for at, title, level in headings
+    )
+    return Extracted(text="\n\n".join(parts), page_count=pages, outline=outline, engine=WORD_XML)
 
 
 def _numbered(names: list[str], pattern: re.Pattern[str]) -> list[str]:

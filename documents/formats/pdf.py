@@ -36,6 +36,8 @@ from rq.timeouts import BaseTimeoutException
 
 from core.errors import UnreadableDocument, caused_by
 from documents.formats.base import (
+    MAX_OUTLINE_ENTRIES,
+    MAX_TITLE_CHARS,
     PDF,
     PDFIUM,
     PYPDF,
@@ -360,10 +362,7 @@ _TEXT_FIELDS = (
     pdfium_c.FPDF_FORMFIELD_COMBOBOX,
     pdfium_c.FPDF_FORMFIELD_LISTBOX,
 )
-# Outline entries kept, and the length of a title: bookmarks are headings, not text.
-MAX_OUTLINE_ENTRIES = 2000
 MAX_OUTLINE_DEPTH = 12
-MAX_TITLE_CHARS = 300
 
 
 class _Pages:

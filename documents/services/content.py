@@ -1,7 +1,7 @@
 """A document's content as the pipeline produces it: extracted text, page count, chunks."""
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
@@ -9,12 +9,15 @@ from django.utils import timezone
 from documents.formats.base import Extracted
 from documents.models import Chunk, Document, DocumentText
 
+# The longest section title a chunk keeps (Chunk.section).
+SECTION_CHARS = Chunk._meta.get_field("section").max_length
+
 
 def document_text_save(*, document: Document, extracted: Extracted) -> None:
     """Keep the extracted text of the document's current version with its page offsets
     and outline, its real page count, the pages that could not be read or hold no text,
     and what read it (one upsert: a retry overwrites what an earlier try saved)."""
-    outline = [asdict(heading) for heading in extracted.outline]
+    outline = [heading.as_json() for heading in extracted.outline]
     DocumentText.objects.bulk_create(
         [
             DocumentText(
@@ -43,6 +46,16 @@ def document_text_get(*, document: Document) -> DocumentText | None:
     return DocumentText.objects.filter(document=document, version=document.version).first()
 
 
+@dataclass(frozen=True)
+class ChunkPlace:
+    """Where a chunk's text comes from: its first and last page (from 1; None where the
+    format has no pages) and the title of the section it starts in ("" for none)."""
+
+    page_start: int | None = None
+    page_end: int | None = None
+    section: str = ""
+
+
 def document_chunks_upsert(
     *,
     document: Document,
@@ -50,9 +63,15 @@ def document_chunks_upsert(
     texts: Sequence[str],
     vectors: Sequence[bytes],
     model: str,
+    dimensions: Sequence[int] | None = None,
+    places: Sequence[ChunkPlace] | None = None,
 ) -> None:
-    """Write chunks `start`, `start + 1`, … of the current version under their stable ids;
-    writing the same positions again overwrites them."""
+    """Write chunks `start`, `start + 1`, … of the current version under their stable ids,
+    with the model that embedded them, how many numbers each vector holds (`dimensions`)
+    and where each comes from in the document (`places`), one of each a chunk (unknown
+    when not given); writing the same positions again overwrites them."""
+    places = places if places is not None else [ChunkPlace()] * len(texts)
+    dimensions = dimensions if dimensions is not None else [None] * len(texts)
     now = timezone.now()
     Chunk.objects.bulk_create(
         [
@@ -64,13 +83,27 @@ def document_chunks_upsert(
                 text=text,
                 embedding=vector,
                 embedding_model=model,
+                embedding_dimensions=size,
+                page_start=place.page_start,
+                page_end=place.page_end,
+                section=place.section[:SECTION_CHARS],
                 created_at=now,
             )
-            for i, (text, vector) in enumerate(zip(texts, vectors, strict=True), start=start)
+            for i, (text, vector, size, place) in enumerate(
+                zip(texts, vectors, dimensions, places, strict=True), start=start
+            )
         ],
         update_conflicts=True,
         unique_fields=["id"],
-        update_fields=["text", "embedding", "embedding_model"],
+        update_fields=[
+            "text",
+            "embedding",
+            "embedding_model",
+            "embedding_dimensions",
+            "page_start",
+            "page_end",
+            "section",
+        ],
     )
 
 

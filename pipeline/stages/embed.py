@@ -1,5 +1,9 @@
 """embed: clean, split into chunks, embed in batches, upsert under stable ids.
 
+Each chunk records its first and last page and the section it starts in (from the pages
+and the outline extraction kept with the text), and the model and dimensions of its
+vector.
+
 Each call to the provider is counted by its breaker (core/provider_breaker.py): while the
 provider keeps failing, the embed workers pause instead of failing a try of every run.
 Before each call the worker asks the database whether it still holds the run: a run
@@ -18,13 +22,14 @@ from django.conf import settings
 
 from core.provider_breaker import breaker
 from documents.services.content import (
+    ChunkPlace,
     document_chunks_finish,
     document_chunks_upsert,
     document_text_get,
 )
 from pipeline.errors import PermanentError, TransientError
 from pipeline.stages.context import StageContext
-from retrieval.chunking import clean_text, split_chunks
+from retrieval.chunking import chunk_document
 from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
 
 
@@ -44,7 +49,9 @@ def run(ctx: StageContext) -> None:
     extracted = document_text_get(document=document)
     if extracted is None:
         raise PermanentError("The document's text is missing; retry the run.", code="text_missing")
-    pieces = split_chunks(clean_text(extracted.text))
+    pieces = chunk_document(
+        extracted.text, page_starts=extracted.page_starts, outline=extracted.outline
+    )
     limit = settings.PAPERLANE_MAX_CHUNKS_PER_DOCUMENT
     if len(pieces) > limit:
         raise PermanentError(
@@ -57,17 +64,20 @@ def run(ctx: StageContext) -> None:
     ctx.progress(0, len(pieces))
     for start in range(0, len(pieces), batch_size):
         batch = pieces[start : start + batch_size]
+        texts = [piece.text for piece in batch]
         rate_limit_wait()
         # Each call is paid for and slow: none for a run that was cancelled, or taken back
         # from this worker, since the last batch (or during the wait for the rate limit).
         ctx.check()
-        vectors = _embed(embedder, batch)  # never inside a transaction: the provider is slow
+        vectors = _embed(embedder, texts)  # never inside a transaction: the provider is slow
         chunks = {
             "document": document,
             "start": start,
-            "texts": batch,
+            "texts": texts,
             "vectors": [pack_vector(vector) for vector in vectors],
             "model": embedder.name,
+            "dimensions": [len(vector) for vector in vectors],
+            "places": [ChunkPlace(p.page_start, p.page_end, p.section) for p in batch],
         }
         if start + batch_size >= len(pieces):
             # The last batch commits with the completion: one transaction fewer, and the

@@ -2,6 +2,7 @@
 page per document (its facts, runs, text by page, chunks, file), with the small JSON
 answers that keep them up to date."""
 
+import io
 import re
 
 import pytest
@@ -9,10 +10,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from pypdf import PdfReader, PdfWriter
 
 from connectors.models import ConnectorImport
 from core.disposition import attachment
-from documents.models import Document, Membership, QuotaReservation, UsageEntry
+from documents.models import Chunk, Document, Membership, QuotaReservation, UsageEntry
 from documents.services.organisations import member_add
 from pipeline.models import ImportRun, StageAttempt
 from pipeline.services.people import run_cancel
@@ -163,6 +165,40 @@ def test_the_chunks_are_shown_twenty_a_page(org):
     assert chunk_reads and not [sql for sql in chunk_reads if '."embedding"' in sql]
 
 
+def _with_outline(data: bytes, entries: list[tuple[str, int]]) -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    for title, page in entries:
+        writer.add_outline_item(title=title, page_number=page - 1)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_chunk_shows_its_pages_linked_to_the_text_and_its_section(org, api, settings):
+    settings.PAPERLANE_CHUNK_CHARS = 500
+    pdf = _with_outline(make_pdf(8, words_per_page=200), [("Tides", 1), ("Currents", 5)])
+    run = drive(accepted_run(api, pdf, "almanac.pdf").id)
+    assert run.status == "succeeded", run.error_message
+    client = signed_in(org, "vera", "viewer")
+
+    page = client.get(f"/documents/{run.document_id}/?chunks=2").content.decode()
+
+    chunks = Chunk.objects.filter(document=run.document_id, index__gte=20, index__lt=40)
+    assert chunks.count() > 3 and any(c.page_start != c.page_end for c in chunks)
+    for chunk in chunks:
+        head = re.search(rf'<li id="chunk-{chunk.index}"><p class="chunk-index">(.*?)</p>', page)[1]
+        pages = (
+            f"p. {chunk.page_start}"
+            if chunk.page_start == chunk.page_end
+            else f"p. {chunk.page_start}–{chunk.page_end}"
+        )
+        link = f'href="?chunks=2&amp;page={chunk.page_start}#page-{chunk.page_start}"'
+        assert f'{link} class="pages">{pages}</a>' in head, head
+        assert chunk.section == ("Currents" if chunk.page_start >= 5 else "Tides")
+        assert f'<span class="section">{chunk.section}</span>' in head
+
+
 def test_a_member_downloads_the_original_with_the_session(org, api):
     data = make_pdf(2)
     run = accepted_run(api, data, "minutes.pdf")
@@ -240,6 +276,21 @@ def test_the_live_answer_refuses_what_is_not_an_id_or_too_many(member_client):
 def _digests(page: str) -> dict[str, str]:
     """The digest of each live part of a document's page, as the page holds them."""
     return dict(re.findall(r'data-part="(\w+)" data-digest="(\w+)"', page))
+
+
+def test_the_live_parts_link_with_the_pages_query_not_the_digests_it_sent(org):
+    client = signed_in(org, "vera", "viewer")
+    document = document_with_chunks(org, "long.pdf", [f"piece number {n}" for n in range(25)])
+    Chunk.objects.filter(document=document, index=20).update(page_start=2, page_end=2)
+
+    answer = client.get(
+        f"/documents/{document.id}/live/?chunks=2&have=chunks:stale&have=text:stale"
+    ).json()
+
+    chunks = answer["parts"]["chunks"]["html"]
+    assert 'href="?chunks=2&amp;page=2#page-2"' in chunks
+    assert 'href="?chunks=1#chunks" rel="prev"' in chunks
+    assert "have=" not in chunks and "have=" not in answer["parts"]["text"]["html"]
 
 
 def test_the_document_pages_live_answer_sends_only_the_parts_that_changed(member_client, api):

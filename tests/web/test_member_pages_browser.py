@@ -20,7 +20,7 @@ from axe_playwright_python.sync_playwright import Axe
 from django.db.models import F
 from django.utils import timezone
 
-from documents.models import Document, Organisation, QuotaReservation, UsageEntry
+from documents.models import Chunk, Document, Organisation, QuotaReservation, UsageEntry
 from documents.services.organisations import member_add, organisation_create
 from pipeline.models import ImportRun
 from tests.support import hostile
@@ -29,6 +29,7 @@ from tests.support.files import make_docx, make_pdf
 from tests.support.members import PASSWORD, document_with_text, documents_made
 from tests.support.pipeline import TEST_PIPELINE_ENV, running_workers
 from tests.support.processes import ROOT, process_env, web_server
+from tests.support.runs import document_with_chunks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -198,12 +199,27 @@ def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, 
         page.set_viewport_size({"width": width, "height": 900})
         _shoot(page, "document")
 
-    # Search, as it is today, with the documents just processed.
+    # Search, with the documents just processed: the words marked, the pages named.
     page.goto(f"{site.base}/search/?q=lighthouse")
-    page.locator("ol.results li").first.wait_for()
+    found = page.locator("ol.results li").first
+    found.wait_for()
+    assert found.locator("mark").first.inner_text().lower() == "lighthouse"
+    assert re.search(r"p\. \d", found.locator(".where").inner_text())
+    axe = Axe()
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         _shoot(page, "search")
+        wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1], (width, wide)
+        serious = [v["id"] for v in axe.run(page).response["violations"] if v["impact"] in SERIOUS]
+        assert serious == [], (width, serious)
+    # The result opens its document at its page, scrolled to it.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    found.locator("a.result-name").click()
+    page.wait_for_url(re.compile(r"/documents/[^/]+/\?page=(\d+)#page-\1$"))
+    shown = page.locator("#" + page.url.rsplit("#", 1)[1])
+    assert "Lighthouse report" in shown.inner_text()
+    assert page.evaluate("document.querySelector(location.hash).getBoundingClientRect().top") < 900
     context.close()
 
 
@@ -412,6 +428,17 @@ def test_the_keyboard_reaches_the_content_first_and_shows_where_it_is(browser, s
 def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, site, acme):
     documents_made(acme, 3)
     document = Document.objects.filter(organisation=acme).first()
+    # Search results with pages, a section, marked words, and pages of results.
+    found = document_with_chunks(
+        acme,
+        "harbour-survey-with-a-long-name-that-must-wrap-on-a-phone.pdf",
+        ["opening", "The harbour survey of the northern breakwater " * 6],
+    )
+    Chunk.objects.filter(document=found, index=1).update(
+        page_start=3, page_end=4, section="Breakwaters and moles of the northern harbour"
+    )
+    for n in range(21):
+        document_with_chunks(acme, f"harbour-{n:02d}.pdf", [f"harbour note {n}"])
     [connection] = make_connections(acme, 1)
     globex = organisation_create(slug="globex", page_limit=10, name="Globex")
     member_add(organisation=globex, username="ada")
@@ -421,6 +448,10 @@ def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, si
         f"/documents/{document.id}/delete/",
         "/search/",
         "/search/?q=anything",
+        "/search/?q=harbour",
+        "/search/?q=harbour&offset=20",
+        f"/search/?q=harbour&document={found.id}",
+        f"/documents/{found.id}/",
         "/connections/",
         f"/connections/{connection.id}/",
         f"/connections/{connection.id}/disconnect/",

@@ -1,8 +1,10 @@
-"""Filters of the member pages: a run in a few words, and what may be done with it."""
+"""Filters of the member pages: a run in a few words, and what may be done with it; the
+pages a chunk comes from."""
 
 from django import template
 
 from web import runs
+from web.search_results import pages_label
 
 register = template.Library()
 
@@ -13,3 +15,9 @@ register.filter("retry_offered", runs.retry_offered)
 register.filter("file_fault", runs.file_fault)
 register.filter("advice", runs.run_advice)
 register.filter("timeline", runs.run_timeline)
+
+
+@register.filter
+def chunk_pages(chunk) -> str:
+    """ "p. 3" or "p. 3–4": the pages the chunk's text comes from ("" without pages)."""
+    return pages_label(chunk.page_start, chunk.page_end)

@@ -1,0 +1,76 @@
+"""How the search page shows a result: its snippet in pieces, the matched words marked,
+where it is in its document (pages, section) and the link that opens the document there.
+
+The snippet is document text: it is cut into plain pieces here and each piece is escaped
+by the template on its own, so a <mark> around a match is the only markup it ever gets."""
+
+from dataclasses import dataclass
+
+from django.urls import reverse
+
+from retrieval.search import Hit
+from web.document_parts import CHUNKS_PER_PAGE
+
+
+@dataclass(frozen=True)
+class SnippetPiece:
+    text: str
+    marked: bool
+
+
+@dataclass(frozen=True)
+class Result:
+    hit: Hit
+    pieces: list[SnippetPiece]
+    # Opens the document at the result: its page in the text, or its chunk where the
+    # format has no pages.
+    url: str
+    pages: str
+
+
+def snippet_pieces(snippet: str, marks) -> list[SnippetPiece]:
+    """`snippet` cut at its `marks` ((start, end) offsets): the marked words and the text
+    between them, in order. A mark that overlaps one before it, or starts outside the
+    snippet, is left out; one that runs past its end is cut there."""
+    pieces, at = [], 0
+    for start, end in sorted(marks):
+        end = min(end, len(snippet))
+        if start < at or start >= end:
+            continue
+        if start > at:
+            pieces.append(SnippetPiece(snippet[at:start], False))
+        pieces.append(SnippetPiece(snippet[start:end], True))
+        at = end
+    if at < len(snippet):
+        pieces.append(SnippetPiece(snippet[at:], False))
+    return pieces
+
+
+def pages_label(start: int | None, end: int | None) -> str:
+    """ "p. 3", "p. 3–4", or "" where the format has no pages."""
+    if start is None:
+        return ""
+    if end is None or end == start:
+        return f"p. {start}"
+    return f"p. {start}–{end}"
+
+
+def result_url(hit: Hit) -> str:
+    """The document's page at the result: the text at its first page (the page's
+    anchor), or, without pages, its chunk in the list of chunks."""
+    url = reverse("web:document_detail", args=[hit.document_id])
+    if hit.page_start is not None:
+        return f"{url}?page={hit.page_start}#page-{hit.page_start}"
+    return f"{url}?chunks={hit.chunk_index // CHUNKS_PER_PAGE + 1}#chunk-{hit.chunk_index}"
+
+
+def results_shown(hits: list[Hit]) -> list[Result]:
+    return [
+        Result(
+            hit=hit,
+            pieces=snippet_pieces(hit.snippet, hit.marks),
+            url=result_url(hit),
+            pages=pages_label(hit.page_start, hit.page_end),
+        )
+        for hit in hits
+    ]
