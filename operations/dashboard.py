@@ -21,6 +21,8 @@ from operations.stats.totals import attempt_totals, attempts_counted
 from pipeline.lag import lag_history, lag_sample_record
 from pipeline.models import StageAttempt
 from pipeline.stage_list import STAGES
+from retrieval.embedding import get_embedder
+from retrieval.reembed import embedding_coverage_by_organisation
 
 ORGANISATIONS_SHOWN = 25
 REFRESH_SECONDS = 15
@@ -75,5 +77,8 @@ def pipeline_dashboard_view(request: HttpRequest) -> TemplateResponse:
         "lag_limit": settings.PAPERLANE_ATTENTION_LAG_SECONDS,
         "failure_limit": settings.PAPERLANE_ATTENTION_FAILURE_RATE,
         "stuck_after": settings.PAPERLANE_STUCK_AFTER_SECONDS,
+        # A re-embed's progress: the organisations with chunks on another model.
+        "embedding_model": get_embedder().name,
+        "reembedding": embedding_coverage_by_organisation(limit=ORGANISATIONS_SHOWN),
     }
     return TemplateResponse(request, "admin/pipeline/dashboard.html", context)
