@@ -30,7 +30,10 @@ class Embedder(Protocol):
     name: str
     dimensions: int
 
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
+    def embed(self, texts: list[str], *, max_seconds: float | None = None) -> list[list[float]]:
+        """The texts' vectors; with `max_seconds` (a person waits) the provider gives up
+        after about that long rather than wait for its limits or a slow answer."""
+        ...
 
 
 # The name of the provider's breaker (core/provider_breaker.py), shared by every caller:
@@ -56,8 +59,8 @@ class HashingEmbedder:
         norm = math.sqrt(sum(x * x for x in vector))
         return [x / norm for x in vector] if norm else vector
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self._vector(text) for text in texts]
+    def embed(self, texts: list[str], *, max_seconds: float | None = None) -> list[list[float]]:
+        return [self._vector(text) for text in texts]  # local and quick: nothing to wait for
 
 
 @cache

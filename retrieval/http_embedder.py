@@ -16,6 +16,7 @@ Each request first takes a permit from the limits every worker shares
 
 import math
 import os
+import time
 from email.utils import parsedate_to_datetime
 
 import httpx
@@ -133,26 +134,38 @@ class HttpEmbedder:
         self.timeout = settings.PAPERLANE_EMBED_TIMEOUT_SECONDS
         self._client = httpx.Client(timeout=self.timeout)
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: list[str], *, max_seconds: float | None = None) -> list[list[float]]:
+        """The texts' vectors, in order. `max_seconds`: a person waits (a search query), so
+        the wait for a permit and the request together take about that long at most, and
+        ProviderUnavailable says the provider is busy instead."""
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        return self._embed_all(texts, deadline)
+
+    def _embed_all(self, texts: list[str], deadline: float | None) -> list[list[float]]:
         limit = settings.PAPERLANE_EMBED_MAX_INPUT_TOKENS
         long = {i for i, text in enumerate(texts) if limit and estimate_tokens(text) > limit}
-        fitting = self._embed_fitting([t for i, t in enumerate(texts) if i not in long])
+        fitting = self._embed_fitting([t for i, t in enumerate(texts) if i not in long], deadline)
         answers = iter(fitting)
-        return [self._embed_long(t) if i in long else next(answers) for i, t in enumerate(texts)]
+        return [
+            self._embed_long(t, deadline) if i in long else next(answers)
+            for i, t in enumerate(texts)
+        ]
 
-    def _embed_fitting(self, texts: list[str]) -> list[list[float]]:
+    def _embed_fitting(self, texts: list[str], deadline: float | None) -> list[list[float]]:
         """Embed `texts`; when the provider says one is too long, find it by halving the batch."""
         if not texts:
             return []
         try:
-            return self._post(texts)
+            return self._post(texts, deadline)
         except _TooLong:
             if len(texts) == 1:
-                return [self._embed_long(texts[0])]
+                return [self._embed_long(texts[0], deadline)]
             middle = len(texts) // 2
-            return self._embed_fitting(texts[:middle]) + self._embed_fitting(texts[middle:])
+            return self._embed_fitting(texts[:middle], deadline) + self._embed_fitting(
+                texts[middle:], deadline
+            )
 
-    def _embed_long(self, text: str) -> list[float]:
+    def _embed_long(self, text: str, deadline: float | None) -> list[float]:
         if len(text) < 2:
             raise ProviderRefused(
                 f"The embedding model {self.model} refused an input of {len(text)} "
@@ -160,7 +173,12 @@ class HttpEmbedder:
                 code="embedding_input_refused",
             )
         left, right = _halves(text)
-        return _mean(self.embed([left, right]), [len(left), len(right)])
+        return _mean(self._embed_all([left, right], deadline), [len(left), len(right)])
+
+    def _timeout(self, deadline: float | None) -> float:
+        if deadline is None:
+            return self.timeout
+        return max(min(self.timeout, deadline - time.monotonic()), 0.1)
 
     def _headers(self) -> dict[str, str]:
         key = os.environ.get(self.key_env, "") if self.key_env else ""
@@ -169,18 +187,21 @@ class HttpEmbedder:
         header = settings.PAPERLANE_EMBED_API_KEY_HEADER
         return {header: f"Bearer {key}" if header.lower() == "authorization" else key}
 
-    def _post(self, texts: list[str]) -> list[list[float]]:
+    def _post(self, texts: list[str], deadline: float | None) -> list[list[float]]:
         body: dict = {"model": self.model, "input": texts, "encoding_format": "float"}
         if settings.PAPERLANE_EMBED_SEND_DIMENSIONS:
             body["dimensions"] = self.dimensions
         tokens = sum(estimate_tokens(text) for text in texts)
         for _ in range(MAX_BUSY_ANSWERS):
-            with provider_permit(tokens=tokens):
+            with provider_permit(tokens=tokens, deadline=deadline):
+                timeout = self._timeout(deadline)
                 try:
-                    response = self._client.post(self.url, json=body, headers=self._headers())
+                    response = self._client.post(
+                        self.url, json=body, headers=self._headers(), timeout=timeout
+                    )
                 except httpx.TimeoutException as exc:
                     raise ProviderUnavailable(
-                        f"the embedding provider did not answer within {self.timeout:g} s"
+                        f"the embedding provider did not answer within {timeout:.1f} s"
                     ) from exc
                 except httpx.HTTPError as exc:
                     raise ProviderUnavailable(

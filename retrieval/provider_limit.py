@@ -99,10 +99,15 @@ def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
+class LimitReached(ConnectionError):
+    """No permit before the caller's deadline (a person is waiting): the provider is busy."""
+
+
 @contextmanager
-def provider_permit(*, tokens: int) -> Iterator[float]:
+def provider_permit(*, tokens: int, deadline: float | None = None) -> Iterator[float]:
     """Wait for a permit to send one request of `tokens`; yields the seconds waited and
-    frees the request's slot when the block ends."""
+    frees the request's slot when the block ends. With `deadline` (time.monotonic()),
+    raises LimitReached rather than wait past it."""
     ident = uuid.uuid4().hex
     slots = settings.PAPERLANE_EMBED_CONCURRENCY
     slot_lifetime = settings.PAPERLANE_EMBED_TIMEOUT_SECONDS + 5
@@ -127,6 +132,10 @@ def provider_permit(*, tokens: int) -> Iterator[float]:
             )
             if wait <= 0:
                 break
+            if deadline is not None and time.monotonic() + wait > deadline:
+                raise LimitReached(
+                    f"the embedding provider's shared limits allow no request for {wait:.1f} s"
+                )
             time.sleep(min(wait, LONGEST_SLEEP))
             waited += min(wait, LONGEST_SLEEP)
     except RedisError as exc:

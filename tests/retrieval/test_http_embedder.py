@@ -8,7 +8,14 @@ import threading
 import pytest
 
 from retrieval.http_embedder import HttpEmbedder, ProviderRefused, ProviderUnavailable
-from retrieval.provider_limit import _TAKE, CALLS, HOLD, estimate_tokens, provider_permit
+from retrieval.provider_limit import (
+    _TAKE,
+    CALLS,
+    HOLD,
+    LimitReached,
+    estimate_tokens,
+    provider_permit,
+)
 from tests.support.embedding_server import (
     Answer,
     EmbeddingServer,
@@ -225,3 +232,21 @@ def test_a_batch_over_the_concurrency_of_one_is_still_served(server, settings):
         embedder.embed(["two"])
     # The failed request gave its slot back.
     assert len(embedder.embed(["three"])) == 1
+
+
+def test_a_caller_who_waits_is_told_the_provider_is_busy_instead_of_waiting(server, settings):
+    settings.PAPERLANE_EMBED_RATE_WINDOW_SECONDS = 60.0
+    settings.PAPERLANE_EMBED_REQUESTS_PER_MINUTE = 1
+    embedder = HttpEmbedder()
+    embedder.embed(["the workers' batch"])  # the minute's one request is spent
+
+    with pytest.raises(LimitReached):
+        embedder.embed(["a search query"], max_seconds=0.5)
+    assert len(server.requests) == 1  # nothing was sent past the limit
+
+
+def test_a_caller_who_waits_gets_a_shorter_timeout(server, settings):
+    server.script = [slow(3)]
+
+    with pytest.raises(ProviderUnavailable, match="within 0.5 s"):
+        HttpEmbedder().embed(["a search query"], max_seconds=0.5)
