@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 from rq import get_current_job
 from rq.job import Job, JobStatus
 
-from core.redis import redis_connection
+from core.redis import redis_connection, stats_connection
 from documents.models import Organisation
 from pipeline.lanes import lane_choose
 from pipeline.models import RunPriority, Stage
@@ -114,6 +114,15 @@ def reembed_document_job(document_id: str) -> int:
         return document_reembed(document_id=uuid.UUID(document_id), beat=beat)
     finally:
         connection.delete(key)
+
+
+def reembed_in_progress() -> bool:
+    """Whether a re-embed was asked for and has not been seen finished (False when Redis
+    does not answer: the dashboard then leaves its section out)."""
+    try:
+        return bool(stats_connection().scard(WANTED))
+    except RedisError:
+        return False
 
 
 def reembed_resume() -> int:

@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from core.redis import redis_connection
 from documents.models import Chunk
-from operations.reembed import BEAT, reembed_job_id
+from operations.reembed import BEAT, reembed_in_progress, reembed_job_id, reembed_resume
 from pipeline.models import ImportRun, RunPriority
 from pipeline.queues import get_queue, priority_queue_names
 from retrieval.embedding import HashingEmbedder, pack_vector, unpack_vector
@@ -189,3 +189,22 @@ def test_the_admin_action_queues_the_reembed_and_the_dashboard_shows_its_progres
     document_reembed(document_id=Chunk.objects.exclude(document=first).first().document_id)
     page = operator.get("/admin/pipeline/").content.decode()
     assert 'data-field="embedding-complete"' in page
+
+
+@pytest.mark.django_db
+def test_the_housekeeping_queues_again_a_reembed_whose_jobs_were_lost(org, settings, redis_conn):
+    document_with_chunks(org, "a.pdf", texts(2, "buoy"))
+    settings.PAPERLANE_EMBEDDING_DIMENSIONS = 64
+    reembed("--organisation", org.slug)
+    redis_conn.flushdb()  # the jobs are lost, and what was asked with them
+    assert reembed_resume() == 0
+    reembed("--organisation", org.slug)
+    for name in priority_queue_names("embed", RunPriority.BULK):
+        get_queue(name).empty()  # the jobs are lost; the wish is kept
+
+    assert reembed_resume() == 1
+    assert len(queued_jobs(RunPriority.BULK)) == 1
+    assert reembed_in_progress()
+    document_reembed(document_id=Chunk.objects.first().document_id)
+    assert reembed_resume() == 0
+    assert not reembed_in_progress()  # done: nothing more to resume
