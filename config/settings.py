@@ -179,7 +179,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # httpx logs every request at INFO: one line per embedding call is noise.
+        "httpx": {"level": "WARNING"},
+    },
 }
 
 
@@ -436,9 +440,41 @@ PAPERLANE_MAX_CHUNKS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHUNKS_PER_DOCUMENT",
 
 PAPERLANE_CHUNK_CHARS = env.int("PAPERLANE_CHUNK_CHARS", default=1200)
 PAPERLANE_CHUNK_OVERLAP_CHARS = env.int("PAPERLANE_CHUNK_OVERLAP_CHARS", default=200)
+# The embedding provider's class: the local hashing one (offline, the default) or
+# retrieval.http_embedder.HttpEmbedder for an OpenAI-compatible /v1/embeddings endpoint.
 PAPERLANE_EMBEDDER = env("PAPERLANE_EMBEDDER", default="retrieval.embedding.HashingEmbedder")
+# The length of every vector (the hashing embedder's, or the model's; part of its name).
 PAPERLANE_EMBEDDING_DIMENSIONS = env.int("PAPERLANE_EMBEDDING_DIMENSIONS", default=384)
+# Chunks the embed stage hands the provider at once (one request for the HTTP provider).
 PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
+# The HTTP provider (retrieval/http_embedder.py): the endpoint's full URL and the model.
+PAPERLANE_EMBED_URL = env("PAPERLANE_EMBED_URL", default="https://api.openai.com/v1/embeddings")
+PAPERLANE_EMBED_MODEL = env("PAPERLANE_EMBED_MODEL", default="text-embedding-3-small")
+# The NAME of the environment variable that holds the API key (the key itself is never a
+# setting, so it is in no settings dump); empty variable: no key is sent (Ollama, vLLM).
+PAPERLANE_EMBED_API_KEY_ENV = env("PAPERLANE_EMBED_API_KEY_ENV", default="OPENAI_API_KEY")
+# The header the key goes in: `Authorization` sends `Bearer <key>`; Azure OpenAI: `api-key`.
+PAPERLANE_EMBED_API_KEY_HEADER = env("PAPERLANE_EMBED_API_KEY_HEADER", default="Authorization")
+# Send `dimensions` in the request (models that shorten their vectors: text-embedding-3-*).
+PAPERLANE_EMBED_SEND_DIMENSIONS = env.bool("PAPERLANE_EMBED_SEND_DIMENSIONS", default=False)
+# The longest one request may take before it counts as a transient failure.
+PAPERLANE_EMBED_TIMEOUT_SECONDS = env.float("PAPERLANE_EMBED_TIMEOUT_SECONDS", default=30.0)
+# Requests in flight at once across every worker and host (0: no limit).
+PAPERLANE_EMBED_CONCURRENCY = env.int("PAPERLANE_EMBED_CONCURRENCY", default=0)
+# Requests and estimated tokens (characters / 4) per window across every worker and host,
+# counted in Redis per request sent (0: no limit); providers state them per minute.
+PAPERLANE_EMBED_REQUESTS_PER_MINUTE = env.int("PAPERLANE_EMBED_REQUESTS_PER_MINUTE", default=0)
+PAPERLANE_EMBED_TOKENS_PER_MINUTE = env.int("PAPERLANE_EMBED_TOKENS_PER_MINUTE", default=0)
+# The window those two limits are counted over (a minute; shorter only in tests).
+PAPERLANE_EMBED_RATE_WINDOW_SECONDS = env.float("PAPERLANE_EMBED_RATE_WINDOW_SECONDS", default=60.0)
+# An input estimated longer than this is split before it is sent (0: only when the
+# provider answers that it is too long).
+PAPERLANE_EMBED_MAX_INPUT_TOKENS = env.int("PAPERLANE_EMBED_MAX_INPUT_TOKENS", default=0)
+# A 429 whose Retry-After is at most this is waited out (by every worker) and the request
+# sent again; a longer one ends the attempt as a transient error (the stage retries it).
+PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS = env.float(
+    "PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS", default=30.0
+)
 # GET /search: the chunks found by their words that are ranked by embedding, and the
 # longest PostgreSQL may spend finding them before the search is refused (503).
 PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200)
@@ -446,7 +482,8 @@ PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200
 # first this many found, not all of them.
 PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=5000)
 PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)
-# Embedding requests per second across all workers (0: no limit, as for the local embedder).
+# Batches the embed stage starts per second across all workers, whatever the embedder (0: no
+# limit); the HTTP provider's own limits above count each request it sends.
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
 # A provider that fails this many calls in a row (every worker counted) pauses its stage's
 # workers for the pause, doubled each time it fails again after one, up to the longest

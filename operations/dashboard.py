@@ -14,6 +14,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from operations.charts import lag_chart, throughput_chart
+from operations.reembed import reembed_in_progress
 from operations.stats.attention import attention
 from operations.stats.history import MINUTES, throughput_by_minute
 from operations.stats.snapshot import pipeline_snapshot
@@ -21,6 +22,8 @@ from operations.stats.totals import attempt_totals, attempts_counted
 from pipeline.lag import lag_history, lag_sample_record
 from pipeline.models import StageAttempt
 from pipeline.stage_list import STAGES
+from retrieval.embedding import get_embedder
+from retrieval.reembed import embedding_coverage_by_organisation
 
 ORGANISATIONS_SHOWN = 25
 REFRESH_SECONDS = 15
@@ -51,6 +54,18 @@ def _outcome_rows(now) -> tuple[list[dict], dict[str, int]]:
     return rows, retries
 
 
+def _reembed_progress() -> dict:
+    """A re-embed's progress: the organisations with chunks on another model than the
+    current one. Counted only while a re-embed is in progress (a pass over every
+    searchable chunk is too much for each refresh of the page otherwise)."""
+    if not reembed_in_progress():
+        return {"reembed_in_progress": False, "reembedding": []}
+    return {
+        "reembed_in_progress": True,
+        "reembedding": embedding_coverage_by_organisation(limit=ORGANISATIONS_SHOWN),
+    }
+
+
 def pipeline_dashboard_view(request: HttpRequest) -> TemplateResponse:
     now = timezone.now()
     snapshot = pipeline_snapshot(now=now, organisations_limit=ORGANISATIONS_SHOWN)
@@ -75,5 +90,7 @@ def pipeline_dashboard_view(request: HttpRequest) -> TemplateResponse:
         "lag_limit": settings.PAPERLANE_ATTENTION_LAG_SECONDS,
         "failure_limit": settings.PAPERLANE_ATTENTION_FAILURE_RATE,
         "stuck_after": settings.PAPERLANE_STUCK_AFTER_SECONDS,
+        "embedding_model": get_embedder().name,
+        **_reembed_progress(),
     }
     return TemplateResponse(request, "admin/pipeline/dashboard.html", context)

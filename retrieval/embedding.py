@@ -4,7 +4,10 @@ The default provider is local, deterministic and offline: signed feature
 hashing of words and word pairs into a fixed number of dimensions, L2
 normalised. It needs no model download and gives the same vector for the same
 text on every machine, which makes re-runs and tests exact. A hosted model
-plugs in by naming another class in PAPERLANE_EMBEDDER.
+plugs in by naming another class in PAPERLANE_EMBEDDER: retrieval/http_embedder.py
+speaks the OpenAI-compatible /v1/embeddings protocol. An embedder's `name` says its
+model and dimensions; every chunk records it, and search compares a query only with
+chunks of the query's model (retrieval/reembed.py moves chunks to a new model).
 """
 
 import hashlib
@@ -16,6 +19,8 @@ from functools import cache
 from typing import Protocol
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from core.redis import redis_connection
@@ -25,7 +30,10 @@ class Embedder(Protocol):
     name: str
     dimensions: int
 
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
+    def embed(self, texts: list[str], *, max_seconds: float | None = None) -> list[list[float]]:
+        """The texts' vectors; with `max_seconds` (a person waits) the provider gives up
+        after about that long rather than wait for its limits or a slow answer."""
+        ...
 
 
 # The name of the provider's breaker (core/provider_breaker.py), shared by every caller:
@@ -51,13 +59,20 @@ class HashingEmbedder:
         norm = math.sqrt(sum(x * x for x in vector))
         return [x / norm for x in vector] if norm else vector
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self._vector(text) for text in texts]
+    def embed(self, texts: list[str], *, max_seconds: float | None = None) -> list[list[float]]:
+        return [self._vector(text) for text in texts]  # local and quick: nothing to wait for
 
 
 @cache
 def _embedder(path: str) -> Embedder:
     return import_string(path)()
+
+
+@receiver(setting_changed)
+def _forget_embedder(*, setting: str, **kwargs) -> None:
+    # A settings override (a test changing the model) takes effect at the next call.
+    if setting.startswith(("PAPERLANE_EMBED", "PAPERLANE_EMBEDDING")):
+        _embedder.cache_clear()
 
 
 def get_embedder() -> Embedder:

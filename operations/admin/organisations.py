@@ -36,6 +36,7 @@ from documents.services.organisations import (
 )
 from documents.services.tokens import api_token_create, api_tokens_revoke
 from operations.admin.listing import FastListAdmin, OrganisationFilter, RecordAdmin
+from operations.reembed import reembed_enqueue
 
 # How many ledger entries and tokens an organisation's page shows; the rest are linked.
 LEDGER_ROWS = 20
@@ -101,6 +102,20 @@ class OrganisationAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
     readonly_fields = ["quota", "pages_used", "pages_reserved", "created_at"]
     inlines = [MembershipInline]
+    actions = ["reembed_selected"]
+
+    @admin.action(
+        description="Re-embed chunks not on the current embedding model (bulk lanes)",
+        permissions=["change"],
+    )
+    def reembed_selected(self, request, queryset):
+        for organisation in queryset:
+            queued = reembed_enqueue(organisation=organisation)
+            self.message_user(
+                request,
+                f"{organisation.slug}: {queued.documents} document(s) to re-embed with "
+                f"{queued.model}, {queued.queued} job(s) queued; the dashboard shows progress.",
+            )
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:

@@ -1,0 +1,252 @@
+"""The HTTP embedding provider against a local /v1/embeddings server (real HTTP, real
+Redis for the shared limits), called in this process: what each answer of the provider
+becomes. tests/pipeline/test_http_provider_runs.py runs it in worker processes."""
+
+import math
+import threading
+
+import pytest
+
+from retrieval.http_embedder import HttpEmbedder, ProviderRefused, ProviderUnavailable
+from retrieval.provider_limit import (
+    _TAKE,
+    CALLS,
+    HOLD,
+    LimitReached,
+    estimate_tokens,
+    provider_permit,
+)
+from tests.support.embedding_server import (
+    Answer,
+    EmbeddingServer,
+    busy,
+    failing,
+    most_in_any_window,
+    slow,
+)
+
+DIMENSIONS = 32
+
+
+def same(vectors, expected) -> bool:
+    return len(vectors) == len(expected) and all(
+        v == pytest.approx(e) for v, e in zip(vectors, expected, strict=True)
+    )
+
+
+@pytest.fixture
+def server(settings, redis_conn):
+    with EmbeddingServer(dimensions=DIMENSIONS) as running:
+        settings.PAPERLANE_EMBED_URL = running.url
+        settings.PAPERLANE_EMBED_MODEL = "test-embed"
+        settings.PAPERLANE_EMBEDDING_DIMENSIONS = DIMENSIONS
+        settings.PAPERLANE_EMBED_API_KEY_ENV = "TEST_EMBED_KEY"
+        settings.PAPERLANE_EMBED_TIMEOUT_SECONDS = 2.0
+        settings.PAPERLANE_EMBED_MAX_INPUT_TOKENS = 0
+        yield running
+
+
+def test_it_returns_the_providers_vectors_in_input_order_and_names_model_and_dimensions(server):
+    texts = ["the tide tables", "a lighthouse keeper's log", "quarterly revenue"]
+
+    vectors = HttpEmbedder().embed(texts)
+
+    assert same(vectors, server.embedder.embed(texts))
+    assert HttpEmbedder().name == f"test-embed-{DIMENSIONS}"
+    assert [r.inputs for r in server.requests] == [texts]  # one request for the batch
+
+
+def test_the_key_is_read_from_the_named_environment_variable(server, monkeypatch):
+    server.key = "sk-right"
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-right")
+
+    assert len(HttpEmbedder().embed(["hello"])) == 1
+
+
+def test_a_refused_key_is_permanent_and_names_the_variable(server, monkeypatch):
+    server.key = "sk-right"
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-wrong")
+
+    with pytest.raises(ProviderRefused) as refused:
+        HttpEmbedder().embed(["hello"])
+
+    assert refused.value.code == "embedding_key_refused"
+    assert "TEST_EMBED_KEY" in refused.value.message
+    assert "sk-wrong" not in refused.value.message
+    assert len(server.requests) == 1  # not tried again
+
+
+def test_an_unknown_model_is_permanent_and_names_the_model(server):
+    server.models = {"another-model"}
+
+    with pytest.raises(ProviderRefused) as refused:
+        HttpEmbedder().embed(["hello"])
+
+    assert refused.value.code == "embedding_model_refused"
+    assert "test-embed" in refused.value.message
+
+
+def test_server_errors_and_timeouts_are_transient(server):
+    server.script = [failing(500), failing(503), slow(3)]
+
+    for _ in range(3):
+        with pytest.raises(ProviderUnavailable):
+            HttpEmbedder().embed(["hello"])
+
+    assert isinstance(ProviderUnavailable("x"), OSError)  # what the embed stage counts
+    assert len(HttpEmbedder().embed(["hello"])) == 1
+
+
+def test_a_429_is_waited_out_then_sent_again(server):
+    server.script = [busy("1")]
+
+    vectors = HttpEmbedder().embed(["hello"])
+
+    assert same(vectors, server.embedder.embed(["hello"]))
+    first, second = server.requests
+    assert first.status == 429 and second.status == 200
+    assert second.at - first.at >= 1.0  # measured by the server: it was asked to wait 1 s
+
+
+def test_a_429_holds_every_worker(server, redis_conn):
+    server.script = [busy("1")]
+    other_started = threading.Event()
+
+    def other_worker():
+        other_started.set()
+        HttpEmbedder().embed(["another worker's batch"])
+
+    HttpEmbedder().embed(["hello"])  # the 429, then the hold
+    assert redis_conn.exists(HOLD)
+    # A request from elsewhere, begun after the 429, is also held until it passed.
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    thread.join(10)
+    assert other_started.is_set()
+    statuses = [r.status for r in server.requests]
+    assert statuses == [429, 200, 200]
+    assert server.requests[2].at - server.requests[0].at >= 1.0
+
+
+def test_a_429_asking_for_longer_than_the_setting_ends_the_attempt(server, settings):
+    settings.PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS = 5
+    server.script = [busy("120")]
+
+    with pytest.raises(ProviderUnavailable, match="429"):
+        HttpEmbedder().embed(["hello"])
+    assert len(server.requests) == 1
+
+
+def _norm(vector):
+    return math.sqrt(sum(x * x for x in vector))
+
+
+def test_an_input_the_model_says_is_too_long_is_split_and_its_halves_averaged(server):
+    server.max_input_chars = 100
+    long = " ".join(f"word{i}" for i in range(60))  # about 410 characters
+    texts = ["short one", long, "short two"]
+
+    vectors = HttpEmbedder().embed(texts)
+
+    assert len(vectors) == 3
+    assert vectors[0] == pytest.approx(server.embedder.embed(["short one"])[0])
+    assert vectors[2] == pytest.approx(server.embedder.embed(["short two"])[0])
+    assert _norm(vectors[1]) == pytest.approx(1.0)
+    sent = [text for r in server.answered(200) for text in r.inputs]
+    assert all(len(text) <= 100 for text in sent)
+    assert "".join(t for t in sent if t not in ("short one", "short two")) == long
+    # The mean of its parts points where the whole would have: the same words.
+    whole = server.embedder.embed([long])[0]
+    assert sum(a * b for a, b in zip(vectors[1], whole, strict=True)) > 0.8
+
+
+def test_an_input_over_the_max_input_tokens_is_split_before_it_is_sent(server, settings):
+    settings.PAPERLANE_EMBED_MAX_INPUT_TOKENS = 30
+    long = " ".join(f"word{i}" for i in range(60))
+
+    HttpEmbedder().embed([long])
+
+    assert server.answered(400) == []
+    assert all(estimate_tokens(t) <= 30 for r in server.requests for t in r.inputs)
+
+
+def test_vectors_of_another_length_than_the_setting_are_refused(server, settings):
+    settings.PAPERLANE_EMBEDDING_DIMENSIONS = DIMENSIONS * 2
+
+    with pytest.raises(ProviderRefused, match="PAPERLANE_EMBEDDING_DIMENSIONS"):
+        HttpEmbedder().embed(["hello"])
+
+
+def test_requests_and_tokens_stay_within_the_window(server, settings):
+    settings.PAPERLANE_EMBED_RATE_WINDOW_SECONDS = 1.0
+    settings.PAPERLANE_EMBED_REQUESTS_PER_MINUTE = 3
+    settings.PAPERLANE_EMBED_TOKENS_PER_MINUTE = 0
+    embedder = HttpEmbedder()
+
+    for i in range(7):
+        embedder.embed([f"text {i}"])
+
+    arrivals = [r.at for r in server.requests]
+    # Counted where the calls arrive; a little under the window for the time between
+    # the permit and the arrival.
+    assert most_in_any_window(arrivals, 0.9) <= 3
+    assert len(arrivals) == 7
+
+
+def test_the_token_budget_holds_back_a_request_that_would_pass_it(redis_conn, settings):
+    settings.PAPERLANE_EMBED_RATE_WINDOW_SECONDS = 30.0
+    settings.PAPERLANE_EMBED_REQUESTS_PER_MINUTE = 0
+    settings.PAPERLANE_EMBED_TOKENS_PER_MINUTE = 100
+    settings.PAPERLANE_EMBED_CONCURRENCY = 0
+    with provider_permit(tokens=60) as waited:
+        assert waited == 0
+    with provider_permit(tokens=40) as waited:
+        assert waited == 0
+
+    # 100 of 100 spent in this window: the next permit would wait until it has passed.
+    wait = float(redis_conn.eval(_TAKE, 3, CALLS, "k:slots", HOLD, 30.0, 0, 100, 1, 0, 5, "x"))
+    assert 25 < wait <= 30
+
+
+def test_concurrent_requests_stay_within_the_concurrency(server, settings):
+    settings.PAPERLANE_EMBED_CONCURRENCY = 2
+    server.script = [slow(0.3) for _ in range(8)]
+    threads = [
+        threading.Thread(target=HttpEmbedder().embed, args=([f"text {i}"],)) for i in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    assert len(server.answered(200)) == 8
+    assert server.most_in_flight == 2
+
+
+def test_a_batch_over_the_concurrency_of_one_is_still_served(server, settings):
+    settings.PAPERLANE_EMBED_CONCURRENCY = 1
+    server.script = [Answer(), failing(502)]
+    embedder = HttpEmbedder()
+    embedder.embed(["one"])
+    with pytest.raises(ProviderUnavailable):
+        embedder.embed(["two"])
+    # The failed request gave its slot back.
+    assert len(embedder.embed(["three"])) == 1
+
+
+def test_a_caller_who_waits_is_told_the_provider_is_busy_instead_of_waiting(server, settings):
+    settings.PAPERLANE_EMBED_RATE_WINDOW_SECONDS = 60.0
+    settings.PAPERLANE_EMBED_REQUESTS_PER_MINUTE = 1
+    embedder = HttpEmbedder()
+    embedder.embed(["the workers' batch"])  # the minute's one request is spent
+
+    with pytest.raises(LimitReached):
+        embedder.embed(["a search query"], max_seconds=0.5)
+    assert len(server.requests) == 1  # nothing was sent past the limit
+
+
+def test_a_caller_who_waits_gets_a_shorter_timeout(server, settings):
+    server.script = [slow(3)]
+
+    with pytest.raises(ProviderUnavailable, match="within 0.5 s"):
+        HttpEmbedder().embed(["a search query"], max_seconds=0.5)

@@ -1,0 +1,152 @@
+"""A local OpenAI-compatible `/v1/embeddings` server for the HTTP provider's tests.
+
+A threaded HTTP server on 127.0.0.1 that answers the way hosted providers do: vectors
+(the local hashing embedder's, so a test can compute what it expects), and on demand,
+one request at a time in the order they arrive, `429` with `Retry-After`, `5xx`, an
+answer slower than the client's timeout, `401`, `404`; a key it checks; and a longest
+input beyond which it answers OpenAI's context-length `400`. It records each request
+when it arrives (time, inputs, status) and the most requests it ever had in flight.
+"""
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from retrieval.embedding import HashingEmbedder
+
+
+@dataclass
+class Answer:
+    """One scripted answer: a status with a body and headers, after `delay` seconds."""
+
+    status: int = 200
+    body: dict | None = None
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def busy(retry_after: str) -> Answer:
+    return Answer(429, {"error": {"message": "Rate limit reached"}}, {"Retry-After": retry_after})
+
+
+def failing(status: int = 500) -> Answer:
+    return Answer(status, {"error": {"message": "The server had an error"}})
+
+
+def slow(seconds: float) -> Answer:
+    """A correct answer that comes after `seconds`."""
+    return Answer(200, None, {}, seconds)
+
+
+@dataclass
+class Request:
+    at: float  # time.monotonic() when it arrived
+    inputs: list[str]
+    status: int = 0
+    model: str = ""
+
+
+class EmbeddingServer:
+    def __init__(self, *, dimensions: int = 32) -> None:
+        self.dimensions = dimensions
+        self.embedder = HashingEmbedder(dimensions=dimensions)
+        self.script: list[Answer] = []
+        self.key: str | None = None  # the key a request must carry, when set
+        self.models: set[str] | None = None  # the models it serves, when set
+        self.max_input_chars: int | None = None
+        self.requests: list[Request] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1/embeddings"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "EmbeddingServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answered(self, status: int = 200) -> list[Request]:
+        return [r for r in self.requests if r.status == status]
+
+    def _next(self, request: Request, auth: str) -> Answer:
+        with self._lock:
+            self.requests.append(request)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            if self.key is not None and auth != f"Bearer {self.key}":
+                return Answer(401, {"error": {"message": "Incorrect API key provided"}})
+            if self.script:
+                return self.script.pop(0)
+        if self.models is not None and request.model not in self.models:
+            missing = f"The model `{request.model}` does not exist"
+            return Answer(404, {"error": {"message": missing}})
+        longest = max(len(text) for text in request.inputs)
+        if self.max_input_chars is not None and longest > self.max_input_chars:
+            message = (
+                f"This model's maximum context length is {self.max_input_chars // 4} tokens, "
+                f"however you requested {longest // 4} tokens. Please reduce your input."
+            )
+            return Answer(400, {"error": {"message": message, "code": "context_length_exceeded"}})
+        return Answer()
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                arrived = time.monotonic()
+                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                request = Request(arrived, list(payload["input"]), model=payload.get("model", ""))
+                try:
+                    answer = server._next(request, self.headers.get("Authorization", ""))
+                    time.sleep(answer.delay)
+                    body = answer.body
+                    if answer.status == 200 and body is None:
+                        vectors = server.embedder.embed(request.inputs)
+                        body = {
+                            "object": "list",
+                            "model": request.model,
+                            "data": [
+                                {"object": "embedding", "index": i, "embedding": v}
+                                for i, v in enumerate(vectors)
+                            ],
+                            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                        }
+                    request.status = answer.status
+                    data = json.dumps(body).encode()
+                    self.send_response(answer.status)
+                    for name, value in answer.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its timeout)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+        return Handler
+
+
+def most_in_any_window(times: list[float], window: float) -> int:
+    """The most of `times` that fall within any interval `window` long."""
+    times = sorted(times)
+    most, first = 0, 0
+    for last, at in enumerate(times):
+        while at - times[first] >= window:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
