@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from documents.formats.base import Extracted
 from documents.models import Chunk, Document, DocumentText
+from documents.vectors_sql import chunk_vectors_write
 
 
 def document_text_save(*, document: Document, extracted: Extracted) -> None:
@@ -71,6 +72,9 @@ def document_chunks_upsert(
         update_conflicts=True,
         unique_fields=["id"],
         update_fields=["text", "embedding", "embedding_model"],
+    )
+    chunk_vectors_write(
+        document_id=document.id, version=document.version, start=start, vectors=vectors, model=model
     )
 
 
