@@ -111,9 +111,19 @@ class _Scope:
 _FROM = "FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id"
 
 
+def _uuid(value) -> uuid.UUID:
+    # SQLite's raw rows hold UUIDs as hex text.
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+
+
 def _rows(fetched) -> tuple[Neighbour, ...]:
     return tuple(
-        Neighbour(chunk_id=chunk_id, document_id=doc, index=index, similarity=float(similarity))
+        Neighbour(
+            chunk_id=_uuid(chunk_id),
+            document_id=_uuid(doc),
+            index=index,
+            similarity=float(similarity),
+        )
         for chunk_id, doc, index, similarity in fetched
     )
 
@@ -218,17 +228,6 @@ def _scan(scope: _Scope, vector: list[float], limit: int, bound: int) -> Neighbo
     if len(fetched) > limit:
         picked = np.argpartition(-similarity, limit - 1)[:limit].tolist()
     # Nearest first; equal similarities in chunk id order, as the SQL paths order them.
-    top = sorted(picked, key=lambda i: (-similarity[i], str(fetched[i][0])))
-    return Neighbours(
-        rows=tuple(
-            Neighbour(
-                chunk_id=fetched[i][0],
-                document_id=fetched[i][1],
-                index=fetched[i][2],
-                similarity=float(similarity[i]),
-            )
-            for i in top
-        ),
-        complete=True,
-        method="scan",
-    )
+    top = sorted(picked, key=lambda i: (-similarity[i], str(_uuid(fetched[i][0]))))
+    rows = _rows((*fetched[i][:3], similarity[i]) for i in top)
+    return Neighbours(rows=rows, complete=True, method="scan")

