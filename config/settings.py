@@ -450,7 +450,7 @@ PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=300
 # query one by one; beyond it only pgvector's HNSW index answers, and without pgvector the
 # search ranks by text alone and says so (retrieval/vectors.py).
 PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = env.int(
-    "PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS", default=20000
+    "PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS", default=5000
 )
 # Embedding requests per second across all workers (0: no limit, as for the local embedder).
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)

@@ -206,9 +206,12 @@ def _knn_walk(sql: str, params: list, ef_search: int, iterative: bool) -> tuple[
 
 
 def _scan(scope: _Scope, vector: list[float], limit: int, bound: int) -> Neighbours:
+    # Counted first: an organisation beyond the bound costs a count, not its vectors.
+    if _count_up_to(scope, bound + 1) > bound:
+        return Neighbours(rows=(), complete=False, method="none")
     read = _read_postgresql if connection.vendor == "postgresql" else _read_rows
     found = read(scope, bound)
-    if found is None:
+    if found is None:  # chunks written since the count
         return Neighbours(rows=(), complete=False, method="none")
     keys, data = found
     if not keys:
