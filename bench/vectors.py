@@ -91,7 +91,7 @@ def _load(args) -> tuple[dict, dict]:
     for slug, chunks in (
         ("large", args.chunks),
         ("beside", args.chunks // 5),
-        ("bound", settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS),
+        ("bound", args.bound),
     ):
         organisations[slug], vectors = _corpus(slug, chunks, args.dimensions, rng)
         picked = vectors[rng.integers(0, len(vectors), args.queries)]
@@ -152,7 +152,7 @@ def main() -> None:
         "--exact-queries", type=int, default=30, help="queries for the compare-everything rows"
     )
     args = parser.parse_args()
-    default_bound = settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS
+    default_bound = args.bound = settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS
     everything = args.chunks * 2
     rows = []
 
