@@ -7,6 +7,7 @@ stops and removes it at the end. `default_database` points Django's default conn
 at it for a block: the product's code runs unchanged, on the other server.
 """
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,7 +41,8 @@ def pgvector_server() -> Iterator[dict]:
             call_command("migrate", verbosity=0, interactive=False)
         yield database
     finally:
-        server.cleanup()
+        server.cleanup()  # stops it and removes its data folder
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
