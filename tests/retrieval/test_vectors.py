@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -283,3 +284,27 @@ def test_chunks_written_before_the_column_are_filled_by_the_command(
     neighbours = _nearest(world, synonyms, "car", limit=3)
     assert neighbours.method == "index"
     assert _names(world, neighbours)[0] == ("cars.pdf", 0)
+
+
+@pytest.mark.slow
+def test_a_role_that_may_not_create_the_extension_still_migrates(pgvector, django_db_blocker):
+    """A managed database's ordinary role: the server offers pgvector, the role may not
+    create it (it is not a trusted extension). Migrations go through, search scans."""
+    admin = {"host": pgvector["HOST"], "port": pgvector["PORT"], "user": "postgres"}
+    with psycopg.connect(**admin, dbname="postgres", autocommit=True) as conn:
+        conn.execute("CREATE ROLE plain LOGIN")
+        conn.execute("CREATE DATABASE plain_owned OWNER plain")
+    try:
+        with (
+            django_db_blocker.unblock(),
+            default_database({**pgvector, "USER": "plain", "NAME": "plain_owned"}),
+        ):
+            call_command("migrate", verbosity=0, interactive=False)
+            assert not vector_column_ready()
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
+                assert cursor.fetchone()[0] == 0
+    finally:
+        with psycopg.connect(**admin, dbname="postgres", autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS plain_owned WITH (FORCE)")
+            conn.execute("DROP ROLE IF EXISTS plain")
