@@ -482,6 +482,12 @@ PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200
 # first this many found, not all of them.
 PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=5000)
 PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)
+# Semantic candidates: up to this many of an organisation's chunks are compared with the
+# query one by one; beyond it only pgvector's HNSW index answers, and without pgvector the
+# search ranks by text alone and says so (retrieval/vectors.py).
+PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = env.int(
+    "PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS", default=5000
+)
 # Batches the embed stage starts per second across all workers, whatever the embedder (0: no
 # limit); the HTTP provider's own limits above count each request it sends.
 PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)

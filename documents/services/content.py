@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from documents.formats.base import Extracted
 from documents.models import Chunk, Document, DocumentText
+from documents.vectors_sql import chunk_vectors_write
 
 # The longest section title a chunk keeps (Chunk.section).
 SECTION_CHARS = Chunk._meta.get_field("section").max_length
@@ -104,6 +105,9 @@ def document_chunks_upsert(
             "page_end",
             "section",
         ],
+    )
+    chunk_vectors_write(
+        document_id=document.id, version=document.version, start=start, vectors=vectors, model=model
     )
 
 

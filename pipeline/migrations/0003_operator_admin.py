@@ -21,7 +21,8 @@ def stage_entered_from_history(apps, schema_editor):
 # Searching error texts and document names for a word: trigram indexes, on PostgreSQL
 # only (the SQLite demo scans). Django's icontains compares UPPER(column::text), so the
 # indexes are on that expression. pg_trgm is a trusted extension (PostgreSQL 13+): the
-# database's owner may create it.
+# database's owner may create it. A server built without the contrib extensions has
+# none: there the admin's word search scans, as on SQLite.
 TRIGRAM_INDEXES = {
     "run_error_trgm": "jobs_importrun USING gin (UPPER(error_message::text) gin_trgm_ops) "
     "WHERE error_message <> ''",
@@ -34,6 +35,10 @@ TRIGRAM_INDEXES = {
 def trigram_indexes(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'")
+        if cursor.fetchone() is None:
+            return
     schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
     for name, definition in TRIGRAM_INDEXES.items():
         schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {definition}")

@@ -1,0 +1,245 @@
+"""The chunks' embeddings in a pgvector column, where PostgreSQL has the `vector` extension.
+
+`Chunk.embedding` (float32 little-endian bytes) stays the record on every database. Where
+the extension is available, migration 0017 (or `manage.py chunk_vectors`) adds the column
+`documents_chunk.embedding_vector vector`, with no fixed dimensions because models differ;
+the embed stage fills it beside the bytes (`chunk_vectors_write`), and search's
+k-nearest-neighbour query reads it (retrieval/vectors.py).
+
+HNSW indexes only vectors of one size, so each (model, dimensions) gets its own partial
+expression index, cosine distance:
+
+    CREATE INDEX documents_chunk_hnsw_<hash> ON documents_chunk
+    USING hnsw ((embedding_vector::vector(D)) vector_cosine_ops)
+    WHERE embedding_model = 'M' AND vector_dims(embedding_vector) = D
+
+made the first time chunks of that model are written, or beforehand, concurrently, by
+`manage.py chunk_vectors --index`. The query repeats the expression and the predicate word
+for word (`knn_expression`, `index_predicate`), or the planner cannot use the index.
+The model's name is a literal in the predicate (quoted by the driver, never formatted
+in): a parameter would keep a generic plan from proving that the index applies.
+
+Without the extension (PostgreSQL without it, the SQLite demo) every function here does
+nothing and search scans the bytes (retrieval/vectors.py).
+"""
+
+import hashlib
+import logging
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from django.db import connection, transaction
+
+logger = logging.getLogger(__name__)
+
+COLUMN = "embedding_vector"
+TABLE = "documents_chunk"
+
+# Per database (host, port, name): whether the column is there; asked once per process.
+_ready: dict[tuple, bool] = {}
+
+
+def _database_key(conn=None) -> tuple:
+    conn = conn or connection
+    settings = conn.settings_dict
+    return (conn.vendor, settings.get("HOST"), settings.get("PORT"), settings.get("NAME"))
+
+
+def vector_column_ready() -> bool:
+    """Whether this database holds the pgvector column (PostgreSQL with the extension,
+    migrated): the index path of search. Cached per process; a process started before the
+    extension was enabled keeps scanning until it restarts."""
+    if connection.vendor != "postgresql":
+        return False
+    key = _database_key()
+    if key not in _ready:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s "
+                "AND NOT attisdropped",
+                [TABLE, COLUMN],
+            )
+            _ready[key] = cursor.fetchone() is not None
+    return _ready[key]
+
+
+def vector_column_add(*, schema_connection=None) -> bool:
+    """Enable the `vector` extension where the server offers it and add the column.
+    Returns whether the column is there. A role that may not create the extension (a
+    managed database's) leaves search on its exact scan, with a warning."""
+    conn = schema_connection or connection
+    if conn.vendor != "postgresql":
+        return False
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        if cursor.fetchone() is None:
+            return False
+        try:
+            # A savepoint: a refusal (no privilege) must not end the migration's transaction.
+            with transaction.atomic(using=conn.alias):
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except Exception as exc:  # the driver's refusal, whatever its class
+            logger.warning("The vector extension could not be created: %s", exc)
+            return False
+        cursor.execute(f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS {COLUMN} vector")
+    _ready.pop(_database_key(conn), None)
+    return True
+
+
+def vector_column_drop(*, schema_connection=None) -> None:
+    """The column goes (the migration's reverse); the extension stays for others' use."""
+    conn = schema_connection or connection
+    if conn.vendor == "postgresql":
+        with conn.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {TABLE} DROP COLUMN IF EXISTS {COLUMN}")
+    _ready.pop(_database_key(conn), None)
+
+
+def vector_index_name(*, model: str, dimensions: int) -> str:
+    digest = hashlib.blake2b(f"{model}/{dimensions}".encode(), digest_size=8).hexdigest()
+    return f"{TABLE}_hnsw_{digest}"
+
+
+def knn_expression(*, dimensions: int, alias: str = "") -> str:
+    """The indexed expression, to repeat in the query's ORDER BY (columns of `alias`)."""
+    prefix = f"{alias}." if alias else ""
+    return f"({prefix}{COLUMN}::vector({int(dimensions)}))"
+
+
+def index_predicate(*, model: str, dimensions: int, alias: str = "") -> str:
+    """The index's WHERE, to repeat in the query's (the model quoted as a literal)."""
+    prefix = f"{alias}." if alias else ""
+    return (
+        f"{prefix}embedding_model = {_literal(model)} "
+        f"AND vector_dims({prefix}{COLUMN}) = {int(dimensions)}"
+    )
+
+
+def _literal(value: str) -> str:
+    from psycopg import sql
+
+    connection.ensure_connection()
+    return sql.Literal(value).as_string(connection.connection)
+
+
+def vector_index_exists(*, model: str, dimensions: int) -> bool:
+    """Whether the HNSW index of (model, dimensions) is built and valid (asked each time:
+    one catalog look-up, and an index dropped by hand is noticed)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = %s",
+            [vector_index_name(model=model, dimensions=dimensions)],
+        )
+        row = cursor.fetchone()
+    return row is not None and bool(row[0])
+
+
+def vector_index_ensure(*, model: str, dimensions: int, concurrently: bool = False) -> bool:
+    """Build the HNSW index of (model, dimensions) unless it is there. Returns whether it
+    was built now. In a transaction (the embed stage's) it holds the table's SHARE lock
+    until the commit, so the first chunks of a new model wait for it: on a large table
+    build it beforehand with `concurrently` (outside any transaction)."""
+    if not vector_column_ready() or vector_index_exists(model=model, dimensions=dimensions):
+        return False
+    name = vector_index_name(model=model, dimensions=dimensions)
+    statement = (
+        f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {name} "
+        f"ON {TABLE} USING hnsw ({knn_expression(dimensions=dimensions)} vector_cosine_ops) "
+        f"WHERE {index_predicate(model=model, dimensions=dimensions)}"
+    )
+    with connection.cursor() as cursor:
+        if concurrently:
+            # A CONCURRENTLY build that failed leaves an invalid index under the name.
+            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            cursor.execute(statement)
+        else:
+            with transaction.atomic():
+                # Two workers writing a new model's first chunks build it once.
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])
+                cursor.execute(statement)
+    return True
+
+
+def vector_text(data: bytes) -> str:
+    """float32 little-endian bytes as pgvector's text form, every float exact."""
+    return "[" + ",".join(map(repr, np.frombuffer(data, dtype="<f4").tolist())) + "]"
+
+
+def chunk_vectors_write(
+    *, document_id, version: int, start: int, vectors: Sequence[bytes], model: str
+) -> None:
+    """Fill the vector column of chunks `start`, `start + 1`, … of (document, version)
+    just written, and build their model's index on its first use. Nothing without the
+    extension."""
+    if not vectors or not vector_column_ready():
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {TABLE} SET {COLUMN} = v.vec::vector "
+            "FROM unnest(%s::int[], %s::text[]) AS v(idx, vec) "
+            'WHERE document_id = %s AND version = %s AND "index" = v.idx',
+            [
+                list(range(start, start + len(vectors))),
+                [vector_text(vector) for vector in vectors],
+                document_id,
+                version,
+            ],
+        )
+    for dimensions in {len(vector) // 4 for vector in vectors}:
+        vector_index_ensure(model=model, dimensions=dimensions)
+
+
+def chunk_vectors_backfill(*, batch_size: int = 1000) -> dict[tuple[str, int], int]:
+    """Fill the vector column of every chunk written before it existed (the extension
+    enabled later), in batches by id, each its own transaction. Returns the chunks filled
+    per (model, dimensions); their indexes are `vector_indexes_build`'s job."""
+    filled: dict[tuple[str, int], int] = {}
+    if not vector_column_ready():
+        return filled
+    last = None
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, embedding, embedding_model FROM {TABLE} "
+                f"WHERE {COLUMN} IS NULL AND length(embedding) >= 4"
+                + (" AND id > %s" if last else "")
+                + " ORDER BY id LIMIT %s",
+                [last, batch_size] if last else [batch_size],
+            )
+            rows = cursor.fetchall()
+        if not rows:
+            return filled
+        last = rows[-1][0]
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {TABLE} SET {COLUMN} = v.vec::vector "
+                "FROM unnest(%s::uuid[], %s::text[]) AS v(id, vec) "
+                f"WHERE {TABLE}.id = v.id",
+                [[row[0] for row in rows], [vector_text(bytes(row[1])) for row in rows]],
+            )
+        for _, data, model in rows:
+            key = (model, len(data) // 4)
+            filled[key] = filled.get(key, 0) + 1
+
+
+def models_in_use() -> Iterable[tuple[str, int]]:
+    """Every (model, dimensions) that chunks with a vector column value hold."""
+    if not vector_column_ready():
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT embedding_model, vector_dims({COLUMN}) FROM {TABLE} "
+            f"WHERE {COLUMN} IS NOT NULL"
+        )
+        return [(model, dimensions) for model, dimensions in cursor.fetchall()]
+
+
+def vector_indexes_build(*, concurrently: bool = True) -> list[tuple[str, int]]:
+    """Build the HNSW index of every (model, dimensions) in use that lacks one. Returns
+    those built."""
+    built = []
+    for model, dimensions in models_in_use():
+        if vector_index_ensure(model=model, dimensions=dimensions, concurrently=concurrently):
+            built.append((model, dimensions))
+    return built

@@ -1,0 +1,267 @@
+"""The chunks nearest a query's vector, for search's semantic candidates.
+
+Only the organisation's documents count: not deleted, their searchable version, chunks
+embedded by the query's model (vectors of two models are never compared; a model's name
+fixes its dimensions, and the vector's length is checked too).
+
+Three ways, chosen per query:
+- PostgreSQL with pgvector, and at most PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS chunks to
+  look at: the exact answer in SQL (`<=>` over those chunks), cheaper than any index walk.
+- More than that: the HNSW index of the model (documents/vectors_sql.py), walked in order
+  of distance while the rows it yields are filtered by organisation and version. pgvector
+  0.8+ keeps walking until `limit` rows pass (`hnsw.iterative_scan`), so an organisation
+  among many larger ones still gets its k; an older pgvector returns at most
+  `hnsw.ef_search` rows before filtering, so the search widens it and asks again.
+- No extension (PostgreSQL without it, the SQLite demo): the organisation's vectors read
+  and compared in numpy, up to the bound; beyond it there is no answer and `complete` is
+  False, so search says it ranked by text alone.
+"""
+
+import base64
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+
+from documents.vectors_sql import (
+    index_predicate,
+    knn_expression,
+    vector_column_ready,
+    vector_index_exists,
+)
+
+# hnsw.ef_search: candidates the index walk keeps; pgvector's own bound is 1000.
+_EF_SEARCH_MIN = 100
+_EF_SEARCH_MAX = 1000
+# pgvector 0.8's iterative walk stops after this many index tuples (its default: 20,000).
+_MAX_SCAN_TUPLES = 100_000
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    chunk_id: uuid.UUID
+    document_id: uuid.UUID
+    index: int
+    # Cosine similarity to the query: 1 the same direction, 0 unrelated, -1 opposite.
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    # Nearest first.
+    rows: tuple[Neighbour, ...]
+    # False when the organisation's vectors were not searched (no index and more of them
+    # than the exact scan's bound): ranking must say it used text candidates only.
+    complete: bool
+    # How they were found: "index" (HNSW), "exact" (pgvector, every vector), "scan"
+    # (numpy, every vector), "none" (not searched).
+    method: str
+
+    @property
+    def chunk_ids(self) -> list[uuid.UUID]:
+        return [row.chunk_id for row in self.rows]
+
+
+def nearest_chunks(
+    *,
+    organisation_id: int,
+    model: str,
+    vector: list[float],
+    limit: int,
+    document_id: uuid.UUID | None = None,
+) -> Neighbours:
+    """The `limit` chunks of the organisation's searchable documents (or of one of them)
+    embedded by `model` whose embeddings are nearest `vector` by cosine, nearest first."""
+    if limit <= 0 or not vector:
+        return Neighbours(rows=(), complete=True, method="exact")
+    bound = settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS
+    scope = _Scope(organisation_id, model, len(vector), document_id)
+    if not vector_column_ready():
+        return _scan(scope, vector, limit, bound)
+    if _count_up_to(scope, bound + 1) <= bound:
+        return _exact(scope, vector, limit)
+    if vector_index_exists(model=model, dimensions=len(vector)):
+        return _knn(scope, vector, limit)
+    return Neighbours(rows=(), complete=False, method="none")
+
+
+@dataclass(frozen=True)
+class _Scope:
+    organisation_id: int
+    model: str
+    dimensions: int
+    document_id: uuid.UUID | None
+
+    def where(self) -> tuple[str, list]:
+        """The chunks searched, on `documents_chunk c JOIN documents_document d`."""
+        clauses = [
+            "d.organisation_id = %s",
+            "d.deleted_at IS NULL",
+            "c.version = d.searchable_version",
+            "c.embedding_model = %s",
+        ]
+        params: list = [self.organisation_id, self.model]
+        if self.document_id is not None:
+            clauses.append("c.document_id = %s")
+            params.append(self.document_id)
+        return " AND ".join(clauses), params
+
+
+_FROM = "FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id"
+
+
+def _uuid(value) -> uuid.UUID:
+    # SQLite's raw rows hold UUIDs as hex text.
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+
+
+def _rows(fetched) -> tuple[Neighbour, ...]:
+    return tuple(
+        Neighbour(
+            chunk_id=_uuid(chunk_id),
+            document_id=_uuid(doc),
+            index=index,
+            similarity=float(similarity),
+        )
+        for chunk_id, doc, index, similarity in fetched
+    )
+
+
+def _count_up_to(scope: _Scope, cap: int) -> int:
+    where, params = scope.where()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM (SELECT 1 {_FROM} WHERE {where} LIMIT %s) AS s",
+            [*params, cap],
+        )
+        return cursor.fetchone()[0]
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _exact(scope: _Scope, vector: list[float], limit: int) -> Neighbours:
+    where, params = scope.where()
+    query = _vector_literal(vector)
+    # Not the indexed expression: every one of these few chunks is compared.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT c.id, c.document_id, c."index", 1 - (c.embedding_vector <=> %s::vector) '
+            f"{_FROM} WHERE {where} AND vector_dims(c.embedding_vector) = %s "
+            "ORDER BY c.embedding_vector <=> %s::vector, c.id LIMIT %s",
+            [query, *params, scope.dimensions, query, limit],
+        )
+        return Neighbours(rows=_rows(cursor.fetchall()), complete=True, method="exact")
+
+
+def _iterative_scan_supported() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    major_minor = tuple(int(part) for part in row[0].split(".")[:2]) if row else (0, 0)
+    return major_minor >= (0, 8)
+
+
+def _knn(scope: _Scope, vector: list[float], limit: int) -> Neighbours:
+    where, params = scope.where()
+    distance = f"{knn_expression(dimensions=scope.dimensions, alias='c')} <=> %s::vector"
+    query = _vector_literal(vector)
+    sql = (
+        f'SELECT c.id, c.document_id, c."index", 1 - ({distance}) {_FROM} '
+        f"WHERE {index_predicate(model=scope.model, dimensions=scope.dimensions, alias='c')} "
+        f"AND {where} ORDER BY {distance} LIMIT %s"
+    )
+    iterative = _iterative_scan_supported()
+    ef_search = min(max(_EF_SEARCH_MIN, limit), _EF_SEARCH_MAX)
+    while True:
+        rows = _knn_walk(sql, [query, *params, query, limit], ef_search, iterative)
+        if len(rows) >= limit or iterative or ef_search >= _EF_SEARCH_MAX:
+            # Fewer than asked after the longest walk: the organisation's chunks are too
+            # few among others' near the query for the index to reach them all; those it
+            # found are still the nearest, and `complete` says the rest were not seen.
+            return Neighbours(rows=rows, complete=len(rows) >= limit, method="index")
+        ef_search = min(ef_search * 4, _EF_SEARCH_MAX)
+
+
+def _knn_walk(sql: str, params: list, ef_search: int, iterative: bool) -> tuple[Neighbour, ...]:
+    settings_local = {"enable_sort": "off", "hnsw.ef_search": str(int(ef_search))}
+    if iterative:
+        settings_local["hnsw.iterative_scan"] = "strict_order"
+        settings_local["hnsw.max_scan_tuples"] = str(_MAX_SCAN_TUPLES)
+    with transaction.atomic(), connection.cursor() as cursor:
+        # With the sort disabled the one plan that returns rows in distance order without
+        # sorting them all is the index walk: chosen whatever the table's statistics say.
+        for name, value in settings_local.items():
+            cursor.execute(f"SET LOCAL {name} = {value}")
+        cursor.execute(sql, params)
+        rows = _rows(cursor.fetchall())
+        # A caller's transaction (search's) goes on with its own plans (a failure rolls
+        # the savepoint, and the settings with it, back).
+        for name in settings_local:
+            cursor.execute(f"SET LOCAL {name} TO DEFAULT")
+        return rows
+
+
+def _scan(scope: _Scope, vector: list[float], limit: int, bound: int) -> Neighbours:
+    # Counted first: an organisation beyond the bound costs a count, not its vectors.
+    if _count_up_to(scope, bound + 1) > bound:
+        return Neighbours(rows=(), complete=False, method="none")
+    read = _read_postgresql if connection.vendor == "postgresql" else _read_rows
+    found = read(scope, bound)
+    if found is None:  # chunks written since the count
+        return Neighbours(rows=(), complete=False, method="none")
+    keys, data = found
+    if not keys:
+        return Neighbours(rows=(), complete=True, method="scan")
+    matrix = np.frombuffer(data, dtype="<f4").reshape(len(keys), scope.dimensions)
+    query = np.asarray(vector, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+    similarity = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+    picked = range(len(keys))
+    if len(keys) > limit:
+        picked = np.argpartition(-similarity, limit - 1)[:limit].tolist()
+    top = [(i, keys[i].split()) for i in picked]
+    # Nearest first; equal similarities in chunk id order, as the SQL paths order them.
+    top.sort(key=lambda item: (-similarity[item[0]], str(_uuid(item[1][0]))))
+    rows = _rows((chunk, doc, int(index), similarity[i]) for i, (chunk, doc, index) in top)
+    return Neighbours(rows=rows, complete=True, method="scan")
+
+
+def _read_postgresql(scope: _Scope, bound: int) -> tuple[list[str], bytes] | None:
+    """Up to `bound` chunks' keys ("id document index") and their embeddings end to end,
+    in one row: a row per chunk would cost more to read than to compare. Base64 is a
+    third shorter than bytea's hex."""
+    where, params = scope.where()
+    with connection.cursor() as cursor:
+        # One aggregate node feeds both aggregates the same rows in the same order.
+        cursor.execute(
+            "SELECT count(*), string_agg(s.id::text || ' ' || s.document_id::text || ' ' "
+            "|| s.\"index\"::text, ','), encode(string_agg(s.embedding, ''::bytea), 'base64') "
+            "FROM ("
+            f'SELECT c.id, c.document_id, c."index", c.embedding {_FROM} WHERE {where} '
+            "AND length(c.embedding) = %s LIMIT %s) AS s",
+            [*params, scope.dimensions * 4, bound + 1],
+        )
+        count, keys, data = cursor.fetchone()
+    if count > bound:
+        return None
+    return (keys.split(",") if keys else []), base64.b64decode(data or "")
+
+
+def _read_rows(scope: _Scope, bound: int) -> tuple[list[str], bytes] | None:
+    """The same, a row per chunk (the SQLite demo)."""
+    where, params = scope.where()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT c.id, c.document_id, c."index", c.embedding {_FROM} WHERE {where} '
+            "AND length(c.embedding) = %s LIMIT %s",
+            [*params, scope.dimensions * 4, bound + 1],
+        )
+        fetched = cursor.fetchall()
+    if len(fetched) > bound:
+        return None
+    keys = [f"{_uuid(chunk)} {_uuid(doc)} {index}" for chunk, doc, index, _ in fetched]
+    return keys, b"".join(bytes(row[3]) for row in fetched)

@@ -1,0 +1,310 @@
+"""The chunks nearest a query's vector (retrieval/vectors.py): by numpy on the tests' own
+PostgreSQL, which has no pgvector, and through pgvector's HNSW index on a PostgreSQL with
+it (tests/support/pgvector_server.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import psycopg
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from documents.models import Document
+from documents.services.organisations import organisation_create
+from documents.vectors_sql import vector_column_ready, vector_index_name
+from retrieval.vectors import nearest_chunks
+from tests.support.pgvector_server import default_database, pgvector_server
+from tests.support.processes import ROOT
+from tests.support.vector_embedders import SynonymEmbedder
+from tests.support.vector_world import vector_document, vector_world
+
+EMBEDDER = "tests.support.vector_embedders.SynonymEmbedder"
+
+
+@pytest.fixture
+def synonyms(settings):
+    settings.PAPERLANE_EMBEDDER = EMBEDDER
+    return SynonymEmbedder()
+
+
+@pytest.fixture(scope="session")
+def pgvector(django_db_blocker):
+    with django_db_blocker.unblock(), pgvector_server() as database:
+        yield database
+
+
+@pytest.fixture
+def on_pgvector(pgvector, django_db_blocker):
+    """The test's database is the PostgreSQL with pgvector, emptied after it."""
+    with django_db_blocker.unblock(), default_database(pgvector):
+        assert vector_column_ready()
+        try:
+            yield
+        finally:
+            call_command("flush", interactive=False, verbosity=0)
+
+
+def _nearest(world, embedder, query: str, limit: int):
+    return nearest_chunks(
+        organisation_id=world["org"].id,
+        model=embedder.name,
+        vector=embedder.embed([query])[0],
+        limit=limit,
+    )
+
+
+def _names(world, neighbours) -> list[tuple[str, int]]:
+    by_id = {chunk_id: key for key, chunk_id in world["allowed"].items()}
+    return [by_id.get(row.chunk_id, ("not allowed", row.index)) for row in neighbours.rows]
+
+
+# --- Without pgvector: the exact scan ---------------------------------------------------
+
+
+def test_the_scan_finds_a_synonym_that_shares_no_word_with_the_query(db, synonyms):
+    assert not vector_column_ready(), "the tests' own PostgreSQL has no pgvector"
+    world = vector_world(synonyms)
+
+    neighbours = _nearest(world, synonyms, "car", limit=10)
+
+    assert neighbours.method == "scan" and neighbours.complete
+    assert _names(world, neighbours)[0] == ("cars.pdf", 0)
+    assert neighbours.rows[0].similarity > 0.5
+
+
+def test_the_scan_never_returns_others_deleted_unsettled_or_another_models_chunks(db, synonyms):
+    world = vector_world(synonyms)
+
+    neighbours = _nearest(world, synonyms, "car", limit=50)
+
+    assert set(neighbours.chunk_ids) == set(world["allowed"].values())
+    assert neighbours.rows[0].similarity >= neighbours.rows[-1].similarity
+
+
+def test_the_scan_reads_one_document_when_asked(db, synonyms):
+    world = vector_world(synonyms)
+    bills = Document.objects.get(filename="bills.pdf")
+
+    neighbours = nearest_chunks(
+        organisation_id=world["org"].id,
+        model=synonyms.name,
+        vector=synonyms.embed(["car"])[0],
+        limit=10,
+        document_id=bills.id,
+    )
+
+    assert _names(world, neighbours) == [("bills.pdf", 0)]
+
+
+def test_beyond_the_bound_the_scan_says_its_answer_is_incomplete(db, synonyms, settings):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = len(world["allowed"])
+    assert _nearest(world, synonyms, "car", limit=3).complete
+
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = len(world["allowed"]) - 1
+    neighbours = _nearest(world, synonyms, "car", limit=3)
+
+    assert not neighbours.complete and neighbours.rows == () and neighbours.method == "none"
+
+
+SQLITE_SCRIPT = """
+import json
+import django
+
+django.setup()
+from django.core.management import call_command
+
+from retrieval.vectors import nearest_chunks
+from tests.support.vector_embedders import SynonymEmbedder
+from tests.support.vector_world import vector_world
+
+call_command("migrate", verbosity=0)
+embedder = SynonymEmbedder()
+world = vector_world(embedder)
+found = nearest_chunks(
+    organisation_id=world["org"].id, model=embedder.name, vector=embedder.embed(["car"])[0],
+    limit=50,
+)
+print(json.dumps({
+    "method": found.method,
+    "complete": found.complete,
+    "found": [str(chunk_id) for chunk_id in found.chunk_ids],
+    "allowed": {str(chunk_id): name for name, chunk_id in world["allowed"].items()},
+}))
+"""
+
+
+@pytest.mark.slow
+def test_the_sqlite_demo_scans_too(tmp_path, settings):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
+        "PAPERLANE_EMBEDDER": EMBEDDER,
+        "REDIS_URL": settings.REDIS_URL,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SQLITE_SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert (outcome["method"], outcome["complete"]) == ("scan", True)
+    assert set(outcome["found"]) == set(outcome["allowed"])
+    assert outcome["allowed"][outcome["found"][0]] == ["cars.pdf", 0]
+
+
+# --- With pgvector: the HNSW index ------------------------------------------------------
+
+
+def _explained(sql_marker: str):
+    """An execute wrapper that EXPLAINs each statement holding `sql_marker` just before it
+    runs, in its own transaction and settings; the plans land in the list it returns."""
+    plans: list[str] = []
+
+    def wrapper(execute, sql, params, many, context):
+        if sql_marker in sql:
+            raw = context["cursor"].cursor
+            raw.execute("EXPLAIN " + sql, params)
+            plans.append("\n".join(row[0] for row in raw.fetchall()))
+        return execute(sql, params, many, context)
+
+    return wrapper, plans
+
+
+@pytest.mark.slow
+def test_the_index_finds_a_synonym_and_explain_shows_it(on_pgvector, synonyms, settings):
+    world = vector_world(synonyms)
+    # Beside it, many chunks of another organisation nearer the query than any of its own
+    # (each a little apart: an HNSW graph of identical vectors strands the others): the
+    # walk must go past them all to give it its k.
+    fleet = np.random.default_rng(5).normal(0, 0.1, (300, synonyms.dimensions))
+    fleet[:, 0] += 1
+    vector_document(world["other"], "fleet.pdf", ["fleet"] * 300, vectors=fleet.tolist())
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
+    # Statistics or none, the plan walks the index.
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE documents_chunk, documents_document")
+    wrapper, plans = _explained("<=>")
+
+    with connection.execute_wrapper(wrapper):
+        neighbours = _nearest(world, synonyms, "car", limit=len(world["allowed"]))
+
+    assert neighbours.method == "index" and neighbours.complete
+    assert _names(world, neighbours)[0] == ("cars.pdf", 0)
+    assert set(neighbours.chunk_ids) == set(world["allowed"].values())
+    index = vector_index_name(model=synonyms.name, dimensions=synonyms.dimensions)
+    assert len(plans) == 1 and f"Index Scan using {index}" in plans[0], plans
+
+
+@pytest.mark.slow
+def test_below_the_bound_pgvector_compares_every_vector(on_pgvector, synonyms):
+    world = vector_world(synonyms)
+
+    neighbours = _nearest(world, synonyms, "car", limit=50)
+
+    assert neighbours.method == "exact" and neighbours.complete
+    assert _names(world, neighbours)[0] == ("cars.pdf", 0)
+    assert set(neighbours.chunk_ids) == set(world["allowed"].values())
+
+
+def _random_corpus(organisation, embedder, rng) -> None:
+    for n in range(8):
+        vectors = rng.standard_normal((25, embedder.dimensions)).tolist()
+        vector_document(
+            organisation, f"doc-{n}.pdf", [f"chunk {i}" for i in range(25)], vectors=vectors
+        )
+
+
+def _keys(neighbours) -> list[tuple[str, int]]:
+    filenames = dict(Document.objects.values_list("id", "filename"))
+    return [(filenames[row.document_id], row.index) for row in neighbours.rows]
+
+
+@pytest.mark.slow
+def test_the_index_and_the_scan_without_pgvector_give_the_same_neighbours(
+    db, pgvector, django_db_blocker, synonyms, settings
+):
+    """The same vectors on both servers, the same queries: the same chunks in the same
+    order, with the same similarities."""
+    queries = np.random.default_rng(7).standard_normal((5, synonyms.dimensions)).tolist()
+
+    def answers():
+        org = organisation_create(slug="acme", page_limit=1000)
+        _random_corpus(org, synonyms, np.random.default_rng(3))
+        found = []
+        for query in queries:
+            neighbours = nearest_chunks(
+                organisation_id=org.id, model=synonyms.name, vector=query, limit=10
+            )
+            found.append(
+                (neighbours.method, _keys(neighbours), [r.similarity for r in neighbours.rows])
+            )
+        return found
+
+    scanned = answers()
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 50
+    with django_db_blocker.unblock(), default_database(pgvector):
+        try:
+            indexed = answers()
+        finally:
+            call_command("flush", interactive=False, verbosity=0)
+
+    for (scan_method, scan_keys, scan_sims), (index_method, index_keys, index_sims) in zip(
+        scanned, indexed, strict=True
+    ):
+        assert (scan_method, index_method) == ("scan", "index")
+        assert scan_keys == index_keys
+        assert np.allclose(scan_sims, index_sims, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_chunks_written_before_the_column_are_filled_by_the_command(
+    on_pgvector, synonyms, settings
+):
+    world = vector_world(synonyms)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE documents_chunk SET embedding_vector = NULL")
+        cursor.execute(f"DROP INDEX {vector_index_name(model=synonyms.name, dimensions=16)}")
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
+    assert _nearest(world, synonyms, "car", limit=3).method == "none"
+
+    call_command("chunk_vectors", verbosity=0)
+
+    neighbours = _nearest(world, synonyms, "car", limit=3)
+    assert neighbours.method == "index"
+    assert _names(world, neighbours)[0] == ("cars.pdf", 0)
+
+
+@pytest.mark.slow
+def test_a_role_that_may_not_create_the_extension_still_migrates(pgvector, django_db_blocker):
+    """A managed database's ordinary role: the server offers pgvector, the role may not
+    create it (it is not a trusted extension). Migrations go through, search scans."""
+    admin = {"host": pgvector["HOST"], "port": pgvector["PORT"], "user": "postgres"}
+    with psycopg.connect(**admin, dbname="postgres", autocommit=True) as conn:
+        conn.execute("CREATE ROLE plain LOGIN")
+        conn.execute("CREATE DATABASE plain_owned OWNER plain")
+    try:
+        with (
+            django_db_blocker.unblock(),
+            default_database({**pgvector, "USER": "plain", "NAME": "plain_owned"}),
+        ):
+            call_command("migrate", verbosity=0, interactive=False)
+            assert not vector_column_ready()
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
+                assert cursor.fetchone()[0] == 0
+    finally:
+        with psycopg.connect(**admin, dbname="postgres", autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS plain_owned WITH (FORCE)")
+            conn.execute("DROP ROLE IF EXISTS plain")
