@@ -23,6 +23,7 @@ Without the extension (PostgreSQL without it, the SQLite demo) every function he
 nothing and search scans the bytes (retrieval/vectors.py).
 """
 
+import functools
 import hashlib
 import logging
 from collections.abc import Iterable, Sequence
@@ -137,9 +138,8 @@ def vector_index_exists(*, model: str, dimensions: int) -> bool:
 
 def vector_index_ensure(*, model: str, dimensions: int, concurrently: bool = False) -> bool:
     """Build the HNSW index of (model, dimensions) unless it is there. Returns whether it
-    was built now. In a transaction (the embed stage's) it holds the table's SHARE lock
-    until the commit, so the first chunks of a new model wait for it: on a large table
-    build it beforehand with `concurrently` (outside any transaction)."""
+    was built now. Outside any transaction: the build holds the table's SHARE lock while it
+    runs, so chunk writes wait for it; on a large table build it with `concurrently`."""
     if not vector_column_ready() or vector_index_exists(model=model, dimensions=dimensions):
         return False
     name = vector_index_name(model=model, dimensions=dimensions)
@@ -166,28 +166,31 @@ def vector_text(data: bytes) -> str:
     return "[" + ",".join(map(repr, np.frombuffer(data, dtype="<f4").tolist())) + "]"
 
 
-def chunk_vectors_write(
-    *, document_id, version: int, start: int, vectors: Sequence[bytes], model: str
-) -> None:
-    """Fill the vector column of chunks `start`, `start + 1`, … of (document, version)
-    just written, and build their model's index on its first use. Nothing without the
-    extension."""
+def _index_after_commit(*, model: str, vectors: Sequence[bytes]) -> None:
+    """Build the model's index once the chunks' transaction commits, if it is missing: not
+    inside it, where PostgreSQL refuses CREATE INDEX while the chunks' deferred foreign-key
+    checks are pending, and the lock would last as long as the stage's transaction."""
+    for dimensions in {len(vector) // 4 for vector in vectors}:
+        if not vector_index_exists(model=model, dimensions=dimensions):
+            transaction.on_commit(
+                functools.partial(vector_index_ensure, model=model, dimensions=dimensions)
+            )
+
+
+def chunk_vectors_write(*, chunk_ids: Sequence, vectors: Sequence[bytes], model: str) -> None:
+    """Fill the vector column of the chunks `chunk_ids` (written by the embed stage, or
+    given new vectors by a re-embed) from their float32 bytes `vectors`; their model's index
+    is built after the commit on its first use. Nothing without the extension."""
     if not vectors or not vector_column_ready():
         return
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {TABLE} SET {COLUMN} = v.vec::vector "
-            "FROM unnest(%s::int[], %s::text[]) AS v(idx, vec) "
-            'WHERE document_id = %s AND version = %s AND "index" = v.idx',
-            [
-                list(range(start, start + len(vectors))),
-                [vector_text(vector) for vector in vectors],
-                document_id,
-                version,
-            ],
+            "FROM unnest(%s::uuid[], %s::text[]) AS v(id, vec) "
+            f"WHERE {TABLE}.id = v.id",
+            [list(chunk_ids), [vector_text(vector) for vector in vectors]],
         )
-    for dimensions in {len(vector) // 4 for vector in vectors}:
-        vector_index_ensure(model=model, dimensions=dimensions)
+    _index_after_commit(model=model, vectors=vectors)
 
 
 def chunk_vectors_backfill(*, batch_size: int = 1000) -> dict[tuple[str, int], int]:

@@ -18,6 +18,7 @@ from django.db.models import Count, F, Q, QuerySet
 
 from core.provider_breaker import breaker
 from documents.models import Chunk, Document, Organisation
+from documents.vectors_sql import chunk_vectors_write
 from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
 
 
@@ -121,15 +122,21 @@ def document_reembed(*, document_id, beat=None) -> int:
             beat()
         rate_limit_wait()
         vectors = _embed(embedder, [text for _, text in batch])  # never inside a transaction
+        packed = [pack_vector(vector) for vector in vectors]
         with transaction.atomic():
-            for (chunk_id, _), vector in zip(batch, vectors, strict=True):
+            for (chunk_id, _), data, vector in zip(batch, packed, vectors, strict=True):
                 done += (
                     Chunk.objects.filter(id=chunk_id, version=version)
                     .exclude(embedding_model=embedder.name)
                     .update(
-                        embedding=pack_vector(vector),
+                        embedding=data,
                         embedding_model=embedder.name,
                         embedding_dimensions=len(vector),
                     )
                 )
+            # The index's column too, or a nearest-neighbour search would read the old model's
+            # vectors under the new model's name.
+            chunk_vectors_write(
+                chunk_ids=[chunk_id for chunk_id, _ in batch], vectors=packed, model=embedder.name
+            )
     return done

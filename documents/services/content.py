@@ -74,26 +74,27 @@ def document_chunks_upsert(
     places = places if places is not None else [ChunkPlace()] * len(texts)
     dimensions = dimensions if dimensions is not None else [None] * len(texts)
     now = timezone.now()
+    chunks = [
+        Chunk(
+            id=Chunk.stable_id(document_id=document.id, version=document.version, index=i),
+            document=document,
+            version=document.version,
+            index=i,
+            text=text,
+            embedding=vector,
+            embedding_model=model,
+            embedding_dimensions=size,
+            page_start=place.page_start,
+            page_end=place.page_end,
+            section=place.section[:SECTION_CHARS],
+            created_at=now,
+        )
+        for i, (text, vector, size, place) in enumerate(
+            zip(texts, vectors, dimensions, places, strict=True), start=start
+        )
+    ]
     Chunk.objects.bulk_create(
-        [
-            Chunk(
-                id=Chunk.stable_id(document_id=document.id, version=document.version, index=i),
-                document=document,
-                version=document.version,
-                index=i,
-                text=text,
-                embedding=vector,
-                embedding_model=model,
-                embedding_dimensions=size,
-                page_start=place.page_start,
-                page_end=place.page_end,
-                section=place.section[:SECTION_CHARS],
-                created_at=now,
-            )
-            for i, (text, vector, size, place) in enumerate(
-                zip(texts, vectors, dimensions, places, strict=True), start=start
-            )
-        ],
+        chunks,
         update_conflicts=True,
         unique_fields=["id"],
         update_fields=[
@@ -106,9 +107,7 @@ def document_chunks_upsert(
             "section",
         ],
     )
-    chunk_vectors_write(
-        document_id=document.id, version=document.version, start=start, vectors=vectors, model=model
-    )
+    chunk_vectors_write(chunk_ids=[chunk.id for chunk in chunks], vectors=vectors, model=model)
 
 
 @transaction.atomic(savepoint=False)

@@ -11,11 +11,13 @@ import numpy as np
 import psycopg
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 
 from documents.models import Document
 from documents.services.organisations import organisation_create
-from documents.vectors_sql import vector_column_ready, vector_index_name
+from documents.vectors_sql import vector_column_ready, vector_index_exists, vector_index_name
+from retrieval.embedding import HashingEmbedder
+from retrieval.reembed import document_reembed
 from retrieval.vectors import nearest_chunks
 from tests.support.pgvector_server import default_database, pgvector_server
 from tests.support.processes import ROOT
@@ -308,3 +310,40 @@ def test_a_role_that_may_not_create_the_extension_still_migrates(pgvector, djang
         with psycopg.connect(**admin, dbname="postgres", autocommit=True) as conn:
             conn.execute("DROP DATABASE IF EXISTS plain_owned WITH (FORCE)")
             conn.execute("DROP ROLE IF EXISTS plain")
+
+
+@pytest.mark.slow
+def test_a_reembedded_document_is_found_by_its_new_vectors_through_the_index(on_pgvector, settings):
+    org = organisation_create(slug="acme", page_limit=1000)
+    texts = ["The automobile was parked outside the station", "Please pay the invoice"]
+    # Embedded by a model of the same size whose geometry knows no synonym.
+    document = vector_document(org, "cars.pdf", texts, embedder=HashingEmbedder(dimensions=16))
+    settings.PAPERLANE_EMBEDDER = EMBEDDER
+    synonyms = SynonymEmbedder()
+
+    assert document_reembed(document_id=document.id) == 2
+    neighbours = nearest_chunks(
+        organisation_id=org.id, model=synonyms.name, vector=synonyms.embed(["car"])[0], limit=5
+    )
+
+    # Read from the vector column: the new model's vectors, not the old ones under its name.
+    assert [row.index for row in neighbours.rows] == [0, 1]
+    expected = float(np.dot(synonyms.embed(["car"])[0], synonyms.embed([texts[0]])[0]))
+    assert neighbours.rows[0].similarity == pytest.approx(expected, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_a_new_models_first_chunks_written_in_a_transaction_get_its_index_after_the_commit(
+    on_pgvector, synonyms
+):
+    name = vector_index_name(model=synonyms.name, dimensions=synonyms.dimensions)
+    with connection.cursor() as cursor:  # built by an earlier test: flush keeps indexes
+        cursor.execute(f"DROP INDEX IF EXISTS {name}")
+    org = organisation_create(slug="acme", page_limit=1000)
+    # As in the embed stage: the chunks, with their deferred foreign-key checks pending, and
+    # the stage's completion in one transaction.
+    with transaction.atomic():
+        vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+        assert not vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
