@@ -5,7 +5,7 @@ PostgreSQL through the chunks' stemmed text index."""
 from urllib.parse import urlencode
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from core.provider_breaker import breaker
