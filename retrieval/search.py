@@ -175,14 +175,15 @@ def _text_candidates(organisation_id, parsed: Query, document_id, *, deepest: in
 
 def _text_order(found: TextCandidates) -> list[TextMatch]:
     """The matches best first by text: chunks of documents that hold every clause, then
-    of those that hold the most, each group by its text score."""
+    of those that hold the most; within each, chunks holding more of them themselves,
+    then by text score."""
 
     def held(match: TextMatch) -> int:
         return len(found.holds.get(match.document_id, ()))
 
     return sorted(
         found.matches,
-        key=lambda m: (held(m) != found.clauses, -held(m), -m.score),
+        key=lambda m: (held(m) != found.clauses, -held(m), -len(m.clauses), -m.score),
     )
 
 

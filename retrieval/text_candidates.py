@@ -12,7 +12,8 @@ class TextMatch:
     document_id: object
     index: int
     # BM25-like: the sum over the clauses the chunk holds of their weight (rarer: more)
-    # times a saturating function of how often it holds them.
+    # times a saturating function of how often it holds them; double for the words side
+    # by side in the order typed.
     score: float
     clauses: frozenset[int]
 

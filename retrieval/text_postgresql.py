@@ -5,15 +5,17 @@ Each clause of the query is looked up on its own: every chunk of the organisatio
 holds a rare word is read, and the first PAPERLANE_SEARCH_MATCHES_RANKED of a common
 one, so a common word cannot crowd a rare one out. How many chunks hold a clause gives
 its weight (BM25's idf over the organisation's chunks); `ts_rank` of the chunk's
-vector for the clause gives the saturating term frequency, normalised by length.
+vector for the clause gives the saturating term frequency, normalised by length; a
+chunk holding the words side by side, in the order typed, scores double.
 Documents are judged by all their chunks: which clauses a document holds is read again,
 for the documents ranked first, where a common clause's chunks were cut short.
 
 The plan does not depend on statistics: each clause's lookup reads the chunks by their
-vector alone, in a subquery the planner cannot merge (`OFFSET 0`), so the only ways in
+vector alone, in a materialised CTE (planned on its own, run once), so the only ways in
 are the GIN index or, where statistics say the word is in most chunks, the table.
 Without statistics the planner takes the index; it never reads an organisation's chunks
-one document at a time to test each.
+one document at a time to test each. The price: a clause's matches are read in every
+organisation before the organisation's are kept (bounded by the statement timeout).
 """
 
 from django.conf import settings
@@ -27,13 +29,16 @@ from retrieval.text_candidates import TextCandidates, TextMatch, idf
 _CHUNKS = Chunk._meta.db_table
 _DOCUMENTS = Document._meta.db_table
 
-# One clause's matches in the organisation (and the document, when one is searched).
+# One clause's matching chunks, every organisation's: a CTE is planned alone and run
+# once, so the only ways in are the GIN index or the table, never by document.
+_MATCHES = f"""
+    {{name}} AS MATERIALIZED (
+        SELECT id, document_id, version FROM {_CHUNKS}
+        WHERE search_vector @@ to_tsquery(%s::regconfig, %s) {{excluded}})
+"""
+# Those of the organisation (and the document, when one is searched), the first so many.
 _CLAUSE = f"""
-    (SELECT {{n}} AS n, m.id
-     FROM (SELECT id, document_id, version FROM {_CHUNKS}
-           WHERE search_vector @@ to_tsquery(%s::regconfig, %s) {{excluded}}
-           OFFSET 0) m
-     JOIN {_DOCUMENTS} d ON d.id = m.document_id
+    (SELECT {{n}} AS n, m.id FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
      WHERE d.organisation_id = %s AND d.deleted_at IS NULL
        AND (%s::uuid IS NULL OR d.id = %s::uuid)
        -- Only the settled version: chunks of a run that has not settled are not found.
@@ -60,28 +65,44 @@ def text_candidates(
     language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
     per_clause = settings.PAPERLANE_SEARCH_MATCHES_RANKED
     with connection.cursor() as cursor:
+        # A clause's matches are read through the GIN index whatever the statistics say:
+        # a sequential scan would unpack every chunk's vector to test it.
+        cursor.execute("SELECT set_config('enable_seqscan', 'off', true)")
         clauses = _answerable(cursor, language, query)
         if not clauses:
             return TextCandidates(matches=[])
         texts = [tsquery_text(query.clauses[n]) for n in clauses]
+        # Chunks holding every clause, looked up together (-1): when every word is common,
+        # the first matches of each alone need not include them.
+        sources = list(enumerate(texts))
+        if len(texts) > 1:
+            sources.append((-1, " & ".join(f"({text})" for text in texts)))
         excluded_text = tsquery_text(query.excluded) if query.excluded else ""
-        parts, params = [], []
-        for position, text in enumerate(texts):
-            parts.append(_CLAUSE.format(n=position, excluded=_EXCLUDED if excluded_text else ""))
+        matches, parts, params = [], [], []
+        for n, text in sources:
+            name = f"m{n}".replace("-", "_")
+            matches.append(_MATCHES.format(name=name, excluded=_EXCLUDED if excluded_text else ""))
             params += [language, text]
             params += [language, excluded_text] if excluded_text else []
+        for n, _ in sources:
+            parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
             params += [organisation_id, document_id, document_id, per_clause]
-        ranks = ", ".join(
-            "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 1)" for _ in texts
+        tests = ", ".join(
+            "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 1), "
+            "c.search_vector @@ to_tsquery(%s::regconfig, %s)"
+            for _ in texts
         )
         for text in texts:
-            params += [language, text]
-        params.append(organisation_id)
+            params += [language, text, language, text]
+        # The words in the order typed, side by side: what a remembered passage looks like.
+        params += [language, " ".join(query.words), organisation_id]
         cursor.execute(
             f"""
-            WITH pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
-                 found AS (SELECT id, array_agg(n) AS clauses FROM pool GROUP BY id)
-            SELECT c.id, c.document_id, c.index, f.clauses, ARRAY[{ranks}],
+            WITH {", ".join(matches)},
+                 pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
+                 found AS (SELECT id, array_agg(n) AS sources FROM pool GROUP BY id)
+            SELECT c.id, c.document_id, c.index, f.sources, ARRAY[{tests}]::text[],
+                   c.search_vector @@ phraseto_tsquery(%s::regconfig, %s),
                    (SELECT coalesce(sum(chunk_count), 0) FROM {_DOCUMENTS}
                     WHERE organisation_id = %s AND deleted_at IS NULL)
             FROM found f JOIN {_CHUNKS} c ON c.id = f.id
@@ -91,23 +112,29 @@ def text_candidates(
         rows = cursor.fetchall()
         if not rows:
             return TextCandidates(matches=[], clauses=len(texts))
-        total = rows[0][5]
+        total = rows[0][6]
         found = [0] * len(texts)
         for row in rows:
             for n in row[3]:
-                found[n] += 1
+                if n >= 0:
+                    found[n] += 1
         weights = [idf(total, count) for count in found]
-        matches = [
-            TextMatch(
-                chunk_id=row[0],
-                document_id=row[1],
-                index=row[2],
-                # ts_rank of one occurrence is 0.1 (times the length's normalisation).
-                score=sum(weights[n] * row[4][n] * 10 for n in row[3]),
-                clauses=frozenset(row[3]),
+        matches = []
+        for row in rows:
+            # (rank, holds) for each clause, as text: "0.0607", "true".
+            ranks = [float(value) for value in row[4][0::2]]
+            held = frozenset(n for n, value in enumerate(row[4][1::2]) if value == "true")
+            score = sum(weights[n] * ranks[n] * 10 for n in held)
+            matches.append(
+                TextMatch(
+                    chunk_id=row[0],
+                    document_id=row[1],
+                    index=row[2],
+                    # ts_rank of one occurrence is 0.1 (times the length's normalisation).
+                    score=score * (2 if row[5] else 1),
+                    clauses=held,
+                )
             )
-            for row in rows
-        ]
         matches.sort(key=lambda m: (-m.score, str(m.chunk_id), m.index))
         holds: dict[object, frozenset[int]] = {}
         for match in matches:

@@ -70,6 +70,13 @@ def text_candidates(
             [any_clause, organisation_id, document, document, *rowids],
         )
         scores = {row[0]: -row[4] for row in cursor.fetchall()}
+        # The words side by side in the order typed score double, as on PostgreSQL.
+        cursor.execute(
+            f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH %s AND rowid IN ({marks})",
+            [fts_text((tuple(query.words),)), *rowids],
+        )
+        for (rowid,) in cursor.fetchall():
+            scores[rowid] = scores.get(rowid, 0.0) * 2
     matches = [
         TextMatch(
             chunk_id=uuid.UUID(str(row[1])),
