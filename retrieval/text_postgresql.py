@@ -46,6 +46,10 @@ _CLAUSE = f"""
      LIMIT %s)
 """
 
+# Of a clause in more chunks than the matches read, these many are ranked: its weight is
+# low, and the chunks holding every clause are read on their own.
+_COMMON_SAMPLE = 50
+
 _EXCLUDED = "AND NOT search_vector @@ to_tsquery(%s::regconfig, %s)"
 
 
@@ -87,8 +91,9 @@ def text_candidates(
         for n, _ in sources:
             parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
             params += [organisation_id, document_id, document_id, per_clause]
+        params += [per_clause, _COMMON_SAMPLE]
         tests = ", ".join(
-            "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 1), "
+            "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 0), "
             "c.search_vector @@ to_tsquery(%s::regconfig, %s)"
             for _ in texts
         )
@@ -100,12 +105,18 @@ def text_candidates(
             f"""
             WITH {", ".join(matches)},
                  pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
-                 found AS (SELECT id, array_agg(n) AS sources FROM pool GROUP BY id)
-            SELECT c.id, c.document_id, c.index, f.sources, ARRAY[{tests}]::text[],
+                 counted AS MATERIALIZED (
+                     SELECT n, id, count(*) OVER (PARTITION BY n) AS found,
+                            row_number() OVER (PARTITION BY n) AS k
+                     FROM pool),
+                 ranked AS (SELECT DISTINCT id FROM counted WHERE n < 0 OR found < %s OR k <= %s)
+            SELECT c.id, c.document_id, c.index, length(c.search_vector),
+                   ARRAY[{tests}]::text[],
                    c.search_vector @@ phraseto_tsquery(%s::regconfig, %s),
                    (SELECT coalesce(sum(chunk_count), 0) FROM {_DOCUMENTS}
-                    WHERE organisation_id = %s AND deleted_at IS NULL)
-            FROM found f JOIN {_CHUNKS} c ON c.id = f.id
+                    WHERE organisation_id = %s AND deleted_at IS NULL),
+                   (SELECT array_agg(DISTINCT ARRAY[n, found]) FROM counted WHERE n >= 0)
+            FROM ranked f JOIN {_CHUNKS} c ON c.id = f.id
             """,
             params,
         )
@@ -114,17 +125,18 @@ def text_candidates(
             return TextCandidates(matches=[], clauses=len(texts))
         total = rows[0][6]
         found = [0] * len(texts)
-        for row in rows:
-            for n in row[3]:
-                if n >= 0:
-                    found[n] += 1
+        for n, count in rows[0][7] or []:
+            found[n] = count
         weights = [idf(total, count) for count in found]
+        average = sum(row[3] for row in rows) / len(rows) or 1
         matches = []
         for row in rows:
             # (rank, holds) for each clause, as text: "0.0607", "true".
             ranks = [float(value) for value in row[4][0::2]]
             held = frozenset(n for n, value in enumerate(row[4][1::2]) if value == "true")
-            score = sum(weights[n] * ranks[n] * 10 for n in held)
+            # BM25's length normalisation (b = 0.75) of ts_rank's saturating frequency.
+            length = 0.25 + 0.75 * row[3] / average
+            score = sum(weights[n] * ranks[n] * 10 for n in held) / length
             matches.append(
                 TextMatch(
                     chunk_id=row[0],
