@@ -22,12 +22,11 @@ retrieval/vectors.py provides it.
 
 import argparse
 import importlib.util
-import io
 import random
 import time
 import uuid
 
-from _common import bench_env, fresh_database, manage, percentile, print_table, SCRATCH
+from _common import SCRATCH, bench_env, fresh_database, manage, percentile, print_table
 from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
@@ -133,9 +132,7 @@ def _row(label: str, scores: dict, timings: dict) -> list[str]:
     row = [label]
     for kind in KINDS:
         values = timings.get(kind, [])
-        latency = (
-            f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f}" if values else "-"
-        )
+        latency = f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f}" if values else "-"
         row += [f"{scores.get(kind, float('nan')):.3f}", latency]
     return row
 
