@@ -4,14 +4,15 @@
                                      [--others 2] [--embeddings] [--pgvector]
 
 Builds, in a fresh bench database (bench/_common.py), one organisation of `--documents`
-documents holding `--chunks` chunks of generated text (words drawn from a Zipf-shaped
-vocabulary of 40,000, each document with its own rarer topic words, stop words
-included), and `--others` organisations beside it with a fifth as many each, loaded
-with COPY. Then, for `--queries` known items of each kind (tests/support/known_items.py:
-6 consecutive words; 3 distinctive words, one re-inflected; the same + 1 word the
-document lacks), it times documents_search (limit 10, in this process) and scores
-MRR@10, twice: on the freshly loaded table (no statistics: the plan must not depend on
-them), and after `manage.py search_index` (ANALYZE). SQLite FTS5 bm25 over the same
+documents holding `--chunks` chunks of generated text (content words drawn from a
+Zipf-Mandelbrot vocabulary of 40,000, each document with its own rarer topic words,
+every fourth word a stop word), and `--others` organisations beside it with a fifth as
+many each, loaded with COPY. Then, for `--queries` known items of each kind
+(tests/support/known_items.py: 6 consecutive words; 3 distinctive words, one
+re-inflected; the same + 1 word the document lacks), it times documents_search (limit
+10, in this process) and scores MRR@10, twice: on the freshly loaded table (no
+statistics: the plan must not depend on them), and after `manage.py search_index`
+(ANALYZE). SQLite FTS5 bm25 over the same
 chunks is scored alongside (MRR only).
 
 `--embeddings` stores the hashing embedder's vectors (slow: about a minute per 100,000
@@ -52,7 +53,9 @@ def _corpus(rng: random.Random, documents: int, chunks: int) -> dict[str, list[s
     """Generated documents: common words by a Zipf law, stop words between, and a few
     topic words of the document's own (rare across the corpus) in most chunks."""
     vocabulary = _vocabulary(rng, 40_000)
-    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
+    # Zipf-Mandelbrot, as content words in natural text: the commonest is about 1% of them
+    # (words any chunk holds are stop words, placed apart below).
+    weights = [1 / (rank + 60) for rank in range(len(vocabulary))]
     cumulative = []
     total = 0.0
     for weight in weights:
