@@ -90,6 +90,15 @@ def test_a_rare_word_counts_more_than_a_common_one(api, org):
     assert [hit["document_id"] for hit in results[:2]] == [str(rare.id), str(common.id)]
 
 
+def test_other_forms_of_a_word_match(api, org):
+    alphabet = document_with_chunks(org, "alphabet.pdf", ["an alphabet of the sea"])
+    document_with_chunks(org, "other.pdf", ["a table of tides"])
+
+    for q in ("alphabets", "alphabet", "seas"):
+        found = [hit["document_id"] for hit in _search(api, q).json()["results"]]
+        assert found == [str(alphabet.id)], q
+
+
 def test_apostrophes_and_hyphens_match_however_they_are_written(api, org):
     keeper = document_with_chunks(org, "keeper.pdf", ["the lighthouse keeper’s e-mail"])
 
