@@ -82,6 +82,20 @@ def test_documents_holding_every_word_come_first_then_those_holding_the_most(api
     assert sorted(found[2:]) == sorted(str(d.id) for d in common)
 
 
+def test_a_document_holds_a_common_word_even_where_its_first_matches_were_elsewhere(
+    api, org, settings
+):
+    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 2  # "harbour" is in more chunks than read
+    for n in range(3):
+        document_with_chunks(org, f"harbour-{n}.pdf", [f"the harbour wall {n}"])
+    every = document_with_chunks(org, "every.pdf", ["the pilot boards", "at the harbour"])
+    strong = document_with_chunks(org, "strong.pdf", ["pilot pilot"])
+
+    results = _search(api, "harbour pilot").json()["results"]
+
+    assert [hit["document_id"] for hit in results[:2]] == [str(every.id), str(strong.id)]
+
+
 def test_a_rare_word_counts_more_than_a_common_one(api, org):
     for n in range(8):
         document_with_chunks(org, f"common-{n}.pdf", [f"the survey report number {n}"])
