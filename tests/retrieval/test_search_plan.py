@@ -1,7 +1,10 @@
 """The search's query reads the chunks through their GIN index whatever the table's
 statistics say: here on a freshly loaded table that was never analysed."""
 
+import io
+
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -54,3 +57,38 @@ def test_the_search_uses_the_text_index_on_a_table_never_analysed(org, other_org
     # "opening", "7", and both together; without the search's own enable_seqscan = off.
     assert plan.count(f"Bitmap Index Scan on {INDEX}") == 3, plan
     assert "Seq Scan on documents_chunk" not in plan, plan
+
+
+@pytest.mark.django_db(transaction=True)  # the index is built concurrently: no transaction
+def test_search_index_rebuilds_the_index_in_a_new_language_and_analyses(org, settings):
+    document_with_chunks(org, "alphabet.pdf", ["an alphabet of the sea"])
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'documents_chunk'::regclass")
+    assert call_command_output("search_index") == "statistics refreshed"
+    try:
+        settings.PAPERLANE_SEARCH_LANGUAGE = "simple"
+        assert call_command_output("search_index") == (
+            "index rebuilt in simple (was english), statistics refreshed"
+        )
+        assert _found(org, "alphabet") == ["alphabet.pdf"]
+        assert _found(org, "alphabets") == []  # no stemmer in `simple`
+    finally:
+        settings.PAPERLANE_SEARCH_LANGUAGE = "english"
+        call_command_output("search_index")
+    assert _found(org, "alphabets") == ["alphabet.pdf"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stats "
+            "WHERE tablename = 'documents_chunk' AND attname = 'search_vector'"
+        )
+        assert cursor.fetchone()[0] == 1
+
+
+def _found(organisation, query: str) -> list[str]:
+    return [h.filename for h in documents_search(organisation=organisation, query=query).hits]
+
+
+def call_command_output(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().strip()
