@@ -193,8 +193,19 @@ def test_a_missing_query_or_token_gets_the_api_errors(api, client):
     assert client.get("/api/v1/search", {"q": "x"}).status_code == 401
 
 
+def test_with_embeddings_fused_the_ranking_says_so(api, org, settings):
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
+    document_with_chunks(org, "kept.pdf", ["the anchor chain"])
+
+    body = _search(api, "anchor").json()
+
+    assert body["ranking"] == "embedding"
+    assert body["results"][0]["score"] == 1  # first by text and by embedding
+
+
 def test_with_the_provider_paused_it_ranks_by_text_and_says_so(api, org, redis_conn, settings):
     settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 1
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
     document_with_chunks(org, "kept.pdf", ["the anchor chain"])
     breaker(PROVIDER).failed()
 
@@ -269,7 +280,10 @@ def test_only_the_first_matches_found_are_ranked(api, org, settings):
     assert len(results) == 3
 
 
-def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(api, org, monkeypatch):
+def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(
+    api, org, monkeypatch, settings
+):
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
     document_with_chunks(org, "kept.pdf", ["the anchor chain"])
 
     def refuses(texts):
