@@ -127,10 +127,11 @@ def documents_search(
     by_text = _text_order(found)
     pool = _pool(by_text)
     vector = _query_vector(" ".join(parsed.words)) if _fuse_embeddings() else None
+    # Nearest neighbours from a vector index join here, as TextMatch with no clauses.
     semantic = _by_cosine(pool, vector) if vector is not None else []
-    fused = _rank([m.chunk_id for m in by_text], semantic)
+    fused = _rank([m.chunk_id for m in by_text], [m.chunk_id for m in semantic])
     best: dict[object, tuple[float, TextMatch]] = {}
-    for match in by_text:
+    for match in [*by_text, *semantic]:
         score = fused[match.chunk_id]
         if match.document_id not in best or score > best[match.document_id][0]:
             best[match.document_id] = (score, match)
@@ -241,7 +242,7 @@ def _query_vector(query: str) -> tuple[str, list[float]] | None:
     return embedder.name, vector
 
 
-def _by_cosine(pool: list[TextMatch], query: tuple[str, list[float]]) -> list[object]:
+def _by_cosine(pool: list[TextMatch], query: tuple[str, list[float]]) -> list[TextMatch]:
     """The pool's chunks embedded by the query's model, by cosine similarity to it, best
     first (a chunk of another model is not compared)."""
     model, vector = query
@@ -251,7 +252,7 @@ def _by_cosine(pool: list[TextMatch], query: tuple[str, list[float]]) -> list[ob
     similarity = [(_cosine(bytes(embedding), vector), key) for key, embedding in rows]
     order = {m.chunk_id: n for n, m in enumerate(pool)}
     similarity.sort(key=lambda item: (-item[0], order[item[1]]))
-    return [key for _, key in similarity]
+    return [pool[order[key]] for _, key in similarity]
 
 
 def _cosine(embedding: bytes, vector: list[float]) -> float:

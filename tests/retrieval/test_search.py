@@ -13,7 +13,7 @@ from documents.models import Document
 from documents.services.content import document_chunks_upsert
 from retrieval.embedding import PROVIDER, get_embedder, pack_vector
 from retrieval.query import parse
-from retrieval.search import MAX_QUERY_CHARS, marked_snippet, snippet
+from retrieval.search import MAX_QUERY_CHARS, _rank, marked_snippet, snippet
 from tests.support.files import make_pdf
 from tests.support.runs import document_with_chunks, drive
 from tests.support.uploads import accepted_run
@@ -350,3 +350,12 @@ def test_the_snippet_marks_the_words_of_the_query_as_stemmed():
     assert [text[start:end] for start, end in marks] == ["Tides", "Tide"]
     text, marks = marked_snippet("An alphabet of letters, alpha first", ["alphabets"])
     assert [text[start:end] for start, end in marks] == ["alphabet"]
+
+
+def test_rank_fuses_the_text_order_with_a_semantic_order_that_may_add_chunks():
+    scores = _rank(["a", "b"], ["a", "c"])
+
+    assert scores["a"] == 1  # first in both
+    assert scores["b"] == scores["c"]  # second in one order each
+    alone = _rank(["a", "b"], [])  # the text's order alone
+    assert alone["a"] == 1 and alone["b"] == pytest.approx(61 / 62)
