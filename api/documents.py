@@ -359,10 +359,11 @@ def search(
     ),
     document: uuid.UUID | None = Query(None, description="Search this document alone."),
 ):
-    """The documents that best match `q` (every word; "a quoted phrase", `or` and `-word`
-    work as in a web search), best first, one result per document with its best chunk.
-    `400 query_empty`: `q` holds only -words. `503 search_timeout` with `Retry-After`:
-    the search took too long."""
+    """The documents that best match `q`, best first, one result per document with its
+    best chunk: those holding every word first, then those holding the most of them.
+    Words match their other forms ("alphabets" finds "alphabet"); rarer words count more;
+    "a quoted phrase", `or` and `-word` work as in a web search. `400 query_empty`: `q`
+    holds only -words. `503 search_timeout` with `Retry-After`: the search took too long."""
     results = documents_search(
         organisation=request.organisation, query=q, limit=limit, offset=offset, document_id=document
     )

@@ -325,7 +325,7 @@ if AWS_STORAGE_BUCKET_NAME and PAPERLANE_WEB_DIRECT_UPLOAD_BYTES:
 
 # Interactive runs (uploads from people and the API) not yet ended, at most; and at
 # most this many of them for one organisation, so one backfill cannot fill the system.
-PAPERLANE_ADMISSION_BACKLOG_BOUND = env.int("PAPERLANE_ADMISSION_BACKLOG_BOUND", default=2000)
+PAPERLANE_ADMISSION_BACKLOG_BOUND = env.int("PAPERLANE_ADMISSION_BACKLOG_BOUND", default=1000)
 PAPERLANE_ADMISSION_ORGANISATION_BOUND = env.int(
     "PAPERLANE_ADMISSION_ORGANISATION_BOUND", default=500
 )
@@ -475,12 +475,19 @@ PAPERLANE_EMBED_MAX_INPUT_TOKENS = env.int("PAPERLANE_EMBED_MAX_INPUT_TOKENS", d
 PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS = env.float(
     "PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS", default=30.0
 )
-# GET /search: the chunks found by their words that are ranked by embedding, and the
-# longest PostgreSQL may spend finding them before the search is refused (503).
+# GET /search: the stemmer (a PostgreSQL text search configuration: `english`, `simple`
+# for none, ...; on SQLite `english` is Porter's and anything else none). The index is
+# built in it: after changing it, run `manage.py search_index` (it rebuilds the index).
+PAPERLANE_SEARCH_LANGUAGE = env("PAPERLANE_SEARCH_LANGUAGE", default="english")
+# The best chunks by text that are then ranked with the query's embedding (when the
+# embedder's vectors have a meaning) and cut to one per document.
 PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200)
-# Matches ranked by their text to choose those candidates: for a word in most chunks, the
-# first this many found, not all of them.
-PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=5000)
+# Whether the query embedding's cosine ranks too: `auto` when the embedder's vectors have
+# a meaning (not the default hashing one, whose ranking made search worse), `always`, `never`.
+PAPERLANE_SEARCH_FUSE_EMBEDDINGS = env("PAPERLANE_SEARCH_FUSE_EMBEDDINGS", default="auto")
+# Chunks read for each word of the query: all of a rarer word's, the first this many of
+# a word in more chunks (its weight is then that of a word in this many).
+PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=300)
 PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)
 # Semantic candidates: up to this many of an organisation's chunks are compared with the
 # query one by one; beyond it only pgvector's HNSW index answers, and without pgvector the

@@ -1,40 +1,47 @@
-"""Search an organisation's documents: candidate chunks found by their words, ranked by
-their embeddings.
+"""Search an organisation's documents for what a person types.
 
-On PostgreSQL the full-text index on the chunks' text (`to_tsvector('simple', text)`,
-migration documents 0006) finds the chunks that hold every word of the query, in
-`websearch_to_tsquery` syntax ("a quoted phrase", `or`, `-word`), and keeps the
-PAPERLANE_SEARCH_CANDIDATES best by text rank, within PAPERLANE_SEARCH_TIMEOUT_MS. On
-SQLite (the demo) the candidates are the chunks that contain every word. The candidates
-are then ranked by their text rank fused with the cosine similarity of their embedding
-and the query's, embedded by the provider that embedded the chunks; each document
-appears once, with its best chunk. If the provider cannot embed the query (down, or
-its breaker open), the text rank alone orders the results, and the answer says so.
-Only a document's searchable version is read (`Document.searchable_version`, set when
-its run settles): chunks of a run still in the pipeline, or of one that did not settle,
-are never found.
+The words find the candidates (retrieval/text_postgresql.py on PostgreSQL, through the
+chunks' stemmed full-text index; retrieval/text_sqlite.py on the SQLite demo, through
+FTS5), in web-search syntax: "a quoted phrase", `a or b`, `-word`. Documents that hold
+every word (in any of their chunks) come first; when fewer than `limit` do, those that
+hold the most of them follow. Within that, chunks are ordered by a BM25-like text score
+(rare words count more), fused (reciprocal rank fusion) with their order by the query
+embedding's cosine similarity when the embedder's vectors have a meaning; each document
+appears once, with its best chunk, chosen after ranking over a pool in which no single
+document can take every place.
 
-Candidates come from words: with the default hashing embedder, whose vectors are made
-of words and word pairs, a chunk without a word of the query scores about zero anyway.
-A semantic provider could rank chunks that share no word with the query; finding those
-needs a vector index (pgvector), which the portable float32 embeddings do not have.
+The default embedder hashes words into dimensions: its vectors have no meaning, and
+fusing their order made search worse (bench/search.py --embeddings: MRR@10 of 6
+consecutive words 0.969 fused against 1.000; the known-item test measures both), so by
+default its cosine does not rank (PAPERLANE_SEARCH_FUSE_EMBEDDINGS). A
+second source of candidates, nearest neighbours by meaning from a vector index, fuses
+into the same ranking (`_rank`'s `semantic` order).
+
+If the provider cannot embed the query (down, or its breaker open), the text rank alone
+orders the results, and the answer says so. Only a document's searchable version is
+read (`Document.searchable_version`, set when its run settles): chunks of a run still in
+the pipeline, or of one that did not settle, are never found.
 """
 
 import logging
 import operator
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.db.utils import OperationalError
 
 from core.errors import RetryLater, ServiceError
 from core.provider_breaker import breaker
 from documents.models import Chunk, Document, Organisation
+from documents.search_index import check_language
+from retrieval import text_postgresql, text_sqlite
 from retrieval.chunking import clean_text
-from retrieval.embedding import PROVIDER, get_embedder, unpack_vector
+from retrieval.embedding import PROVIDER, HashingEmbedder, get_embedder, unpack_vector
+from retrieval.query import Query, parse
+from retrieval.text_candidates import TextCandidates, TextMatch
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +59,9 @@ SNIPPET_CHARS = 240
 _WORD = re.compile(r"\w+")
 # Reciprocal rank fusion's constant: 60, as in its paper and most search engines.
 _FUSION_K = 60
+# A document's chunks in the pool that is ranked with the embedding: so that the pool of
+# PAPERLANE_SEARCH_CANDIDATES holds at least a third as many documents.
+_CHUNKS_PER_DOCUMENT = 3
 
 
 class SearchTooSlow(RetryLater):
@@ -82,22 +92,10 @@ class Hit:
 @dataclass(frozen=True)
 class Results:
     hits: list[Hit]
-    # "embedding" when the query's embedding ranked them, "text" when the provider could not.
+    # "embedding" when the query's embedding ranked them, "text" when the text alone did.
     ranking: str
     # Whether more documents match beyond these (the next page starts at offset + limit).
     more: bool = False
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    document_id: object
-    index: int
-    text: str
-    embedding: bytes
-    model: str
-    page_start: int | None = None
-    page_end: int | None = None
-    section: str = ""
 
 
 def documents_search(
@@ -109,102 +107,64 @@ def documents_search(
     document_id: object | None = None,
 ) -> Results:
     """The organisation's documents that best match `query`, best first: at most `limit`
-    of them after the first `offset`. With `document_id`, that document alone (its best
+    of them after the first `offset`. Documents holding every word come first, then
+    those holding the most of them. With `document_id`, that document alone (its best
     chunk), if it is the organisation's and matches."""
     query = query.strip()
     if len(query) > MAX_QUERY_CHARS:
         raise ServiceError(
             f"A search is at most {MAX_QUERY_CHARS} characters.", code="query_too_long"
         )
-    words, unwanted = _terms(query)
-    if not words:
+    parsed = parse(query)
+    if not parsed.clauses:
         raise ServiceError(
             "Send the words to search for in `q` (a search of only -words finds nothing).",
             code="query_empty",
         )
     limit = min(max(limit, 1), MAX_LIMIT)
     offset = min(max(offset, 0), MAX_OFFSET)
-    if connection.vendor == "postgresql":
-        candidates = _candidates_postgresql(organisation.id, query, document_id)
-    else:
-        candidates = _candidates_by_substring(organisation.id, words, unwanted, document_id)
-    vector = _query_vector(" ".join(words))  # without the syntax: quotes, or, -words
-    ranked = _rank(candidates, vector)
-    best: dict[object, tuple[float, _Candidate]] = {}
-    for score, candidate in ranked:
-        best.setdefault(candidate.document_id, (score, candidate))
-        if len(best) > offset + limit:
-            break
-    more = len(best) > offset + limit
-    page = list(best.items())[offset : offset + limit]
-    documents = Document.objects.only("filename", "page_count").in_bulk([d for d, _ in page])
-    hits = []
-    for found_id, (score, candidate) in page:
-        if found_id not in documents:
-            continue
-        text, marks = marked_snippet(candidate.text, words)
-        hits.append(
-            Hit(
-                document_id=found_id,
-                filename=documents[found_id].filename,
-                pages=documents[found_id].page_count,
-                chunk_index=candidate.index,
-                snippet=text,
-                score=round(score, 4),
-                page_start=candidate.page_start,
-                page_end=candidate.page_end,
-                section=candidate.section,
-                marks=marks,
-            )
+    found = _text_candidates(organisation.id, parsed, document_id, deepest=offset + limit + 1)
+    by_text = _text_order(found)
+    pool = _pool(by_text)
+    vector = _query_vector(" ".join(parsed.words)) if _fuse_embeddings() else None
+    # Nearest neighbours from a vector index join here, as TextMatch with no clauses.
+    semantic = _by_cosine(pool, vector) if vector is not None else []
+    fused = _rank([m.chunk_id for m in by_text], [m.chunk_id for m in semantic])
+    best: dict[object, tuple[float, TextMatch]] = {}
+    for match in [*by_text, *semantic]:
+        score = fused[match.chunk_id]
+        if match.document_id not in best or score > best[match.document_id][0]:
+            best[match.document_id] = (score, match)
+
+    def order(document):
+        held = len(found.holds.get(document, ()))
+        return (held == found.clauses, held, best[document][0])
+
+    ranked = sorted(best, key=order, reverse=True)
+    more = len(ranked) > offset + limit
+    page = ranked[offset : offset + limit]
+    return Results(
+        hits=_hits(page, best, parsed),
+        ranking="embedding" if semantic else "text",
+        more=more,
+    )
+
+
+def _text_candidates(organisation_id, parsed: Query, document_id, *, deepest: int):
+    if connection.vendor != "postgresql":
+        return text_sqlite.text_candidates(
+            organisation_id=organisation_id, query=parsed, document_id=document_id, deepest=deepest
         )
-    return Results(hits=hits, ranking="text" if vector is None else "embedding", more=more)
-
-
-# The expression must be the index's (documents 0006), word for word, for the planner to use it.
-CANDIDATES_SQL = f"""
-    SELECT m.document_id, m.index, m.text, m.embedding, m.embedding_model,
-           m.page_start, m.page_end, m.section
-    FROM (
-        SELECT c.document_id, c.index, c.text, c.embedding, c.embedding_model,
-               c.page_start, c.page_end, c.section, q.q
-        FROM {Chunk._meta.db_table} c
-        JOIN {Document._meta.db_table} d ON d.id = c.document_id,
-             websearch_to_tsquery('simple', %s) q(q)
-        WHERE d.organisation_id = %s AND d.deleted_at IS NULL
-          AND (%s::uuid IS NULL OR d.id = %s::uuid)
-          -- Only the settled version: chunks of a run that has not settled are not found.
-          AND c.version = d.searchable_version
-          AND to_tsvector('simple', c.text) @@ q.q
-          -- A query the index cannot answer (only -words: every chunk but some) finds nothing.
-          AND querytree(q.q) NOT IN ('T', '')
-        -- Ranking reads each match's text again: a word in every chunk must not mean
-        -- ranking them all, so at most this many matches are ranked.
-        LIMIT %s
-    ) m
-    ORDER BY ts_rank_cd(to_tsvector('simple', m.text), m.q) DESC
-    LIMIT %s
-"""
-
-
-def _candidates_postgresql(
-    organisation_id: int, query: str, document_id: object | None
-) -> list[_Candidate]:
     timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
-            cursor.execute(
-                CANDIDATES_SQL,
-                [
-                    query,
-                    organisation_id,
-                    document_id,
-                    document_id,
-                    settings.PAPERLANE_SEARCH_MATCHES_RANKED,
-                    settings.PAPERLANE_SEARCH_CANDIDATES,
-                ],
+            return text_postgresql.text_candidates(
+                organisation_id=organisation_id,
+                query=parsed,
+                document_id=document_id,
+                deepest=deepest,
             )
-            rows = cursor.fetchall()
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) != "57014":  # query_canceled
             raise
@@ -213,53 +173,59 @@ def _candidates_postgresql(
             'in "quotes", to narrow it.',
             retry_after=SEARCH_RETRY_AFTER_SECONDS,
         ) from None
-    return [_Candidate(row[0], row[1], row[2], bytes(row[3]), *row[4:]) for row in rows]
 
 
-def _candidates_by_substring(
-    organisation_id: int, words: list[str], unwanted: list[str], document_id: object | None
-) -> list[_Candidate]:
-    chunks = Chunk.objects.filter(
-        document__organisation_id=organisation_id,
-        document__deleted_at__isnull=True,
-        version=F("document__searchable_version"),
+def _text_order(found: TextCandidates) -> list[TextMatch]:
+    """The matches best first by text: chunks of documents that hold every clause, then
+    of those that hold the most; within each, chunks holding more of them themselves,
+    then by text score."""
+
+    def held(match: TextMatch) -> int:
+        return len(found.holds.get(match.document_id, ()))
+
+    return sorted(
+        found.matches,
+        key=lambda m: (held(m) != found.clauses, -held(m), -len(m.clauses), -m.score),
     )
-    if document_id is not None:
-        chunks = chunks.filter(document_id=document_id)
-    for word in dict.fromkeys(words):
-        chunks = chunks.filter(text__icontains=word)
-    for word in dict.fromkeys(unwanted):
-        chunks = chunks.exclude(text__icontains=word)
-    rows = chunks.order_by("-document__created_at", "index").values_list(
-        "document_id",
-        "index",
-        "text",
-        "embedding",
-        "embedding_model",
-        "page_start",
-        "page_end",
-        "section",
-    )
-    candidates = [
-        _Candidate(row[0], row[1], row[2], bytes(row[3]), *row[4:])
-        for row in rows[: settings.PAPERLANE_SEARCH_CANDIDATES]
-    ]
-    # PostgreSQL's text rank, roughly: how often the words occur (a plain count, no pattern).
-    return sorted(candidates, key=lambda c: -sum(c.text.lower().count(w) for w in words))
 
 
-def _terms(query: str) -> tuple[list[str], list[str]]:
-    """The query's words to find and its -words, lower case: for the snippet and SQLite
-    (PostgreSQL reads the whole syntax itself). `or` is an operator, not a word; a phrase
-    in quotes counts as its words."""
-    words: list[str] = []
-    unwanted: list[str] = []
-    for token in query.split():
-        if token.lower() == "or":
+def _pool(by_text: list[TextMatch]) -> list[TextMatch]:
+    """The first PAPERLANE_SEARCH_CANDIDATES matches by text, at most a few of each
+    document: those whose embeddings are compared with the query's."""
+    taken: dict[object, int] = {}
+    pool = []
+    for match in by_text:
+        if taken.get(match.document_id, 0) >= _CHUNKS_PER_DOCUMENT:
             continue
-        found = [word.lower() for word in _WORD.findall(token)]
-        (unwanted if token.startswith("-") else words).extend(found)
-    return words, unwanted
+        taken[match.document_id] = taken.get(match.document_id, 0) + 1
+        pool.append(match)
+        if len(pool) >= settings.PAPERLANE_SEARCH_CANDIDATES:
+            break
+    return pool
+
+
+def _rank(text: Sequence[object], semantic: Sequence[object]) -> dict[object, float]:
+    """Each chunk's score: reciprocal rank fusion of its place in the text order and in
+    the semantic order (by the query embedding's cosine now; nearest neighbours from a
+    vector index may be added to it), scaled so that first in both is 1. A chunk in one
+    order only has its share of that one; with no semantic order, the text's alone."""
+    best = (2 if semantic else 1) / (_FUSION_K + 1)
+    scores: dict[object, float] = {}
+    for order in (text, semantic):
+        for rank, key in enumerate(order, start=1):
+            scores[key] = scores.get(key, 0.0) + 1 / (_FUSION_K + rank) / best
+    return scores
+
+
+def _fuse_embeddings() -> bool:
+    """Whether the query embedding's cosine ranks: by PAPERLANE_SEARCH_FUSE_EMBEDDINGS,
+    and with `auto` when the embedder's vectors have a meaning (an embedder says it has
+    none with `has_meaning = False`; the hashing one has none)."""
+    setting = settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS
+    if setting != "auto":
+        return setting == "always"
+    embedder = get_embedder()
+    return getattr(embedder, "has_meaning", not isinstance(embedder, HashingEmbedder))
 
 
 def _query_vector(query: str) -> tuple[str, list[float]] | None:
@@ -276,36 +242,17 @@ def _query_vector(query: str) -> tuple[str, list[float]] | None:
     return embedder.name, vector
 
 
-def _rank(
-    candidates: list[_Candidate], query: tuple[str, list[float]] | None
-) -> list[tuple[float, _Candidate]]:
-    """(score, candidate), best first: the candidates' order by text, fused with their
-    order by cosine similarity to the query's embedding (reciprocal rank fusion), scaled
-    so that first by both is 1. A chunk embedded by another model, or every chunk when the
-    query has no embedding, is ranked by its text alone.
-
-    Fusing the two orders rather than trusting the cosine alone: a hashed embedding of a
-    long chunk is noisy (its words share dimensions), and a chunk that holds the query's
-    words densely should not fall behind one whose collisions happen to line up."""
-    by_vector: dict[int, int] = {}
-    if query is not None:
-        model, vector = query
-        similarity = [
-            (_cosine(candidate.embedding, vector), position)
-            for position, candidate in enumerate(candidates)
-            if candidate.model == model
-        ]
-        similarity.sort(key=lambda item: item[0], reverse=True)
-        by_vector = {position: rank for rank, (_, position) in enumerate(similarity, start=1)}
-    best = 2 / (_FUSION_K + 1) if query is not None else 1 / (_FUSION_K + 1)
-    scored = []
-    for position, candidate in enumerate(candidates):
-        fused = 1 / (_FUSION_K + position + 1)
-        if position in by_vector:
-            fused += 1 / (_FUSION_K + by_vector[position])
-        scored.append((fused / best, position, candidate))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [(score, candidate) for score, _, candidate in scored]
+def _by_cosine(pool: list[TextMatch], query: tuple[str, list[float]]) -> list[TextMatch]:
+    """The pool's chunks embedded by the query's model, by cosine similarity to it, best
+    first (a chunk of another model is not compared)."""
+    model, vector = query
+    rows = Chunk.objects.filter(
+        id__in=[m.chunk_id for m in pool], embedding_model=model
+    ).values_list("id", "embedding")
+    similarity = [(_cosine(bytes(embedding), vector), key) for key, embedding in rows]
+    order = {m.chunk_id: n for n, m in enumerate(pool)}
+    similarity.sort(key=lambda item: (-item[0], order[item[1]]))
+    return [pool[order[key]] for _, key in similarity]
 
 
 def _cosine(embedding: bytes, vector: list[float]) -> float:
@@ -320,11 +267,85 @@ def _norm(vector) -> float:
     return sum(x * x for x in vector) ** 0.5
 
 
+def _hits(page: list, best: dict, parsed: Query) -> list[Hit]:
+    chunks = {
+        c.id: c
+        for c in Chunk.objects.filter(id__in=[best[d][1].chunk_id for d in page]).only(
+            "id", "text", "page_start", "page_end", "section"
+        )
+    }
+    documents = Document.objects.only("filename", "page_count").in_bulk(page)
+    words = parsed.words
+    pieces = {d: snippet(chunks[best[d][1].chunk_id].text, words) for d in page if d in documents}
+    marks = _marks(list(pieces.values()), words)
+    hits = []
+    for document, piece in pieces.items():
+        score, match = best[document]
+        chunk = chunks[match.chunk_id]
+        hits.append(
+            Hit(
+                document_id=document,
+                filename=documents[document].filename,
+                pages=documents[document].page_count,
+                chunk_index=match.index,
+                snippet=piece,
+                score=round(score, 4),
+                page_start=chunk.page_start,
+                page_end=chunk.page_end,
+                section=chunk.section,
+                marks=marks[piece],
+            )
+        )
+    return hits
+
+
+def _marks(pieces: list[str], words: list[str]) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Where each snippet holds a word of the query, as the index would match it: a word
+    whose stem is a query word's stem ("alphabet" for "alphabets")."""
+    found = {
+        piece: [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(piece)]
+        for piece in pieces
+    }
+    every = sorted({w for spots in found.values() for _, _, w in spots} | set(words))
+    stems = _stems(every)
+    wanted = {stems[w] for w in words if stems.get(w)}
+    return {
+        piece: tuple((start, end) for start, end, w in spots if stems.get(w) in wanted)
+        for piece, spots in found.items()
+    }
+
+
+def _stems(words: list[str]) -> dict[str, str]:
+    """Each word's stem as the index has it (PostgreSQL's configuration); on SQLite a
+    rough one (its Porter stemmer is not reachable from SQL). A stop word has none."""
+    if not words:
+        return {}
+    if connection.vendor != "postgresql":
+        return {word: _rough_stem(word) for word in words}
+    language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT w, (SELECT min(lexeme) FROM unnest(to_tsvector(%s::regconfig, w))) "
+            "FROM unnest(%s::text[]) w",
+            [language, words],
+        )
+        return {word: stem for word, stem in cursor.fetchall() if stem}
+
+
+def _rough_stem(word: str) -> str:
+    for ending in ("ing", "ed", "es", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
 def snippet(text: str, words: list[str]) -> str:
-    """About SNIPPET_CHARS of `text` around the first of `words` it holds (plain find,
-    no pattern over the document's text), whitespace collapsed, cut at spaces."""
+    """About SNIPPET_CHARS of `text` around the first of `words` (or of their rough stems:
+    "alphabet" for "alphabets") it holds, by plain find, no pattern over the document's
+    text; whitespace collapsed, cut at spaces."""
     lowered = text.lower()
-    found = [at for at in (lowered.find(word) for word in words) if at >= 0]
+    looked_for = dict.fromkeys([*words, *(_rough_stem(word) for word in words)])
+    found = [at for at in (lowered.find(word) for word in looked_for) if at >= 0]
     first = min(found) if found else 0
     start = max(0, first - SNIPPET_CHARS // 3)
     end = min(len(text), start + SNIPPET_CHARS)
@@ -339,13 +360,7 @@ def snippet(text: str, words: list[str]) -> str:
 
 
 def marked_snippet(text: str, words: list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """The snippet of `text` for `words`, and where it holds each of them: (start, end)
-    offsets of every whole word of the snippet that is one of `words` (case aside)."""
+    """The snippet of `text` for `words`, and where it holds them: (start, end) offsets
+    of every whole word of the snippet whose stem is one of theirs."""
     piece = snippet(text, words)
-    wanted = set(words)
-    marks = tuple(
-        (found.start(), found.end())
-        for found in _WORD.finditer(piece)
-        if found.group().lower() in wanted
-    )
-    return piece, marks
+    return piece, _marks([piece], words)[piece]

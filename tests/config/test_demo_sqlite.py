@@ -89,8 +89,10 @@ def test_uploads_go_through_the_pipeline_on_sqlite(tmp_path, settings):
     assert outcome["entries"] == 2
     # The run not settled still holds its 2 pages.
     assert outcome["pages_used"] >= 4 and outcome["pages_reserved"] == 2
-    # Only the PDF holds both words ("Lighthouse 1", …); SQLite matches substrings. The
-    # document embedded but not settled holds them too, and is not found.
-    assert outcome["search"] == [["doc.pdf", 3]] and outcome["pending_chunks"] > 0
-    assert outcome["ranking"] == "embedding"
+    # The PDF holds both words ("Lighthouse 1", …; found through FTS5) and comes first,
+    # the DOCX holds one ("searchable") and follows. The document embedded but not
+    # settled holds them too, and is not found.
+    assert outcome["search"] == [["doc.pdf", 3], ["doc.docx", 1]]
+    assert outcome["pending_chunks"] > 0
+    assert outcome["ranking"] == "text"  # the hashing embedder's cosine does not rank
     assert outcome["charged_again"] is False

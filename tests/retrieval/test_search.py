@@ -1,24 +1,19 @@
-"""GET /search: every word matched, ranked by embedding, one result per document, only the
-caller's organisation, bounded in time; on PostgreSQL through the chunks' text index."""
+"""GET /search: documents holding every word first, then those holding the most, one result
+per document, only the caller's organisation's searchable versions, bounded in time; on
+PostgreSQL through the chunks' stemmed text index."""
 
 from urllib.parse import urlencode
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from core.provider_breaker import breaker
 from documents.models import Document
 from documents.services.content import document_chunks_upsert
 from retrieval.embedding import PROVIDER, get_embedder, pack_vector
-from retrieval.search import (
-    CANDIDATES_SQL,
-    MAX_QUERY_CHARS,
-    _candidates_by_substring,
-    _terms,
-    marked_snippet,
-    snippet,
-)
+from retrieval.query import parse
+from retrieval.search import MAX_QUERY_CHARS, _rank, marked_snippet, snippet
 from tests.support.files import make_pdf
 from tests.support.runs import document_with_chunks, drive
 from tests.support.uploads import accepted_run
@@ -31,22 +26,21 @@ def _search(client, q: str, **params):
 
 
 @pytest.mark.django_db(transaction=True)  # the stages commit, as in a worker
-def test_it_finds_the_uploaded_documents_that_hold_every_word(api):
+def test_it_finds_the_uploaded_documents_that_hold_the_words(api):
     glacier = accepted_run(api, make_pdf(2, label="Glacier moraine"), name="glacier.pdf")
     desert = accepted_run(api, make_pdf(1, label="Desert dune"), name="desert.pdf")
     for run in (glacier, desert):
         assert drive(run.id).status == "succeeded"
 
-    body = _search(api, "moraine glacier").json()
+    body = _search(api, "moraines glacier").json()  # "moraines": stemmed to "moraine"
 
-    assert body["ranking"] == "embedding"
+    assert body["ranking"] == "text"  # the hashing embedder's cosine does not rank
     [hit] = body["results"]
     assert hit["document_id"] == str(glacier.document_id)
     assert hit["filename"] == "glacier.pdf"
     assert hit["pages"] == 2
     assert "Glacier moraine" in hit["snippet"]
-    assert hit["score"] == 1  # first by its text and by its embedding
-    assert _search(api, "glacier dune").json()["results"] == []  # no document has both
+    assert hit["score"] == 1  # first by its text
 
 
 def test_another_organisations_documents_are_never_found(api, org, other_org):
@@ -61,17 +55,85 @@ def test_another_organisations_documents_are_never_found(api, org, other_org):
 def test_closer_chunks_rank_first_and_each_document_appears_once(api, org):
     tail = " ".join(["lorem ipsum dolor sit amet"] * 30)
     near = document_with_chunks(
-        org, "near.pdf", ["harbour harbour harbour pilot", f"harbour {tail}"]
+        org, "near.pdf", [f"harbour {tail}", "harbour harbour harbour pilot"]
     )
     far = document_with_chunks(org, "far.pdf", [f"a harbour mentioned once among {tail}"])
 
-    results = (
-        _search(api, "harbour pilot").json()["results"] + _search(api, "harbour").json()["results"]
-    )
+    results = _search(api, "harbour").json()["results"]
 
-    assert [hit["document_id"] for hit in results] == [str(near.id), str(near.id), str(far.id)]
-    assert results[1]["chunk_index"] == 0  # near's best chunk, not its long second one
-    assert results[1]["score"] > results[2]["score"]
+    assert [hit["document_id"] for hit in results] == [str(near.id), str(far.id)]
+    assert results[0]["chunk_index"] == 1  # near's best chunk, not its long first one
+    assert results[0]["score"] > results[1]["score"]
+
+
+def test_documents_holding_every_word_come_first_then_those_holding_the_most(api, org):
+    tail = " ".join(["lorem ipsum dolor sit amet"] * 30)
+    # Every word, each in a long chunk of its own: the words count for the document.
+    every = document_with_chunks(org, "every.pdf", [f"harbour {tail}", f"pilot's {tail}"])
+    # One word, and the rarer, where it weighs most: a short chunk holding it thrice.
+    strong = document_with_chunks(org, "strong.pdf", ["pilot pilot pilot"])
+    document_with_chunks(org, "none.pdf", ["a quiet field"])
+    common = [document_with_chunks(org, f"{n}.pdf", [f"the harbour {n}"]) for n in range(3)]
+
+    results = _search(api, "harbour pilots").json()["results"]
+
+    found = [hit["document_id"] for hit in results]
+    assert found[:2] == [str(every.id), str(strong.id)]
+    assert sorted(found[2:]) == sorted(str(d.id) for d in common)
+
+
+def test_a_document_holds_a_common_word_even_where_its_first_matches_were_elsewhere(
+    api, org, settings
+):
+    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 2  # "harbour" is in more chunks than read
+    for n in range(3):
+        document_with_chunks(org, f"harbour-{n}.pdf", [f"the harbour wall {n}"])
+    every = document_with_chunks(org, "every.pdf", ["the pilot boards", "at the harbour"])
+    strong = document_with_chunks(org, "strong.pdf", ["pilot pilot"])
+
+    results = _search(api, "harbour pilot").json()["results"]
+
+    assert [hit["document_id"] for hit in results[:2]] == [str(every.id), str(strong.id)]
+
+
+def test_a_rare_word_counts_more_than_a_common_one(api, org):
+    for n in range(8):
+        document_with_chunks(org, f"common-{n}.pdf", [f"the survey report number {n}"])
+    rare = document_with_chunks(org, "rare.pdf", ["the bathymetry of the bay"])
+    common = document_with_chunks(org, "common.pdf", ["survey survey survey and more"])
+
+    results = _search(api, "survey bathymetry").json()["results"]
+
+    # Neither holds both: the one holding the rare word first.
+    assert [hit["document_id"] for hit in results[:2]] == [str(rare.id), str(common.id)]
+
+
+def test_other_forms_of_a_word_match(api, org):
+    alphabet = document_with_chunks(org, "alphabet.pdf", ["an alphabet of the sea"])
+    document_with_chunks(org, "other.pdf", ["a table of tides"])
+
+    for q in ("alphabets", "alphabet", "seas"):
+        found = [hit["document_id"] for hit in _search(api, q).json()["results"]]
+        assert found == [str(alphabet.id)], q
+
+
+def test_apostrophes_and_hyphens_match_however_they_are_written(api, org):
+    keeper = document_with_chunks(org, "keeper.pdf", ["the lighthouse keeper’s e-mail"])
+
+    for q in ("keepers", "keeper's", "keeper’s", "e-mail", '"keepers e mail"'):
+        found = [hit["document_id"] for hit in _search(api, q).json()["results"]]
+        assert found == [str(keeper.id)], q
+
+
+def test_one_long_document_does_not_hide_the_others(api, org, settings):
+    settings.PAPERLANE_SEARCH_CANDIDATES = 20
+    long = document_with_chunks(org, "long.pdf", ["tide tide tide table"] * 60)
+    short = [document_with_chunks(org, f"{n}.pdf", [f"a tide came in {n}"]) for n in range(3)]
+
+    results = _search(api, "tide").json()["results"]
+
+    assert [hit["document_id"] for hit in results][0] == str(long.id)
+    assert {hit["document_id"] for hit in results[1:]} == {str(d.id) for d in short}
 
 
 def test_quoted_phrases_and_minus_words_narrow_the_search(api, org):
@@ -85,7 +147,8 @@ def test_quoted_phrases_and_minus_words_narrow_the_search(api, org):
     assert found('"tide table"') == ["tide.pdf"]
     assert found("high table -tide") == ["table.pdf"]
     assert found("march or water") == ["table.pdf", "tide.pdf"]
-    assert found("table or -tide") == []  # the index cannot answer it: nothing, not everything
+    assert found("table or -tide") == ["table.pdf"]  # `or` before a -word is no operator
+    assert found("the") == []  # a stop word alone: nothing to look for
 
 
 def test_limit_caps_the_documents_returned(api, org):
@@ -130,8 +193,19 @@ def test_a_missing_query_or_token_gets_the_api_errors(api, client):
     assert client.get("/api/v1/search", {"q": "x"}).status_code == 401
 
 
+def test_with_embeddings_fused_the_ranking_says_so(api, org, settings):
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
+    document_with_chunks(org, "kept.pdf", ["the anchor chain"])
+
+    body = _search(api, "anchor").json()
+
+    assert body["ranking"] == "embedding"
+    assert body["results"][0]["score"] == 1  # first by text and by embedding
+
+
 def test_with_the_provider_paused_it_ranks_by_text_and_says_so(api, org, redis_conn, settings):
     settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 1
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
     document_with_chunks(org, "kept.pdf", ["the anchor chain"])
     breaker(PROVIDER).failed()
 
@@ -158,18 +232,6 @@ def test_a_search_slower_than_its_budget_is_a_503_not_a_held_thread(api, org, se
         assert cursor.fetchone()[0] == "0"
 
 
-def test_postgresql_finds_the_candidates_through_the_text_index(org):
-    document_with_chunks(org, "a.pdf", ["sextant"])
-    with transaction.atomic(), connection.cursor() as cursor:
-        # As on a large table, where neither scanning it nor every document's chunks pays.
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL enable_nestloop = off")
-        cursor.execute("EXPLAIN " + CANDIDATES_SQL, ["sextant", org.id, None, None, 5000, 10])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-
-    assert "documents_chunk_text_search" in plan
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -187,7 +249,15 @@ def test_snippets_show_the_text_around_the_first_word_found(text, expected):
 
 
 def test_the_words_of_a_query_leave_out_operators_and_minus_words():
-    assert _terms('"Tide table" or March -water') == (["tide", "table", "march"], ["water"])
+    query = parse('"Tide table" or March -water keeper’s state-of-the-art or')
+
+    assert query.clauses == (
+        (("tide", "table"), ("march",)),
+        (("keepers",),),
+        (("state", "of", "the", "art"),),
+    )
+    assert query.excluded == (("water",),)
+    assert query.words == ["tide", "table", "march", "keepers", "state", "of", "the", "art"]
 
 
 def test_a_deleted_document_is_not_found_even_if_its_chunks_were_left(api, org):
@@ -210,7 +280,10 @@ def test_only_the_first_matches_found_are_ranked(api, org, settings):
     assert len(results) == 3
 
 
-def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(api, org, monkeypatch):
+def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(
+    api, org, monkeypatch, settings
+):
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
     document_with_chunks(org, "kept.pdf", ["the anchor chain"])
 
     def refuses(texts):
@@ -223,8 +296,7 @@ def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(api,
     assert body["ranking"] == "text" and len(body["results"]) == 1
 
 
-@pytest.mark.parametrize("path", ["postgresql", "sqlite"])
-def test_only_the_searchable_version_of_a_document_is_read(api, org, path):
+def test_only_the_searchable_version_of_a_document_is_read(api, org):
     settled = document_with_chunks(org, "settled.pdf", ["the buoy at the harbour mouth"])
     # A newer version embedded but not settled, and a document never settled at all.
     Document.objects.filter(id=settled.id).update(version=2)
@@ -240,17 +312,8 @@ def test_only_the_searchable_version_of_a_document_is_read(api, org, path):
     never = document_with_chunks(org, "never.pdf", ["the harbour anchor"])
     Document.objects.filter(id=never.id).update(searchable_version=None)
 
-    if path == "postgresql":
-
-        def search(words):
-            return [hit["document_id"] for hit in _search(api, words).json()["results"]]
-    else:  # the query the SQLite demo runs, here on PostgreSQL
-
-        def search(words):
-            return [
-                str(c.document_id)
-                for c in _candidates_by_substring(org.id, words.split(), [], None)
-            ]
+    def search(words):
+        return [hit["document_id"] for hit in _search(api, words).json()["results"]]
 
     assert search("harbour") == [str(settled.id)]
     assert search("buoy") == [str(settled.id)]
@@ -281,7 +344,18 @@ def test_results_are_paged_and_say_whether_more_follow(api, org):
     assert (first["more"], last["more"]) == (True, False)
 
 
-def test_the_snippet_marks_the_words_of_the_query():
+def test_the_snippet_marks_the_words_of_the_query_as_stemmed():
     text, marks = marked_snippet("Tides: the Tide rises; tidewater stays.", ["tide"])
 
-    assert [text[start:end] for start, end in marks] == ["Tide"]
+    assert [text[start:end] for start, end in marks] == ["Tides", "Tide"]
+    text, marks = marked_snippet("An alphabet of letters, alpha first", ["alphabets"])
+    assert [text[start:end] for start, end in marks] == ["alphabet"]
+
+
+def test_rank_fuses_the_text_order_with_a_semantic_order_that_may_add_chunks():
+    scores = _rank(["a", "b"], ["a", "c"])
+
+    assert scores["a"] == 1  # first in both
+    assert scores["b"] == scores["c"]  # second in one order each
+    alone = _rank(["a", "b"], [])  # the text's order alone
+    assert alone["a"] == 1 and alone["b"] == pytest.approx(61 / 62)

@@ -1,0 +1,208 @@
+"""Search at scale: latency of documents_search and the known-item MRR of the corpus.
+
+    .venv/bin/python bench/search.py [--chunks 100000] [--documents 1000] [--queries 200]
+                                     [--others 2] [--embeddings] [--pgvector]
+
+Builds, in a fresh bench database (bench/_common.py), one organisation of `--documents`
+documents holding `--chunks` chunks of generated text (content words drawn from a
+Zipf-Mandelbrot vocabulary of 40,000, each document with its own rarer topic words,
+every fourth word a stop word), and `--others` organisations beside it with a fifth as
+many each, loaded with COPY. Then, for `--queries` known items of each kind
+(tests/support/known_items.py: 6 consecutive words; 3 distinctive words, one
+re-inflected; the same + 1 word the document lacks), it times documents_search (limit
+10, in this process) and scores MRR@10, twice: on the freshly loaded table (no
+statistics: the plan must not depend on them), and after `manage.py search_index`
+(ANALYZE). SQLite FTS5 bm25 over the same
+chunks is scored alongside (MRR only).
+
+`--embeddings` stores the hashing embedder's vectors (slow: about a minute per 100,000
+chunks) and adds a row ranked with their cosine fused (PAPERLANE_SEARCH_FUSE_EMBEDDINGS
+=always). `--pgvector` adds a row with semantic candidates from the vector index, once
+retrieval/vectors.py provides it.
+"""
+
+import argparse
+import importlib.util
+import random
+import time
+import uuid
+
+from _common import SCRATCH, bench_env, fresh_database, manage, percentile, print_table
+from django.db import connection
+from django.test import override_settings
+from django.utils import timezone
+
+from documents.models import Document, Organisation
+from retrieval.embedding import HashingEmbedder, pack_vector
+from retrieval.search import documents_search
+from tests.support.known_items import KINDS, Fts5Baseline, known_items, mrr
+
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+_STOP = "the of and to in a is that for on with as by at from this be are or it an".split()
+_WORDS_PER_CHUNK = 170
+
+
+def _vocabulary(rng: random.Random, size: int) -> list[str]:
+    """Made-up words; none ends in "u", whose plural ("-us") no English stemmer undoes."""
+    words = set()
+    while len(words) < size:
+        word = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if not word.endswith("u"):
+            words.add(word)
+    return sorted(words)
+
+
+def _corpus(rng: random.Random, documents: int, chunks: int) -> dict[str, list[str]]:
+    """Generated documents: common words by a Zipf law, stop words between, and a few
+    topic words of the document's own (rare across the corpus) in most chunks."""
+    vocabulary = _vocabulary(rng, 40_000)
+    # Zipf-Mandelbrot, as content words in natural text: the commonest is about 1% of them
+    # (words any chunk holds are stop words, placed apart below).
+    weights = [1 / (rank + 60) for rank in range(len(vocabulary))]
+    cumulative = []
+    total = 0.0
+    for weight in weights:
+        total += weight
+        cumulative.append(total)
+    tail = vocabulary[20_000:]
+    corpus = {}
+    per_document = max(chunks // documents, 1)
+    for n in range(documents):
+        topic = rng.sample(tail, 12)
+        texts = []
+        for _ in range(per_document):
+            words = rng.choices(vocabulary, cum_weights=cumulative, k=_WORDS_PER_CHUNK)
+            for position in range(0, _WORDS_PER_CHUNK, 4):
+                words[position] = rng.choice(_STOP)
+            for _ in range(3):
+                words[rng.randrange(_WORDS_PER_CHUNK)] = rng.choice(topic)
+            texts.append(" ".join(words))
+        corpus[f"doc-{n:05}"] = texts
+    return corpus
+
+
+def _load(organisation: Organisation, corpus: dict[str, list[str]], embed: bool) -> dict:
+    """Documents by the ORM, chunks by COPY: the state a bulk import leaves."""
+    now = timezone.now()
+    documents = Document.objects.bulk_create(
+        [
+            Document(
+                organisation=organisation,
+                filename=f"{key}.pdf",
+                kind="pdf",
+                size_bytes=1,
+                sha256=key,
+                storage_key=f"bench/{organisation.slug}/{key}",
+                page_count=len(texts),
+                searchable_version=1,
+                chunk_count=len(texts),
+            )
+            for key, texts in corpus.items()
+        ]
+    )
+    embedder = HashingEmbedder()
+    with connection.cursor() as cursor:
+        copy_sql = (
+            "COPY documents_chunk (id, document_id, version, index, text, embedding, "
+            "embedding_model, section, created_at) FROM STDIN"
+        )
+        with cursor.cursor.copy(copy_sql) as copy:
+            for document, texts in zip(documents, corpus.values(), strict=True):
+                vectors = embedder.embed(texts) if embed else [None] * len(texts)
+                for index, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+                    packed = pack_vector(vector) if vector else b""
+                    copy.write_row(
+                        (uuid.uuid4(), document.id, 1, index, text, packed, embedder.name, "", now)
+                    )
+    return {d.id: key for d, key in zip(documents, corpus, strict=True)}
+
+
+def _measure(organisation, names, items, **overrides) -> tuple[dict, dict]:
+    timings: dict[str, list[float]] = {kind: [] for kind in KINDS}
+
+    def search(query: str) -> list[str]:
+        started = time.perf_counter()
+        hits = documents_search(organisation=organisation, query=query, limit=10).hits
+        timings[current[0]].append((time.perf_counter() - started) * 1000)
+        return [names[hit.document_id] for hit in hits]
+
+    scores = {}
+    with override_settings(**overrides):
+        for kind in KINDS:
+            current = [kind]
+            scores.update(mrr([i for i in items if i.kind == kind], search))
+    return scores, timings
+
+
+def _row(label: str, scores: dict, timings: dict) -> list[str]:
+    row = [label]
+    for kind in KINDS:
+        values = timings.get(kind, [])
+        latency = f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f}" if values else "-"
+        row += [f"{scores.get(kind, float('nan')):.3f}", latency]
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--documents", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--others", type=int, default=2)
+    parser.add_argument("--embeddings", action="store_true")
+    parser.add_argument("--pgvector", action="store_true")
+    args = parser.parse_args()
+    if args.pgvector and importlib.util.find_spec("retrieval.vectors") is None:
+        raise SystemExit("--pgvector: there is no vector index yet (retrieval/vectors.py)")
+
+    env = bench_env(str(SCRATCH / "media"))
+    fresh_database(env)
+    rng = random.Random(24)
+    started = time.perf_counter()
+    corpus = _corpus(rng, args.documents, args.chunks)
+    ours = Organisation.objects.create(slug="bench-search", name="bench", page_limit=10**9)
+    names = _load(ours, corpus, args.embeddings)
+    for n in range(args.others):
+        other = Organisation.objects.create(slug=f"beside-{n}", name="beside", page_limit=10**9)
+        _load(other, _corpus(rng, args.documents // 5, args.chunks // 5), args.embeddings)
+    print(f"built and loaded in {time.perf_counter() - started:.0f} s")
+
+    items = known_items(corpus)
+    chosen = []
+    for kind in KINDS:
+        of_kind = [i for i in items if i.kind == kind]
+        chosen += rng.sample(of_kind, min(args.queries, len(of_kind)))
+
+    rows = []
+    scores, timings = _measure(ours, names, chosen)
+    rows.append(_row("text, no statistics", scores, timings))
+    print(manage(env, "search_index").strip())
+    scores, timings = _measure(ours, names, chosen)
+    rows.append(_row("text, analysed", scores, timings))
+    if args.embeddings:
+        fused = _measure(ours, names, chosen, PAPERLANE_SEARCH_FUSE_EMBEDDINGS="always")
+        rows.append(_row("text + hashing cosine", *fused))
+    if args.pgvector:
+        rows.append(_row("text + pgvector", *_with_pgvector(ours, names, chosen)))
+    rows.append(_row("SQLite FTS5 bm25 (any word)", mrr(chosen, Fts5Baseline(corpus).search), {}))
+
+    others = args.others * (args.chunks // 5)
+    print(
+        f"\n{args.chunks:,} chunks over {args.documents:,} documents (and {others:,} in "
+        f"{args.others} other organisations); {len(chosen) // len(KINDS)} queries of each kind; "
+        "MRR@10 and p50 / p95 ms of documents_search"
+    )
+    headers = ["search"]
+    for kind in KINDS:
+        headers += [kind, "ms"]
+    print_table(headers, rows)
+
+
+def _with_pgvector(organisation, names, items):
+    """The hook for semantic candidates from the vector index: the same measure with it on
+    (its setting is named by retrieval/vectors.py when it lands)."""
+    return _measure(organisation, names, items)
+
+
+if __name__ == "__main__":
+    main()

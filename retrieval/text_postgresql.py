@@ -1,0 +1,196 @@
+"""Text candidates on PostgreSQL, through the chunks' stored `search_vector` and its GIN
+index (documents/search_index.py).
+
+Each clause of the query is looked up on its own: every chunk of the organisation that
+holds a rare word is read, and the first PAPERLANE_SEARCH_MATCHES_RANKED of a common
+one, so a common word cannot crowd a rare one out. How many chunks hold a clause gives
+its weight (BM25's idf over the organisation's chunks); `ts_rank` of the chunk's
+vector for the clause gives the saturating term frequency, normalised by length; a
+chunk holding the words side by side, in the order typed, scores double.
+Documents are judged by all their chunks: which clauses a document holds is read again,
+for the documents ranked first, where a common clause's chunks were cut short.
+
+The plan does not depend on statistics: each clause's lookup reads the chunks by their
+vector alone, in a materialised CTE (planned on its own, run once), so the only ways in
+are the GIN index or, where statistics say the word is in most chunks, the table.
+Without statistics the planner takes the index; it never reads an organisation's chunks
+one document at a time to test each. The price: a clause's matches are read in every
+organisation before the organisation's are kept (bounded by the statement timeout).
+"""
+
+from django.conf import settings
+from django.db import connection
+
+from documents.models import Chunk, Document
+from documents.search_index import check_language
+from retrieval.query import Phrase, Query
+from retrieval.text_candidates import TextCandidates, TextMatch, idf
+
+_CHUNKS = Chunk._meta.db_table
+_DOCUMENTS = Document._meta.db_table
+
+# One clause's matching chunks, every organisation's: a CTE is planned alone and run
+# once, so the only ways in are the GIN index or the table, never by document.
+_MATCHES = f"""
+    {{name}} AS MATERIALIZED (
+        SELECT id, document_id, version FROM {_CHUNKS}
+        WHERE search_vector @@ to_tsquery(%s::regconfig, %s) {{excluded}})
+"""
+# Those of the organisation (and the document, when one is searched), the first so many.
+_CLAUSE = f"""
+    (SELECT {{n}} AS n, m.id FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
+     WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+       AND (%s::uuid IS NULL OR d.id = %s::uuid)
+       -- Only the settled version: chunks of a run that has not settled are not found.
+       AND m.version = d.searchable_version
+     LIMIT %s)
+"""
+
+# Of a clause in more chunks than the matches read, these many are ranked: its weight is
+# low, and the chunks holding every clause are read on their own.
+_COMMON_SAMPLE = 50
+
+_EXCLUDED = "AND NOT search_vector @@ to_tsquery(%s::regconfig, %s)"
+
+
+def tsquery_text(alternatives: tuple[Phrase, ...]) -> str:
+    """to_tsquery's syntax for a clause: its alternatives or'ed, each a phrase. Words are
+    runs of \\w, quoted, so nothing in them is an operator."""
+    return " | ".join(
+        "(" + " <-> ".join(f"'{word}'" for word in phrase) + ")" for phrase in alternatives
+    )
+
+
+def text_candidates(
+    *, organisation_id: int, query: Query, document_id: object | None, deepest: int
+) -> TextCandidates:
+    """The matches of `query`'s clauses in the organisation's searchable chunks, best
+    first; which clauses the `deepest` best documents hold is exact."""
+    language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
+    per_clause = settings.PAPERLANE_SEARCH_MATCHES_RANKED
+    with connection.cursor() as cursor:
+        # A clause's matches are read through the GIN index whatever the statistics say:
+        # a sequential scan would unpack every chunk's vector to test it.
+        cursor.execute("SELECT set_config('enable_seqscan', 'off', true)")
+        clauses = _answerable(cursor, language, query)
+        if not clauses:
+            return TextCandidates(matches=[])
+        texts = [tsquery_text(query.clauses[n]) for n in clauses]
+        # Chunks holding every clause, looked up together (-1): when every word is common,
+        # the first matches of each alone need not include them.
+        sources = list(enumerate(texts))
+        if len(texts) > 1:
+            sources.append((-1, " & ".join(f"({text})" for text in texts)))
+        excluded_text = tsquery_text(query.excluded) if query.excluded else ""
+        matches, parts, params = [], [], []
+        for n, text in sources:
+            name = f"m{n}".replace("-", "_")
+            matches.append(_MATCHES.format(name=name, excluded=_EXCLUDED if excluded_text else ""))
+            params += [language, text]
+            params += [language, excluded_text] if excluded_text else []
+        for n, _ in sources:
+            parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
+            params += [organisation_id, document_id, document_id, per_clause]
+        params += [per_clause, _COMMON_SAMPLE]
+        tests = ", ".join(
+            "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 0), "
+            "c.search_vector @@ to_tsquery(%s::regconfig, %s)"
+            for _ in texts
+        )
+        for text in texts:
+            params += [language, text, language, text]
+        # The words in the order typed, side by side: what a remembered passage looks like.
+        params += [language, " ".join(query.words), organisation_id]
+        cursor.execute(
+            f"""
+            WITH {", ".join(matches)},
+                 pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
+                 counted AS MATERIALIZED (
+                     SELECT n, id, count(*) OVER (PARTITION BY n) AS found,
+                            row_number() OVER (PARTITION BY n) AS k
+                     FROM pool),
+                 ranked AS (SELECT DISTINCT id FROM counted WHERE n < 0 OR found < %s OR k <= %s)
+            SELECT c.id, c.document_id, c.index, length(c.search_vector),
+                   ARRAY[{tests}]::text[],
+                   c.search_vector @@ phraseto_tsquery(%s::regconfig, %s),
+                   (SELECT coalesce(sum(chunk_count), 0) FROM {_DOCUMENTS}
+                    WHERE organisation_id = %s AND deleted_at IS NULL),
+                   (SELECT array_agg(DISTINCT ARRAY[n, found]) FROM counted WHERE n >= 0)
+            FROM ranked f JOIN {_CHUNKS} c ON c.id = f.id
+            """,
+            params,
+        )
+        rows = cursor.fetchall()
+        if not rows:
+            return TextCandidates(matches=[], clauses=len(texts))
+        total = rows[0][6]
+        found = [0] * len(texts)
+        for n, count in rows[0][7] or []:
+            found[n] = count
+        weights = [idf(total, count) for count in found]
+        average = sum(row[3] for row in rows) / len(rows) or 1
+        matches = []
+        for row in rows:
+            # (rank, holds) for each clause, as text: "0.0607", "true".
+            ranks = [float(value) for value in row[4][0::2]]
+            held = frozenset(n for n, value in enumerate(row[4][1::2]) if value == "true")
+            # BM25's length normalisation (b = 0.75) of ts_rank's saturating frequency.
+            length = 0.25 + 0.75 * row[3] / average
+            score = sum(weights[n] * ranks[n] * 10 for n in held) / length
+            matches.append(
+                TextMatch(
+                    chunk_id=row[0],
+                    document_id=row[1],
+                    index=row[2],
+                    # ts_rank of one occurrence is 0.1 (times the length's normalisation).
+                    score=score * (2 if row[5] else 1),
+                    clauses=held,
+                )
+            )
+        matches.sort(key=lambda m: (-m.score, str(m.chunk_id), m.index))
+        holds: dict[object, frozenset[int]] = {}
+        for match in matches:
+            holds[match.document_id] = holds.get(match.document_id, frozenset()) | match.clauses
+        cut_short = [n for n, count in enumerate(found) if count >= per_clause]
+        if cut_short:
+            _complete(cursor, language, texts, cut_short, holds, _first_documents(holds, deepest))
+    return TextCandidates(matches=matches, holds=holds, clauses=len(texts))
+
+
+def _answerable(cursor, language: str, query: Query) -> list[int]:
+    """The clauses the index can look for: not those of stop words alone ("the")."""
+    texts = [tsquery_text(clause) for clause in query.clauses]
+    cursor.execute(
+        "SELECT numnode(to_tsquery(%s::regconfig, t)) FROM unnest(%s::text[]) t",
+        [language, texts],
+    )
+    return [n for n, (nodes,) in enumerate(cursor.fetchall()) if nodes]
+
+
+def _first_documents(holds: dict[object, frozenset[int]], deepest: int) -> list[object]:
+    ordered = sorted(holds, key=lambda d: -len(holds[d]))
+    return ordered[:deepest]
+
+
+def _complete(cursor, language, texts, cut_short, holds, documents) -> None:
+    """Which of the cut-short clauses `documents` hold in any of their searchable chunks
+    (their chunks read by document, a bounded number of documents)."""
+    if not documents:
+        return
+    tests = ", ".join(
+        "bool_or(c.search_vector @@ to_tsquery(%s::regconfig, %s))" for _ in cut_short
+    )
+    params = [p for n in cut_short for p in (language, texts[n])]
+    cursor.execute(
+        f"""
+        SELECT c.document_id, ARRAY[{tests}]
+        FROM {_CHUNKS} c JOIN {_DOCUMENTS} d
+          ON d.id = c.document_id AND c.version = d.searchable_version
+        WHERE c.document_id = ANY(%s::uuid[])
+        GROUP BY c.document_id
+        """,
+        [*params, [str(d) for d in documents]],
+    )
+    for document, held in cursor.fetchall():
+        extra = {n for n, yes in zip(cut_short, held, strict=True) if yes}
+        holds[document] = holds[document] | extra

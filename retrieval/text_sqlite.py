@@ -1,0 +1,94 @@
+"""Text candidates on SQLite (the demo), through the FTS5 table of the chunks' text
+(documents/search_index.py) and its bm25 rank: each clause looked up on its own, as on
+PostgreSQL, then the chunks found ranked by bm25 for any of the clauses. FTS5's word
+statistics are those of the whole table (every organisation's chunks), so a word's
+weight is its rarity in the demo's database, not in one organisation."""
+
+import uuid
+
+from django.conf import settings
+from django.db import connection
+
+from documents.models import Chunk, Document
+from documents.search_index import FTS
+from retrieval.query import Phrase, Query
+from retrieval.text_candidates import TextCandidates, TextMatch
+
+_CHUNKS = Chunk._meta.db_table
+_DOCUMENTS = Document._meta.db_table
+
+_FOUND = f"""
+    SELECT c.rowid, c.id, c.document_id, c."index"{{rank}}
+    FROM {FTS} JOIN {_CHUNKS} c ON c.rowid = {FTS}.rowid
+    JOIN {_DOCUMENTS} d ON d.id = c.document_id
+    WHERE {FTS} MATCH %s AND d.organisation_id = %s AND d.deleted_at IS NULL
+      AND (%s IS NULL OR d.id = %s)
+      -- Only the settled version: chunks of a run that has not settled are not found.
+      AND c.version = d.searchable_version
+    {{tail}}
+"""
+
+
+def fts_text(alternatives: tuple[Phrase, ...]) -> str:
+    """FTS5's syntax for a clause: its alternatives or'ed, each a quoted phrase (words are
+    runs of \\w, so nothing in them is an operator)."""
+    return " OR ".join('"' + " ".join(phrase) + '"' for phrase in alternatives)
+
+
+def text_candidates(
+    *, organisation_id: int, query: Query, document_id: object | None, deepest: int
+) -> TextCandidates:
+    """The matches of `query`'s clauses in the organisation's searchable chunks, best
+    first, and which clauses each document found holds."""
+    per_clause = settings.PAPERLANE_SEARCH_MATCHES_RANKED
+    excluded = (
+        " NOT (" + " OR ".join(fts_text((p,)) for p in query.excluded) + ")"
+        if query.excluded
+        else ""
+    )
+    document = uuid.UUID(str(document_id)).hex if document_id is not None else None
+    clauses_of: dict[int, set[int]] = {}
+    rows_of: dict[int, tuple] = {}
+    texts = [f"({fts_text(clause)})" for clause in query.clauses]
+    with connection.cursor() as cursor:
+        for n, text in enumerate(texts):
+            cursor.execute(
+                _FOUND.format(rank="", tail="LIMIT %s"),
+                [text + excluded, organisation_id, document, document, per_clause],
+            )
+            for row in cursor.fetchall():
+                clauses_of.setdefault(row[0], set()).add(n)
+                rows_of[row[0]] = row
+        if not rows_of:
+            return TextCandidates(matches=[], clauses=len(texts))
+        # bm25 of the chunks found, for any clause: FTS5 weighs rare words above common ones.
+        any_clause = "(" + " OR ".join(texts) + ")" + excluded
+        rowids = sorted(rows_of)
+        marks = ", ".join("%s" for _ in rowids)
+        cursor.execute(
+            _FOUND.format(rank=f", bm25({FTS})", tail=f"AND c.rowid IN ({marks})"),
+            [any_clause, organisation_id, document, document, *rowids],
+        )
+        scores = {row[0]: -row[4] for row in cursor.fetchall()}
+        # The words side by side in the order typed score double, as on PostgreSQL.
+        cursor.execute(
+            f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH %s AND rowid IN ({marks})",
+            [fts_text((tuple(query.words),)), *rowids],
+        )
+        for (rowid,) in cursor.fetchall():
+            scores[rowid] = scores.get(rowid, 0.0) * 2
+    matches = [
+        TextMatch(
+            chunk_id=uuid.UUID(str(row[1])),
+            document_id=uuid.UUID(str(row[2])),
+            index=row[3],
+            score=scores.get(rowid, 0.0),
+            clauses=frozenset(clauses_of[rowid]),
+        )
+        for rowid, row in rows_of.items()
+    ]
+    matches.sort(key=lambda m: (-m.score, str(m.chunk_id)))
+    holds: dict[object, frozenset[int]] = {}
+    for match in matches:
+        holds[match.document_id] = holds.get(match.document_id, frozenset()) | match.clauses
+    return TextCandidates(matches=matches, holds=holds, clauses=len(texts))
