@@ -370,6 +370,8 @@ def search(
     return {
         "ranking": results.ranking,
         "more": results.more,
+        "neighbours": results.neighbours,
+        "model_share": results.model_share,
         "results": [
             {
                 "document_id": hit.document_id,

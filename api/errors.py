@@ -96,6 +96,13 @@ class ErrorCode(StrEnum):
     TEXT_MISSING = "text_missing"
     TOO_MANY_CHUNKS = "too_many_chunks"
     PAGES_MISSING = "pages_missing"
+    # The embedding provider (retrieval/http_embedder.py).
+    EMBEDDING_PROVIDER_UNAVAILABLE = "embedding_provider_unavailable"
+    EMBEDDING_REFUSED = "embedding_refused"
+    EMBEDDING_INPUT_REFUSED = "embedding_input_refused"
+    EMBEDDING_KEY_REFUSED = "embedding_key_refused"
+    EMBEDDING_MODEL_REFUSED = "embedding_model_refused"
+    EMBEDDING_DIMENSIONS_MISMATCH = "embedding_dimensions_mismatch"
     # A run of a connected file.
     SOURCE_UNAVAILABLE = "source_unavailable"
     SOURCE_MISSING = "source_missing"

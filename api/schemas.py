@@ -187,10 +187,18 @@ class Ranking(StrEnum):
 
 class SearchOut(Schema):
     results: list[SearchHitOut]
-    # "embedding", or "text" when the embedding provider could not embed the query.
+    # "embedding" when the query's embedding ranked too, "text" when the words alone did
+    # (the embedder's vectors have no meaning, or the provider could not embed the query).
     ranking: Ranking
     # Whether more documents match: ask again with `offset` raised by `limit`.
     more: bool
+    # Whether the chunks nearest the query's meaning joined those its words found: false
+    # when the embedder's vectors do not rank, the provider could not embed the query, or
+    # the organisation has more chunks than an exact scan reads and no vector index.
+    neighbours: bool
+    # During a re-embed: the share (0 to 1) of the organisation's chunks on the current
+    # model, the only ones compared with the query's embedding; null otherwise.
+    model_share: float | None
 
 
 class QuotaOut(Schema):

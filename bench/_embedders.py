@@ -25,7 +25,7 @@ class OutageEmbedder(HashingEmbedder):
         if not self.flag:
             raise RuntimeError(f"OutageEmbedder needs {OUTAGE_FLAG_ENV} set to a file path")
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: list[str], *, max_seconds=None) -> list[list[float]]:
         if os.path.exists(self.flag):
             raise TransientError("provider answered 503")
         return super().embed(texts)

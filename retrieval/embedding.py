@@ -44,6 +44,10 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class HashingEmbedder:
+    # Words hashed into dimensions: near vectors share words, not meaning (search does not
+    # rank by them, PAPERLANE_SEARCH_FUSE_EMBEDDINGS).
+    has_meaning = False
+
     def __init__(self, dimensions: int | None = None) -> None:
         self.dimensions = dimensions or settings.PAPERLANE_EMBEDDING_DIMENSIONS
         self.name = f"hashing-v1-{self.dimensions}"

@@ -13,9 +13,10 @@ document can take every place.
 The default embedder hashes words into dimensions: its vectors have no meaning, and
 fusing their order made search worse (bench/search.py --embeddings: MRR@10 of 6
 consecutive words 0.969 fused against 1.000; the known-item test measures both), so by
-default its cosine does not rank (PAPERLANE_SEARCH_FUSE_EMBEDDINGS). A
-second source of candidates, nearest neighbours by meaning from a vector index, fuses
-into the same ranking (`_rank`'s `semantic` order).
+default its cosine does not rank (PAPERLANE_SEARCH_FUSE_EMBEDDINGS). When it does, the
+chunks nearest the query's embedding (retrieval/vectors.py: pgvector's HNSW index, or an
+exact scan up to a bound) join the candidates, so a document that shares no word with
+the query is found by its meaning, after those that hold some of the words.
 
 If the provider cannot embed the query (down, or its breaker open), the text rank alone
 orders the results, and the answer says so. Only a document's searchable version is
@@ -39,9 +40,11 @@ from documents.models import Chunk, Document, Organisation
 from documents.search_index import check_language
 from retrieval import text_postgresql, text_sqlite
 from retrieval.chunking import clean_text
-from retrieval.embedding import PROVIDER, HashingEmbedder, get_embedder, unpack_vector
+from retrieval.embedding import PROVIDER, get_embedder, unpack_vector
 from retrieval.query import Query, parse
+from retrieval.reembed import embedding_coverage
 from retrieval.text_candidates import TextCandidates, TextMatch
+from retrieval.vectors import nearest_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +65,11 @@ _FUSION_K = 60
 # A document's chunks in the pool that is ranked with the embedding: so that the pool of
 # PAPERLANE_SEARCH_CANDIDATES holds at least a third as many documents.
 _CHUNKS_PER_DOCUMENT = 3
+# The chunks nearest the query's embedding that join the candidates (bench/vectors.py: an
+# HNSW search for 50 of 100,000 chunks, p95 28 ms).
+_NEIGHBOURS = 50
+# The longest a person waits for the query's embedding before the text alone ranks.
+QUERY_EMBED_SECONDS = 2.0
 
 
 class SearchTooSlow(RetryLater):
@@ -96,6 +104,15 @@ class Results:
     ranking: str
     # Whether more documents match beyond these (the next page starts at offset + limit).
     more: bool = False
+    # Whether the chunks nearest the query's embedding joined the candidates found by the
+    # words: not when its embedding does not rank, nor beyond the exact scan's bound with
+    # no vector index (PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS).
+    neighbours: bool = False
+    # While a re-embed is under way (a chunk found is on another model): the share of the
+    # organisation's searchable chunks on the current model, the only ones compared.
+    model_share: float | None = None
+    # Whether embeddings were to rank but the provider could not embed the query.
+    embedding_unavailable: bool = False
 
 
 def documents_search(
@@ -126,9 +143,16 @@ def documents_search(
     found = _text_candidates(organisation.id, parsed, document_id, deepest=offset + limit + 1)
     by_text = _text_order(found)
     pool = _pool(by_text)
-    vector = _query_vector(" ".join(parsed.words)) if _fuse_embeddings() else None
-    # Nearest neighbours from a vector index join here, as TextMatch with no clauses.
-    semantic = _by_cosine(pool, vector) if vector is not None else []
+    fuse = _fuse_embeddings()
+    vector = _query_vector(" ".join(parsed.words)) if fuse else None
+    semantic: list[TextMatch] = []
+    neighbours, model_share = False, None
+    if vector is not None:
+        nearest = _nearest(organisation.id, vector, document_id)
+        neighbours = nearest.complete or bool(nearest.rows)
+        semantic, mixed = _by_meaning(nearest, pool, vector)
+        if mixed:
+            model_share = round(embedding_coverage(organisation=organisation).share, 4)
     fused = _rank([m.chunk_id for m in by_text], [m.chunk_id for m in semantic])
     best: dict[object, tuple[float, TextMatch]] = {}
     for match in [*by_text, *semantic]:
@@ -147,6 +171,9 @@ def documents_search(
         hits=_hits(page, best, parsed),
         ranking="embedding" if semantic else "text",
         more=more,
+        neighbours=neighbours,
+        model_share=model_share,
+        embedding_unavailable=fuse and vector is None,
     )
 
 
@@ -206,8 +233,7 @@ def _pool(by_text: list[TextMatch]) -> list[TextMatch]:
 
 def _rank(text: Sequence[object], semantic: Sequence[object]) -> dict[object, float]:
     """Each chunk's score: reciprocal rank fusion of its place in the text order and in
-    the semantic order (by the query embedding's cosine now; nearest neighbours from a
-    vector index may be added to it), scaled so that first in both is 1. A chunk in one
+    the semantic order (`_by_meaning`), scaled so that first in both is 1. A chunk in one
     order only has its share of that one; with no semantic order, the text's alone."""
     best = (2 if semantic else 1) / (_FUSION_K + 1)
     scores: dict[object, float] = {}
@@ -224,8 +250,7 @@ def _fuse_embeddings() -> bool:
     setting = settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS
     if setting != "auto":
         return setting == "always"
-    embedder = get_embedder()
-    return getattr(embedder, "has_meaning", not isinstance(embedder, HashingEmbedder))
+    return getattr(get_embedder(), "has_meaning", True)
 
 
 def _query_vector(query: str) -> tuple[str, list[float]] | None:
@@ -235,24 +260,56 @@ def _query_vector(query: str) -> tuple[str, list[float]] | None:
         return None
     embedder = get_embedder()
     try:
-        [vector] = embedder.embed([clean_text(query)])
+        [vector] = embedder.embed([clean_text(query)], max_seconds=QUERY_EMBED_SECONDS)
     except Exception as exc:  # whatever a provider raises: the words still find and rank
         logger.warning("search: the embedding provider failed, ranking by text: %s", exc)
         return None
     return embedder.name, vector
 
 
-def _by_cosine(pool: list[TextMatch], query: tuple[str, list[float]]) -> list[TextMatch]:
-    """The pool's chunks embedded by the query's model, by cosine similarity to it, best
-    first (a chunk of another model is not compared)."""
+def _nearest(organisation_id, query: tuple[str, list[float]], document_id):
     model, vector = query
-    rows = Chunk.objects.filter(
-        id__in=[m.chunk_id for m in pool], embedding_model=model
-    ).values_list("id", "embedding")
-    similarity = [(_cosine(bytes(embedding), vector), key) for key, embedding in rows]
-    order = {m.chunk_id: n for n, m in enumerate(pool)}
-    similarity.sort(key=lambda item: (-item[0], order[item[1]]))
-    return [pool[order[key]] for _, key in similarity]
+    return nearest_chunks(
+        organisation_id=organisation_id,
+        model=model,
+        vector=vector,
+        limit=_NEIGHBOURS,
+        document_id=document_id,
+    )
+
+
+def _by_meaning(
+    nearest, pool: list[TextMatch], query: tuple[str, list[float]]
+) -> tuple[list[TextMatch], bool]:
+    """The semantic order: the chunks nearest the query's embedding (found by the vector
+    index or the exact scan, words or none), then the pool's other chunks of the query's
+    model by their cosine (farther than those, when the neighbours are complete). And
+    whether a chunk of the pool is on another model (a re-embed under way)."""
+    order = [
+        TextMatch(
+            chunk_id=row.chunk_id,
+            document_id=row.document_id,
+            index=row.index,
+            score=0.0,
+            clauses=frozenset(),  # found by meaning: it may hold no word of the query
+        )
+        for row in nearest.rows
+    ]
+    near = {match.chunk_id for match in order}
+    model, vector = query
+    rows = Chunk.objects.filter(id__in=[m.chunk_id for m in pool]).values_list(
+        "id", "embedding", "embedding_model"
+    )
+    by_id = {m.chunk_id: m for m in pool}
+    position = {m.chunk_id: n for n, m in enumerate(pool)}
+    similarity = [
+        (_cosine(bytes(embedding), vector), key)
+        for key, embedding, chunk_model in rows
+        if chunk_model == model and key not in near
+    ]
+    similarity.sort(key=lambda item: (-item[0], position[item[1]]))
+    mixed = any(chunk_model != model for _, _, chunk_model in rows)
+    return order + [by_id[key] for _, key in similarity], mixed
 
 
 def _cosine(embedding: bytes, vector: list[float]) -> float:

@@ -27,7 +27,7 @@ class ChattyEmbedder(HashingEmbedder):
 
     calls = 0
 
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         chatty.info("embedding %s texts", len(texts))
         ChattyEmbedder.calls += 1
         if ChattyEmbedder.calls == 1:

@@ -125,6 +125,7 @@ def test_a_reembed_whose_worker_is_killed_goes_on_from_where_it_stopped(org, set
 
 @pytest.mark.django_db
 def test_search_never_compares_a_query_with_vectors_of_another_model(org, settings):
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"  # the hashing vectors rank too
     old = document_with_chunks(org, "old.pdf", ["tide tide tide harbour"])
     settings.PAPERLANE_EMBEDDING_DIMENSIONS = 64
     new = document_with_chunks(org, "new.pdf", ["tide harbour"])

@@ -18,6 +18,7 @@ from documents.services.organisations import organisation_create
 from documents.vectors_sql import vector_column_ready, vector_index_exists, vector_index_name
 from retrieval.embedding import HashingEmbedder
 from retrieval.reembed import document_reembed
+from retrieval.search import documents_search
 from retrieval.vectors import nearest_chunks
 from tests.support.pgvector_server import default_database, pgvector_server
 from tests.support.processes import ROOT
@@ -347,3 +348,19 @@ def test_a_new_models_first_chunks_written_in_a_transaction_get_its_index_after_
         assert not vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
 
     assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+
+
+@pytest.mark.slow
+def test_search_finds_a_synonym_through_the_index(on_pgvector, synonyms, settings):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2  # the organisation is beyond it
+    wrapper, plans = _explained("<=>")
+
+    with connection.execute_wrapper(wrapper):
+        results = documents_search(organisation=world["org"], query="car")
+
+    # "cars.pdf" shares no word with the query: only its meaning, through the index, finds it.
+    assert [hit.filename for hit in results.hits][:2] == ["other-model.pdf", "cars.pdf"]
+    assert results.neighbours
+    index = vector_index_name(model=synonyms.name, dimensions=synonyms.dimensions)
+    assert len(plans) == 1 and f"Index Scan using {index}" in plans[0], plans

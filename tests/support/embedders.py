@@ -25,7 +25,7 @@ def _calls(texts: list[str], tag: str) -> int:
 class SlowEmbedder(HashingEmbedder):
     """Takes EMBED_DELAY seconds a batch, like a remote model."""
 
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         time.sleep(float(os.environ.get("EMBED_DELAY", "0.5")))
         return super().embed(texts)
 
@@ -33,21 +33,21 @@ class SlowEmbedder(HashingEmbedder):
 class FlakyEmbedder(HashingEmbedder):
     """Answers 'busy' (a 429) to the first EMBED_FAILURES calls for a batch."""
 
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         if _calls(texts, "flaky") <= int(os.environ.get("EMBED_FAILURES", "2")):
             raise TransientError("embedding provider answered 429 Too Many Requests")
         return super().embed(texts)
 
 
 class AlwaysBusyEmbedder(HashingEmbedder):
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         raise TransientError("embedding provider answered 503 Service Unavailable")
 
 
 class HangingEmbedder(HashingEmbedder):
     """Never returns and swallows every exception, RQ's timeout included."""
 
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         while True:
             try:
                 time.sleep(0.5)
@@ -58,7 +58,7 @@ class HangingEmbedder(HashingEmbedder):
 class CrashingEmbedder(HashingEmbedder):
     """Takes its worker down, as a native library crash or the OOM killer would."""
 
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -70,7 +70,7 @@ class HookedEmbedder(HashingEmbedder):
     def before_batch(texts):
         pass
 
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         type(self).before_batch(texts)
         return super().embed(texts)
 
@@ -87,7 +87,7 @@ class RecordingEmbedder(HashingEmbedder):
     """Notes each call (the stage job making it, its process, when) in Redis before it
     answers, so a test can tell which worker called the provider, and when."""
 
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         job = get_current_job()
         entry = {"job": job.id if job else "", "pid": os.getpid(), "at": time.time()}
         redis_connection().rpush(CALLS, json.dumps(entry))
@@ -98,7 +98,7 @@ class FailsAfterEmbedder(HashingEmbedder):
     """Answers the first EMBED_SUCCESSES calls, then '503 Service Unavailable' to every
     one after: a provider that goes down in the middle of a document."""
 
-    def embed(self, texts):
+    def embed(self, texts, *, max_seconds=None):
         if redis_connection().incr("test:embed:answered") > int(os.environ["EMBED_SUCCESSES"]):
             raise TransientError("embedding provider answered 503 Service Unavailable")
         return super().embed(texts)

@@ -36,7 +36,7 @@ class SynonymEmbedder:
         norm = math.sqrt(sum(x * x for x in vector))
         return [x / norm for x in vector] if norm else vector
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: list[str], *, max_seconds=None) -> list[list[float]]:
         return [self._vector(text) for text in texts]
 
 

@@ -7,7 +7,9 @@ import re
 import pytest
 from lxml import html
 
+from core.provider_breaker import breaker
 from documents.models import Chunk
+from retrieval.embedding import PROVIDER
 from tests.support.files import make_pdf
 from tests.support.runs import document_with_chunks, drive
 from tests.support.uploads import accepted_run
@@ -219,3 +221,27 @@ def test_the_search_box_on_a_documents_page_searches_that_document_alone(member_
     assert form.get("method") == "get"
     assert [r["name"] for r in _results(response)] == ["log.pdf"]
     assert "Searching only" in response.content.decode()
+
+
+def _notes(response) -> list[str]:
+    tree = html.fromstring(response.content)
+    return [" ".join(p.text_content().split()) for p in tree.xpath(f"//p[{_of_class('note')}]")]
+
+
+def test_the_page_says_when_the_provider_could_not_rank_and_during_a_re_embed(
+    member_client, org, settings, redis_conn
+):
+    document_with_chunks(org, "old.pdf", ["tide tables", "harbour tide"])
+    settings.PAPERLANE_EMBEDDING_DIMENSIONS = 64  # a new model: one document re-embedded
+    document_with_chunks(org, "new.pdf", ["tide clock"])
+
+    # The default: the hashing embedder's vectors do not rank, and nothing needs saying.
+    assert _notes(member_client.get("/search/", {"q": "tide"})) == []
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
+    [moving] = _notes(member_client.get("/search/", {"q": "tide"}))
+    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 1
+    breaker(PROVIDER).failed()
+    [paused] = _notes(member_client.get("/search/", {"q": "tide"}))
+
+    assert "new embedding model: 33% of their text is on it" in moving
+    assert paused == "Ranked by their words only: the embedding provider is not answering."
