@@ -215,14 +215,24 @@ def chunk_vectors_backfill(*, batch_size: int = 1000) -> dict[tuple[str, int], i
             return filled
         last = rows[-1][0]
         with transaction.atomic(), connection.cursor() as cursor:
+            # Only a chunk still as it was read: a re-embed that committed since (new model,
+            # its vector written) keeps its vector, not this read's old one. Under READ
+            # COMMITTED a row the re-embed held locked is checked again once it commits.
             cursor.execute(
                 f"UPDATE {TABLE} SET {COLUMN} = v.vec::vector "
-                "FROM unnest(%s::uuid[], %s::text[]) AS v(id, vec) "
-                f"WHERE {TABLE}.id = v.id",
-                [[row[0] for row in rows], [vector_text(bytes(row[1])) for row in rows]],
+                "FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, vec, model) "
+                f"WHERE {TABLE}.id = v.id AND {TABLE}.{COLUMN} IS NULL "
+                f"AND {TABLE}.embedding_model = v.model "
+                f"RETURNING {TABLE}.embedding_model, vector_dims({TABLE}.{COLUMN})",
+                [
+                    [row[0] for row in rows],
+                    [vector_text(bytes(row[1])) for row in rows],
+                    [row[2] for row in rows],
+                ],
             )
-        for _, data, model in rows:
-            key = (model, len(data) // 4)
+            written = cursor.fetchall()
+        for model, dimensions in written:
+            key = (model, dimensions)
             filled[key] = filled.get(key, 0) + 1
 
 

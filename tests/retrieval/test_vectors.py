@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import psycopg
@@ -13,10 +15,16 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from documents.models import Document
+from documents.models import Chunk, Document
 from documents.services.organisations import organisation_create
-from documents.vectors_sql import vector_column_ready, vector_index_exists, vector_index_name
-from retrieval.embedding import HashingEmbedder
+from documents.vectors_sql import (
+    chunk_vectors_backfill,
+    vector_column_ready,
+    vector_index_exists,
+    vector_index_name,
+    vector_text,
+)
+from retrieval.embedding import HashingEmbedder, pack_vector
 from retrieval.reembed import document_reembed
 from retrieval.search import documents_search
 from retrieval.vectors import nearest_chunks
@@ -364,3 +372,60 @@ def test_search_finds_a_synonym_through_the_index(on_pgvector, synonyms, setting
     assert results.neighbours
     index = vector_index_name(model=synonyms.name, dimensions=synonyms.dimensions)
     assert len(plans) == 1 and f"Index Scan using {index}" in plans[0], plans
+
+
+@pytest.mark.slow
+def test_the_backfill_leaves_alone_a_vector_a_reembed_wrote_meanwhile(on_pgvector, synonyms):
+    """The backfill reads a chunk with no vector; before it writes, a re-embed (another
+    connection) gives the chunk a new model's bytes and vector and commits: the backfill
+    must not write the old bytes over them."""
+    world = vector_world(synonyms)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE documents_chunk SET embedding_vector = NULL")
+    chunk_id = world["allowed"][("cars.pdf", 0)]
+    new = HashingEmbedder(dimensions=16)
+    new_vector = new.embed(["The automobile was parked outside the station"])[0]
+    database = connection.settings_dict
+    params = {
+        "host": database["HOST"],
+        "port": database["PORT"],
+        "user": database["USER"],
+        "dbname": database["NAME"],
+    }
+    reembed = psycopg.connect(**params)  # a transaction, left open until the backfill waits
+    reembed.execute(
+        "UPDATE documents_chunk SET embedding = %s, embedding_model = %s, "
+        "embedding_vector = %s::vector WHERE id = %s",
+        [pack_vector(new_vector), new.name, vector_text(pack_vector(new_vector)), chunk_id],
+    )
+    backfill_pid = connection.cursor().connection.info.backend_pid
+
+    def commit_once_the_backfill_waits():
+        with psycopg.connect(**params, autocommit=True) as watcher:
+            for _ in range(600):
+                waiting = watcher.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                    [backfill_pid],
+                ).fetchone()
+                if waiting:
+                    break
+                time.sleep(0.05)
+        reembed.commit()
+        reembed.close()
+
+    committer = threading.Thread(target=commit_once_the_backfill_waits)
+    committer.start()
+    try:
+        filled = chunk_vectors_backfill()
+    finally:
+        committer.join(60)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT embedding_model, embedding_vector::text FROM documents_chunk WHERE id = %s",
+            [chunk_id],
+        )
+        model, written = cursor.fetchone()
+    assert model == new.name
+    assert np.allclose(json.loads(written), new_vector, atol=1e-6)
+    assert sum(filled.values()) == len(Chunk.objects.all()) - 1
