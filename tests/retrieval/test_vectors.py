@@ -429,3 +429,58 @@ def test_the_backfill_leaves_alone_a_vector_a_reembed_wrote_meanwhile(on_pgvecto
     assert model == new.name
     assert np.allclose(json.loads(written), new_vector, atol=1e-6)
     assert sum(filled.values()) == len(Chunk.objects.all()) - 1
+
+
+def _slowed(seconds: float, marker: str = "c.embedding_model = %s"):
+    """Each statement of the nearest-neighbour lookup (those holding `marker`) is preceded
+    by a pause on the server, as a large organisation's scan would take."""
+
+    def wrapper(execute, sql, params, many, context):
+        if marker in sql:
+            execute(f"SELECT pg_sleep({seconds})", None, False, context)
+        return execute(sql, params, many, context)
+
+    return wrapper
+
+
+def test_a_scan_past_the_search_timeout_gives_no_neighbours_and_says_so(db, synonyms, settings):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_TIMEOUT_MS = 100
+
+    with connection.execute_wrapper(_slowed(2)):
+        neighbours = _nearest(world, synonyms, "car", limit=3)
+
+    assert neighbours.rows == () and not neighbours.complete and neighbours.method == "none"
+    # The next search is not bound by it, nor by the caller's setting left behind.
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0"
+    assert _nearest(world, synonyms, "car", limit=3).method == "scan"
+
+
+def test_a_search_whose_neighbours_time_out_ranks_by_text(db, synonyms, settings):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
+    assert documents_search(organisation=world["org"], query="invoice").neighbours
+    settings.PAPERLANE_SEARCH_TIMEOUT_MS = 100
+
+    with connection.execute_wrapper(_slowed(2)):
+        results = documents_search(organisation=world["org"], query="invoice")
+
+    assert results.hits[0].filename == "bills.pdf"
+    assert not results.neighbours
+
+
+@pytest.mark.slow
+def test_the_index_walk_past_the_search_timeout_gives_no_neighbours(
+    on_pgvector, synonyms, settings
+):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
+    assert _nearest(world, synonyms, "car", limit=3).method == "index"
+    settings.PAPERLANE_SEARCH_TIMEOUT_MS = 100
+
+    with connection.execute_wrapper(_slowed(2, marker="<=>")):  # the walk itself
+        neighbours = _nearest(world, synonyms, "car", limit=3)
+
+    assert neighbours.rows == () and not neighbours.complete and neighbours.method == "none"
