@@ -41,7 +41,7 @@ def chunks_search_index_refresh(*, rebuild: bool = False) -> str:
             if rebuild or built != language:
                 # The column is generated: dropping it drops its index; adding it rewrites
                 # the table in the new language (locked meanwhile), then the index is built.
-                # Search finds nothing from the drop until the build ends.
+                # Search waits (then is refused) during the rewrite, and scans until the build ends.
                 cursor.execute(search_index.postgresql_drop_column())
                 cursor.execute(search_index.postgresql_add_column(language))
                 _index_build()
