@@ -13,11 +13,12 @@ expression index, cosine distance:
     USING hnsw ((embedding_vector::vector(D)) vector_cosine_ops)
     WHERE embedding_model = 'M' AND vector_dims(embedding_vector) = D
 
-made the first time chunks of that model are written, or beforehand, concurrently, by
-`manage.py chunk_vectors --index`. The query repeats the expression and the predicate word
-for word (`knn_expression`, `index_predicate`), or the planner cannot use the index.
-The model's name is a literal in the predicate (quoted by the driver, never formatted
-in): a parameter would keep a generic plan from proving that the index applies.
+made concurrently just after the first chunks of that model commit, or beforehand by
+`manage.py chunk_vectors --current-model` (before switching the embedder). The query
+repeats the expression and the predicate word for word (`knn_expression`,
+`index_predicate`), or the planner cannot use the index. The model's name is a literal
+in the predicate (quoted by the driver, never formatted in): a parameter would keep a
+generic plan from proving that the index applies.
 
 Without the extension (PostgreSQL without it, the SQLite demo) every function here does
 nothing and search scans the bytes (retrieval/vectors.py).
@@ -136,10 +137,14 @@ def vector_index_exists(*, model: str, dimensions: int) -> bool:
     return row is not None and bool(row[0])
 
 
-def vector_index_ensure(*, model: str, dimensions: int, concurrently: bool = False) -> bool:
+def vector_index_ensure(
+    *, model: str, dimensions: int, concurrently: bool = False, wait: bool = True
+) -> bool:
     """Build the HNSW index of (model, dimensions) unless it is there. Returns whether it
-    was built now. Outside any transaction: the build holds the table's SHARE lock while it
-    runs, so chunk writes wait for it; on a large table build it with `concurrently`."""
+    was built now. Outside any transaction. Without `concurrently` the build holds the
+    table's SHARE lock while it scans it, so every chunk write waits; `concurrently` lets
+    them go on (it needs autocommit). Two processes never build it together: a session
+    advisory lock; with `wait` False one that finds it taken leaves the build to the other."""
     if not vector_column_ready() or vector_index_exists(model=model, dimensions=dimensions):
         return False
     name = vector_index_name(model=model, dimensions=dimensions)
@@ -148,17 +153,33 @@ def vector_index_ensure(*, model: str, dimensions: int, concurrently: bool = Fal
         f"ON {TABLE} USING hnsw ({knn_expression(dimensions=dimensions)} vector_cosine_ops) "
         f"WHERE {index_predicate(model=model, dimensions=dimensions)}"
     )
-    with connection.cursor() as cursor:
-        if concurrently:
-            # A CONCURRENTLY build that failed leaves an invalid index under the name.
-            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+    if not concurrently:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])
             cursor.execute(statement)
+        return True
+    with connection.cursor() as cursor:
+        if wait:
+            cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [name])
         else:
-            with transaction.atomic():
-                # Two workers writing a new model's first chunks build it once.
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])
-                cursor.execute(statement)
-    return True
+            cursor.execute("SELECT pg_try_advisory_lock(hashtext(%s))", [name])
+            if not cursor.fetchone()[0]:
+                return False
+        try:
+            if vector_index_exists(model=model, dimensions=dimensions):
+                return False  # built by the holder of the lock meanwhile
+            # Only an index a failed CONCURRENTLY build left (invalid) is dropped.
+            cursor.execute(
+                "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE c.relname = %s AND NOT i.indisvalid",
+                [name],
+            )
+            if cursor.fetchone() is not None:
+                cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            cursor.execute(statement)
+            return True
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [name])
 
 
 def vector_text(data: bytes) -> str:
@@ -173,8 +194,32 @@ def _index_after_commit(*, model: str, vectors: Sequence[bytes]) -> None:
     for dimensions in {len(vector) // 4 for vector in vectors}:
         if not vector_index_exists(model=model, dimensions=dimensions):
             transaction.on_commit(
-                functools.partial(vector_index_ensure, model=model, dimensions=dimensions)
+                functools.partial(_index_build_committed, model=model, dimensions=dimensions),
+                robust=True,
             )
+
+
+def _index_build_committed(*, model: str, dimensions: int) -> None:
+    """The after-commit build: concurrently, so other organisations' chunk writes go on,
+    where the connection is in autocommit (a caller's outer transaction, as in a test
+    case, leaves only the blocking build). A failure is logged, not raised: the chunks
+    are committed, and search compares vectors exactly or by text until the index is
+    built (`manage.py chunk_vectors`)."""
+    try:
+        vector_index_ensure(
+            model=model,
+            dimensions=dimensions,
+            concurrently=not connection.in_atomic_block,
+            wait=False,
+        )
+    except Exception:  # the driver's error, whatever its class
+        logger.warning(
+            "The vector index of %s (%d dimensions) could not be built; run "
+            "manage.py chunk_vectors to build it",
+            model,
+            dimensions,
+            exc_info=True,
+        )
 
 
 def chunk_vectors_write(*, chunk_ids: Sequence, vectors: Sequence[bytes], model: str) -> None:

@@ -484,3 +484,76 @@ def test_the_index_walk_past_the_search_timeout_gives_no_neighbours(
         neighbours = _nearest(world, synonyms, "car", limit=3)
 
     assert neighbours.rows == () and not neighbours.complete and neighbours.method == "none"
+
+
+def _drop_index(model: str, dimensions: int) -> str:
+    name = vector_index_name(model=model, dimensions=dimensions)
+    with connection.cursor() as cursor:  # built by an earlier test: flush keeps indexes
+        cursor.execute(f"DROP INDEX IF EXISTS {name}")
+    return name
+
+
+@pytest.mark.slow
+def test_a_new_models_index_is_built_concurrently_after_the_commit(on_pgvector, synonyms):
+    """Concurrently: other organisations' chunk writes go on while it scans the table."""
+    name = _drop_index(synonyms.name, synonyms.dimensions)
+    org = organisation_create(slug="acme", page_limit=1000)
+    builds = []
+
+    def record(execute, sql, params, many, context):
+        if "CREATE INDEX" in sql and name in sql:
+            builds.append((sql, context["connection"].in_atomic_block))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record), transaction.atomic():
+        vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+    assert [(sql.split(" IF ")[0], atomic) for sql, atomic in builds] == [
+        ("CREATE INDEX CONCURRENTLY", False)
+    ]
+
+
+@pytest.mark.slow
+def test_a_failed_index_build_after_the_commit_keeps_the_chunks_and_is_logged(
+    on_pgvector, synonyms, caplog
+):
+    """Another session holds a lock the build needs past the build's lock_timeout: the
+    chunks are committed, the stage goes on, a warning names the command to run."""
+    _drop_index(synonyms.name, synonyms.dimensions)
+    org = organisation_create(slug="acme", page_limit=1000)
+    database = connection.settings_dict
+    with psycopg.connect(
+        host=database["HOST"], port=database["PORT"], user="postgres", dbname=database["NAME"]
+    ) as other:
+        # Writes pass this lock; an index build (plain or concurrent) waits for it.
+        other.execute("LOCK TABLE documents_chunk IN SHARE UPDATE EXCLUSIVE MODE")
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        try:
+            with transaction.atomic():
+                vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        other.rollback()
+
+    assert Chunk.objects.filter(document__organisation=org).count() == 1
+    assert not vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+    assert "manage.py chunk_vectors" in caplog.text
+    # The next write of the model builds it (the invalid index the failure left is replaced).
+    with transaction.atomic():
+        vector_document(org, "bills.pdf", ["Please pay the invoice"])
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+
+
+@pytest.mark.slow
+def test_the_current_models_index_can_be_built_before_any_chunk_of_it(on_pgvector, settings):
+    settings.PAPERLANE_EMBEDDER = EMBEDDER
+    synonyms = SynonymEmbedder()
+    _drop_index(synonyms.name, synonyms.dimensions)
+
+    call_command("chunk_vectors", "--current-model", verbosity=0)
+
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+    assert not Chunk.objects.exists()
