@@ -27,6 +27,7 @@ nothing and search scans the bytes (retrieval/vectors.py).
 import functools
 import hashlib
 import logging
+import time
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -37,8 +38,13 @@ logger = logging.getLogger(__name__)
 COLUMN = "embedding_vector"
 TABLE = "documents_chunk"
 
-# Per database (host, port, name): whether the column is there; asked once per process.
-_ready: dict[tuple, bool] = {}
+# Per database (host, port, name): whether the column is there, and when that was asked
+# (time.monotonic()); asked again after READY_RECHECK_SECONDS, so a worker started before
+# `migrate` added the column (or the extension was enabled) notices it without a restart.
+_ready: dict[tuple, tuple[bool, float]] = {}
+READY_RECHECK_SECONDS = 300.0
+# The sweeper's housekeeping fills at most this many chunks' vectors per pass.
+HOUSEKEEPING_BACKFILL_CHUNKS = 10_000
 
 
 def _database_key(conn=None) -> tuple:
@@ -49,20 +55,22 @@ def _database_key(conn=None) -> tuple:
 
 def vector_column_ready() -> bool:
     """Whether this database holds the pgvector column (PostgreSQL with the extension,
-    migrated): the index path of search. Cached per process; a process started before the
-    extension was enabled keeps scanning until it restarts."""
+    migrated): the index path of search. Cached per process for READY_RECHECK_SECONDS."""
     if connection.vendor != "postgresql":
         return False
     key = _database_key()
-    if key not in _ready:
+    cached = _ready.get(key)
+    now = time.monotonic()
+    if cached is None or now - cached[1] >= READY_RECHECK_SECONDS:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s "
                 "AND NOT attisdropped",
                 [TABLE, COLUMN],
             )
-            _ready[key] = cursor.fetchone() is not None
-    return _ready[key]
+            cached = (cursor.fetchone() is not None, now)
+        _ready[key] = cached
+    return cached[0]
 
 
 def vector_column_add(*, schema_connection=None) -> bool:
@@ -238,15 +246,18 @@ def chunk_vectors_write(*, chunk_ids: Sequence, vectors: Sequence[bytes], model:
     _index_after_commit(model=model, vectors=vectors)
 
 
-def chunk_vectors_backfill(*, batch_size: int = 1000) -> dict[tuple[str, int], int]:
+def chunk_vectors_backfill(
+    *, batch_size: int = 1000, limit: int | None = None
+) -> dict[tuple[str, int], int]:
     """Fill the vector column of every chunk written before it existed (the extension
-    enabled later), in batches by id, each its own transaction. Returns the chunks filled
-    per (model, dimensions); their indexes are `vector_indexes_build`'s job."""
+    enabled later), in batches by id, each its own transaction; with `limit`, stop after
+    the batch that reaches it. Returns the chunks filled per (model, dimensions); their
+    indexes are `vector_indexes_build`'s job."""
     filled: dict[tuple[str, int], int] = {}
     if not vector_column_ready():
         return filled
     last = None
-    while True:
+    while limit is None or sum(filled.values()) < limit:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT id, embedding, embedding_model FROM {TABLE} "
@@ -257,7 +268,7 @@ def chunk_vectors_backfill(*, batch_size: int = 1000) -> dict[tuple[str, int], i
             )
             rows = cursor.fetchall()
         if not rows:
-            return filled
+            break
         last = rows[-1][0]
         with transaction.atomic(), connection.cursor() as cursor:
             # Only a chunk still as it was read: a re-embed that committed since (new model,
@@ -279,6 +290,25 @@ def chunk_vectors_backfill(*, batch_size: int = 1000) -> dict[tuple[str, int], i
         for model, dimensions in written:
             key = (model, dimensions)
             filled[key] = filled.get(key, 0) + 1
+    return filled
+
+
+def chunk_vectors_housekeeping() -> int:
+    """The sweeper's housekeeping: fill the vector column of up to
+    HOUSEKEEPING_BACKFILL_CHUNKS chunks that have none (written before migration 0017
+    added it, or by a worker that had not noticed it yet), then build, concurrently, the
+    index of any model that lacks one. Returns the chunks filled."""
+    filled = chunk_vectors_backfill(
+        batch_size=min(1000, HOUSEKEEPING_BACKFILL_CHUNKS), limit=HOUSEKEEPING_BACKFILL_CHUNKS
+    )
+    for model, dimensions in filled:
+        vector_index_ensure(
+            model=model,
+            dimensions=dimensions,
+            concurrently=not connection.in_atomic_block,
+            wait=False,
+        )
+    return sum(filled.values())
 
 
 def models_in_use() -> Iterable[tuple[str, int]]:

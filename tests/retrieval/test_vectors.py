@@ -15,15 +15,18 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
+from documents import vectors_sql
 from documents.models import Chunk, Document
 from documents.services.organisations import organisation_create
 from documents.vectors_sql import (
     chunk_vectors_backfill,
+    vector_column_add,
     vector_column_ready,
     vector_index_exists,
     vector_index_name,
     vector_text,
 )
+from pipeline.sweeper import sweep_once
 from retrieval.embedding import HashingEmbedder, pack_vector
 from retrieval.reembed import document_reembed
 from retrieval.search import documents_search
@@ -557,3 +560,49 @@ def test_the_current_models_index_can_be_built_before_any_chunk_of_it(on_pgvecto
 
     assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
     assert not Chunk.objects.exists()
+
+
+@pytest.mark.slow
+def test_the_housekeeping_fills_chunks_without_a_vector_in_bounded_passes(
+    on_pgvector, synonyms, settings, monkeypatch
+):
+    """Chunks written before migration 0017 added the column: the sweeper fills them, a
+    bounded number per pass, and builds their model's index."""
+    world = vector_world(synonyms)
+    total = Chunk.objects.count()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE documents_chunk SET embedding_vector = NULL")
+    _drop_index(synonyms.name, synonyms.dimensions)
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
+    assert _nearest(world, synonyms, "car", limit=3).method == "none"
+    monkeypatch.setattr(vectors_sql, "HOUSEKEEPING_BACKFILL_CHUNKS", 3)
+
+    passes = []
+    while not passes or passes[-1]:
+        passes.append(sweep_once(housekeeping=True).housekeeping["chunk vectors filled"])
+
+    assert passes[:-1] == [3] * (total // 3) + ([total % 3] if total % 3 else [])
+    neighbours = _nearest(world, synonyms, "car", limit=3)
+    assert neighbours.method == "index"
+    assert _names(world, neighbours)[0] == ("cars.pdf", 0)
+
+
+@pytest.mark.slow
+def test_a_process_notices_the_column_added_after_it_asked(on_pgvector, monkeypatch):
+    assert vector_column_ready()
+    database = connection.settings_dict
+    with psycopg.connect(
+        host=database["HOST"],
+        port=database["PORT"],
+        user="postgres",
+        dbname=database["NAME"],
+        autocommit=True,
+    ) as other:  # `migrate` in another process: here, its reverse
+        other.execute("ALTER TABLE documents_chunk DROP COLUMN embedding_vector")
+    try:
+        assert vector_column_ready()  # asked a moment ago
+        monkeypatch.setattr(vectors_sql, "READY_RECHECK_SECONDS", 0.0)
+        assert not vector_column_ready()
+    finally:
+        vector_column_add()
+    assert vector_column_ready()
