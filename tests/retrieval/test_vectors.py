@@ -606,3 +606,35 @@ def test_a_process_notices_the_column_added_after_it_asked(on_pgvector, monkeypa
     finally:
         vector_column_add()
     assert vector_column_ready()
+
+
+@pytest.mark.slow
+def test_a_worker_leaves_the_build_to_another_that_is_building_it(on_pgvector, synonyms, caplog):
+    """Two workers write a new model's first chunks at once: the second to commit finds
+    the build under way (the other's session lock) and neither waits nor builds twice."""
+    name = _drop_index(synonyms.name, synonyms.dimensions)
+    org = organisation_create(slug="acme", page_limit=1000)
+    database = connection.settings_dict
+    with psycopg.connect(
+        host=database["HOST"],
+        port=database["PORT"],
+        user="postgres",
+        dbname=database["NAME"],
+        autocommit=True,
+    ) as building:
+        building.execute("SELECT pg_advisory_lock(hashtext(%s))", [name])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")  # waiting would be a failure
+        try:
+            with transaction.atomic():
+                vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        assert not vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+        assert "could not be built" not in caplog.text  # it did not wait for the lock
+        building.execute("SELECT pg_advisory_unlock(hashtext(%s))", [name])
+
+    with transaction.atomic():
+        vector_document(org, "bills.pdf", ["Please pay the invoice"])
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
