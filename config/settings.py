@@ -488,6 +488,8 @@ PAPERLANE_SEARCH_FUSE_EMBEDDINGS = env("PAPERLANE_SEARCH_FUSE_EMBEDDINGS", defau
 # Chunks read for each word of the query: all of a rarer word's, the first this many of
 # a word in more chunks (its weight is then that of a word in this many).
 PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=300)
+# Each search statement's bound in PostgreSQL: the text lookup is refused past it, the
+# nearest-neighbour lookup gives none (ranked by text).
 PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)
 # Semantic candidates: up to this many of an organisation's chunks are compared with the
 # query one by one; beyond it only pgvector's HNSW index answers, and without pgvector the

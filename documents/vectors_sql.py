@@ -13,11 +13,12 @@ expression index, cosine distance:
     USING hnsw ((embedding_vector::vector(D)) vector_cosine_ops)
     WHERE embedding_model = 'M' AND vector_dims(embedding_vector) = D
 
-made the first time chunks of that model are written, or beforehand, concurrently, by
-`manage.py chunk_vectors --index`. The query repeats the expression and the predicate word
-for word (`knn_expression`, `index_predicate`), or the planner cannot use the index.
-The model's name is a literal in the predicate (quoted by the driver, never formatted
-in): a parameter would keep a generic plan from proving that the index applies.
+made concurrently just after the first chunks of that model commit, or beforehand by
+`manage.py chunk_vectors --current-model` (before switching the embedder). The query
+repeats the expression and the predicate word for word (`knn_expression`,
+`index_predicate`), or the planner cannot use the index. The model's name is a literal
+in the predicate (quoted by the driver, never formatted in): a parameter would keep a
+generic plan from proving that the index applies.
 
 Without the extension (PostgreSQL without it, the SQLite demo) every function here does
 nothing and search scans the bytes (retrieval/vectors.py).
@@ -26,6 +27,7 @@ nothing and search scans the bytes (retrieval/vectors.py).
 import functools
 import hashlib
 import logging
+import time
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -36,8 +38,13 @@ logger = logging.getLogger(__name__)
 COLUMN = "embedding_vector"
 TABLE = "documents_chunk"
 
-# Per database (host, port, name): whether the column is there; asked once per process.
-_ready: dict[tuple, bool] = {}
+# Per database (host, port, name): whether the column is there, and when that was asked
+# (time.monotonic()); asked again after READY_RECHECK_SECONDS, so a worker started before
+# `migrate` added the column (or the extension was enabled) notices it without a restart.
+_ready: dict[tuple, tuple[bool, float]] = {}
+READY_RECHECK_SECONDS = 300.0
+# The sweeper's housekeeping fills at most this many chunks' vectors per pass.
+HOUSEKEEPING_BACKFILL_CHUNKS = 10_000
 
 
 def _database_key(conn=None) -> tuple:
@@ -48,20 +55,22 @@ def _database_key(conn=None) -> tuple:
 
 def vector_column_ready() -> bool:
     """Whether this database holds the pgvector column (PostgreSQL with the extension,
-    migrated): the index path of search. Cached per process; a process started before the
-    extension was enabled keeps scanning until it restarts."""
+    migrated): the index path of search. Cached per process for READY_RECHECK_SECONDS."""
     if connection.vendor != "postgresql":
         return False
     key = _database_key()
-    if key not in _ready:
+    cached = _ready.get(key)
+    now = time.monotonic()
+    if cached is None or now - cached[1] >= READY_RECHECK_SECONDS:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s "
                 "AND NOT attisdropped",
                 [TABLE, COLUMN],
             )
-            _ready[key] = cursor.fetchone() is not None
-    return _ready[key]
+            cached = (cursor.fetchone() is not None, now)
+        _ready[key] = cached
+    return cached[0]
 
 
 def vector_column_add(*, schema_connection=None) -> bool:
@@ -136,10 +145,14 @@ def vector_index_exists(*, model: str, dimensions: int) -> bool:
     return row is not None and bool(row[0])
 
 
-def vector_index_ensure(*, model: str, dimensions: int, concurrently: bool = False) -> bool:
+def vector_index_ensure(
+    *, model: str, dimensions: int, concurrently: bool = False, wait: bool = True
+) -> bool:
     """Build the HNSW index of (model, dimensions) unless it is there. Returns whether it
-    was built now. Outside any transaction: the build holds the table's SHARE lock while it
-    runs, so chunk writes wait for it; on a large table build it with `concurrently`."""
+    was built now. Outside any transaction. Without `concurrently` the build holds the
+    table's SHARE lock while it scans it, so every chunk write waits; `concurrently` lets
+    them go on (it needs autocommit). Two processes never build it together: a session
+    advisory lock; with `wait` False one that finds it taken leaves the build to the other."""
     if not vector_column_ready() or vector_index_exists(model=model, dimensions=dimensions):
         return False
     name = vector_index_name(model=model, dimensions=dimensions)
@@ -148,17 +161,33 @@ def vector_index_ensure(*, model: str, dimensions: int, concurrently: bool = Fal
         f"ON {TABLE} USING hnsw ({knn_expression(dimensions=dimensions)} vector_cosine_ops) "
         f"WHERE {index_predicate(model=model, dimensions=dimensions)}"
     )
-    with connection.cursor() as cursor:
-        if concurrently:
-            # A CONCURRENTLY build that failed leaves an invalid index under the name.
-            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+    if not concurrently:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])
             cursor.execute(statement)
+        return True
+    with connection.cursor() as cursor:
+        if wait:
+            cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [name])
         else:
-            with transaction.atomic():
-                # Two workers writing a new model's first chunks build it once.
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])
-                cursor.execute(statement)
-    return True
+            cursor.execute("SELECT pg_try_advisory_lock(hashtext(%s))", [name])
+            if not cursor.fetchone()[0]:
+                return False
+        try:
+            if vector_index_exists(model=model, dimensions=dimensions):
+                return False  # built by the holder of the lock meanwhile
+            # Only an index a failed CONCURRENTLY build left (invalid) is dropped.
+            cursor.execute(
+                "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE c.relname = %s AND NOT i.indisvalid",
+                [name],
+            )
+            if cursor.fetchone() is not None:
+                cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            cursor.execute(statement)
+            return True
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [name])
 
 
 def vector_text(data: bytes) -> str:
@@ -173,8 +202,32 @@ def _index_after_commit(*, model: str, vectors: Sequence[bytes]) -> None:
     for dimensions in {len(vector) // 4 for vector in vectors}:
         if not vector_index_exists(model=model, dimensions=dimensions):
             transaction.on_commit(
-                functools.partial(vector_index_ensure, model=model, dimensions=dimensions)
+                functools.partial(_index_build_committed, model=model, dimensions=dimensions),
+                robust=True,
             )
+
+
+def _index_build_committed(*, model: str, dimensions: int) -> None:
+    """The after-commit build: concurrently, so other organisations' chunk writes go on,
+    where the connection is in autocommit (a caller's outer transaction, as in a test
+    case, leaves only the blocking build). A failure is logged, not raised: the chunks
+    are committed, and search compares vectors exactly or by text until the index is
+    built (`manage.py chunk_vectors`)."""
+    try:
+        vector_index_ensure(
+            model=model,
+            dimensions=dimensions,
+            concurrently=not connection.in_atomic_block,
+            wait=False,
+        )
+    except Exception:  # the driver's error, whatever its class
+        logger.warning(
+            "The vector index of %s (%d dimensions) could not be built; run "
+            "manage.py chunk_vectors to build it",
+            model,
+            dimensions,
+            exc_info=True,
+        )
 
 
 def chunk_vectors_write(*, chunk_ids: Sequence, vectors: Sequence[bytes], model: str) -> None:
@@ -193,15 +246,18 @@ def chunk_vectors_write(*, chunk_ids: Sequence, vectors: Sequence[bytes], model:
     _index_after_commit(model=model, vectors=vectors)
 
 
-def chunk_vectors_backfill(*, batch_size: int = 1000) -> dict[tuple[str, int], int]:
+def chunk_vectors_backfill(
+    *, batch_size: int = 1000, limit: int | None = None
+) -> dict[tuple[str, int], int]:
     """Fill the vector column of every chunk written before it existed (the extension
-    enabled later), in batches by id, each its own transaction. Returns the chunks filled
-    per (model, dimensions); their indexes are `vector_indexes_build`'s job."""
+    enabled later), in batches by id, each its own transaction; with `limit`, stop after
+    the batch that reaches it. Returns the chunks filled per (model, dimensions); their
+    indexes are `vector_indexes_build`'s job."""
     filled: dict[tuple[str, int], int] = {}
     if not vector_column_ready():
         return filled
     last = None
-    while True:
+    while limit is None or sum(filled.values()) < limit:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT id, embedding, embedding_model FROM {TABLE} "
@@ -212,18 +268,47 @@ def chunk_vectors_backfill(*, batch_size: int = 1000) -> dict[tuple[str, int], i
             )
             rows = cursor.fetchall()
         if not rows:
-            return filled
+            break
         last = rows[-1][0]
         with transaction.atomic(), connection.cursor() as cursor:
+            # Only a chunk still as it was read: a re-embed that committed since (new model,
+            # its vector written) keeps its vector, not this read's old one. Under READ
+            # COMMITTED a row the re-embed held locked is checked again once it commits.
             cursor.execute(
                 f"UPDATE {TABLE} SET {COLUMN} = v.vec::vector "
-                "FROM unnest(%s::uuid[], %s::text[]) AS v(id, vec) "
-                f"WHERE {TABLE}.id = v.id",
-                [[row[0] for row in rows], [vector_text(bytes(row[1])) for row in rows]],
+                "FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, vec, model) "
+                f"WHERE {TABLE}.id = v.id AND {TABLE}.{COLUMN} IS NULL "
+                f"AND {TABLE}.embedding_model = v.model "
+                f"RETURNING {TABLE}.embedding_model, vector_dims({TABLE}.{COLUMN})",
+                [
+                    [row[0] for row in rows],
+                    [vector_text(bytes(row[1])) for row in rows],
+                    [row[2] for row in rows],
+                ],
             )
-        for _, data, model in rows:
-            key = (model, len(data) // 4)
+            written = cursor.fetchall()
+        for model, dimensions in written:
+            key = (model, dimensions)
             filled[key] = filled.get(key, 0) + 1
+    return filled
+
+
+def chunk_vectors_housekeeping() -> int:
+    """The sweeper's housekeeping: fill the vector column of up to
+    HOUSEKEEPING_BACKFILL_CHUNKS chunks that have none (written before migration 0017
+    added it, or by a worker that had not noticed it yet), then build, concurrently, the
+    index of any model that lacks one. Returns the chunks filled."""
+    filled = chunk_vectors_backfill(
+        batch_size=min(1000, HOUSEKEEPING_BACKFILL_CHUNKS), limit=HOUSEKEEPING_BACKFILL_CHUNKS
+    )
+    for model, dimensions in filled:
+        vector_index_ensure(
+            model=model,
+            dimensions=dimensions,
+            concurrently=not connection.in_atomic_block,
+            wait=False,
+        )
+    return sum(filled.values())
 
 
 def models_in_use() -> Iterable[tuple[str, int]]:

@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from operations.charts import lag_chart, throughput_chart
-from operations.reembed import reembed_in_progress
+from operations.reembed import reembed_failures, reembed_in_progress
 from operations.stats.attention import attention
 from operations.stats.history import MINUTES, throughput_by_minute
 from operations.stats.snapshot import pipeline_snapshot
@@ -57,12 +57,15 @@ def _outcome_rows(now) -> tuple[list[dict], dict[str, int]]:
 def _reembed_progress() -> dict:
     """A re-embed's progress: the organisations with chunks on another model than the
     current one. Counted only while a re-embed is in progress (a pass over every
-    searchable chunk is too much for each refresh of the page otherwise)."""
+    searchable chunk is too much for each refresh of the page otherwise). And the
+    documents whose re-embed job failed: the housekeeping does not queue them again."""
+    failures = reembed_failures()
     if not reembed_in_progress():
-        return {"reembed_in_progress": False, "reembedding": []}
+        return {"reembed_in_progress": False, "reembedding": [], "reembed_failures": failures}
     return {
         "reembed_in_progress": True,
         "reembedding": embedding_coverage_by_organisation(limit=ORGANISATIONS_SHOWN),
+        "reembed_failures": failures,
     }
 
 

@@ -80,6 +80,18 @@ def _error_text(response: httpx.Response) -> str:
     return str(body)[:MESSAGE_CHARS]
 
 
+def _quota_exhausted(response: httpx.Response) -> bool:
+    """Whether a 429 is OpenAI's `insufficient_quota`: a billing matter that waiting does
+    not end, unlike a rate limit."""
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return False
+    if not isinstance(error, dict):
+        return False
+    return "insufficient_quota" in (error.get("code"), error.get("type"))
+
+
 def _retry_after(response: httpx.Response) -> float:
     """Seconds a 429 asks to wait: Retry-After in seconds or as an HTTP date (1 if absent)."""
     value = response.headers.get("retry-after", "").strip()
@@ -209,6 +221,12 @@ class HttpEmbedder:
                     ) from exc
             if response.status_code != 429:
                 return self._vectors(response, texts)
+            if _quota_exhausted(response):
+                raise ProviderRefused(
+                    "The embedding provider says the account's quota is used up (429 "
+                    f"insufficient_quota: {_error_text(response)}); check its plan and billing.",
+                    code="embedding_refused",
+                )
             wait = _retry_after(response)
             if wait > settings.PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS:
                 provider_hold(seconds=wait)

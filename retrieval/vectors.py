@@ -15,15 +15,19 @@ Three ways, chosen per query:
 - No extension (PostgreSQL without it, the SQLite demo): the organisation's vectors read
   and compared in numpy, up to the bound; beyond it there is no answer and `complete` is
   False, so search says it ranked by text alone.
+
+On PostgreSQL every statement runs under PAPERLANE_SEARCH_TIMEOUT_MS, as the text lookup
+does; one cancelled gives no neighbours and `complete` False, and search ranks by text.
 """
 
 import base64
+import logging
 import uuid
 from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from documents.vectors_sql import (
     index_predicate,
@@ -31,6 +35,8 @@ from documents.vectors_sql import (
     vector_column_ready,
     vector_index_exists,
 )
+
+logger = logging.getLogger(__name__)
 
 # hnsw.ef_search: candidates the index walk keeps; pgvector's own bound is 1000.
 _EF_SEARCH_MIN = 100
@@ -76,8 +82,33 @@ def nearest_chunks(
     embedded by `model` whose embeddings are nearest `vector` by cosine, nearest first."""
     if limit <= 0 or not vector:
         return Neighbours(rows=(), complete=True, method="exact")
-    bound = settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS
     scope = _Scope(organisation_id, model, len(vector), document_id)
+    if connection.vendor != "postgresql":
+        return _nearest(scope, vector, limit)
+    timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            # The same bound as the text lookup's, for this savepoint only: the previous
+            # value is put back for a caller's transaction.
+            cursor.execute("SELECT current_setting('statement_timeout')")
+            previous = cursor.fetchone()[0]
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
+            found = _nearest(scope, vector, limit)
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+            return found
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) != "57014":  # query_canceled
+            raise
+        # Not a failed search: it ranks by text alone and says so.
+        logger.warning(
+            "nearest chunks of organisation %s cancelled after %d ms", organisation_id, timeout_ms
+        )
+        return Neighbours(rows=(), complete=False, method="none")
+
+
+def _nearest(scope: "_Scope", vector: list[float], limit: int) -> Neighbours:
+    model = scope.model
+    bound = settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS
     if not vector_column_ready():
         return _scan(scope, vector, limit, bound)
     if _count_up_to(scope, bound + 1) <= bound:

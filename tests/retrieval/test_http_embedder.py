@@ -250,3 +250,26 @@ def test_a_caller_who_waits_gets_a_shorter_timeout(server, settings):
 
     with pytest.raises(ProviderUnavailable, match="within 0.5 s"):
         HttpEmbedder().embed(["a search query"], max_seconds=0.5)
+
+
+def test_a_429_saying_the_quota_is_used_up_is_permanent_and_names_the_quota(server):
+    """OpenAI's answer when the account has no credit: a 429 that no wait ends."""
+    quota = Answer(
+        429,
+        {
+            "error": {
+                "message": "You exceeded your current quota, please check your plan.",
+                "type": "insufficient_quota",
+                "code": "insufficient_quota",
+            }
+        },
+        {"Retry-After": "1"},
+    )
+    server.script = [quota, quota]
+
+    with pytest.raises(ProviderRefused) as refused:
+        HttpEmbedder().embed(["hello"])
+
+    assert refused.value.code == "embedding_refused"
+    assert "quota" in refused.value.message
+    assert len(server.requests) == 1  # not tried again

@@ -209,3 +209,39 @@ def test_the_housekeeping_queues_again_a_reembed_whose_jobs_were_lost(org, setti
     document_reembed(document_id=Chunk.objects.first().document_id)
     assert reembed_resume() == 0
     assert not reembed_in_progress()  # done: nothing more to resume
+
+
+@WORKS
+def test_a_reembed_whose_job_failed_is_not_queued_again_by_the_housekeeping_and_is_shown(
+    org, operator, settings, redis_conn
+):
+    document = document_with_chunks(org, "a.pdf", texts(2, "anchor"))
+    settings.PAPERLANE_EMBEDDING_DIMENSIONS = 64
+    reembed("--organisation", org.slug)
+    env = worker_env(
+        PAPERLANE_EMBEDDER="tests.support.embedders.FailsAfterEmbedder", EMBED_SUCCESSES="0"
+    )
+    with stage_worker_process("embed", env=env, burst=True) as worker:
+        assert worker.wait(timeout=90) == 0
+    job_id = reembed_job_id(document_id=document.id, model=NEW)
+    assert get_queue(queued_jobs_lane(job_id)).failed_job_registry.get_job_ids() == [job_id]
+
+    # Pass after pass, the housekeeping leaves it to a person.
+    assert reembed_resume() == 0
+    assert reembed_resume() == 0
+    assert queued_jobs(RunPriority.BULK) == []
+    page = operator.get("/admin/pipeline/").content.decode()
+    row = re.search(rf'<tr data-document="{document.id}">(.*?)</tr>', page, re.S)[1]
+    assert "503 Service Unavailable" in row and NEW in row
+
+    # A person asking tries it again, and it leaves the list.
+    assert "1 re-embed job(s) queued" in reembed("--organisation", org.slug)
+    assert 'id="reembed-failures"' not in operator.get("/admin/pipeline/").content.decode()
+
+
+def queued_jobs_lane(job_id: str) -> str:
+    """The bulk lane whose failed registry holds the job."""
+    for name in priority_queue_names("embed", RunPriority.BULK):
+        if job_id in get_queue(name).failed_job_registry.get_job_ids():
+            return name
+    raise AssertionError(f"{job_id} failed on no bulk lane")

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import psycopg
@@ -13,10 +15,19 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from documents.models import Document
+from documents import vectors_sql
+from documents.models import Chunk, Document
 from documents.services.organisations import organisation_create
-from documents.vectors_sql import vector_column_ready, vector_index_exists, vector_index_name
-from retrieval.embedding import HashingEmbedder
+from documents.vectors_sql import (
+    chunk_vectors_backfill,
+    vector_column_add,
+    vector_column_ready,
+    vector_index_exists,
+    vector_index_name,
+    vector_text,
+)
+from pipeline.sweeper import sweep_once
+from retrieval.embedding import HashingEmbedder, pack_vector
 from retrieval.reembed import document_reembed
 from retrieval.search import documents_search
 from retrieval.vectors import nearest_chunks
@@ -364,3 +375,266 @@ def test_search_finds_a_synonym_through_the_index(on_pgvector, synonyms, setting
     assert results.neighbours
     index = vector_index_name(model=synonyms.name, dimensions=synonyms.dimensions)
     assert len(plans) == 1 and f"Index Scan using {index}" in plans[0], plans
+
+
+@pytest.mark.slow
+def test_the_backfill_leaves_alone_a_vector_a_reembed_wrote_meanwhile(on_pgvector, synonyms):
+    """The backfill reads a chunk with no vector; before it writes, a re-embed (another
+    connection) gives the chunk a new model's bytes and vector and commits: the backfill
+    must not write the old bytes over them."""
+    world = vector_world(synonyms)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE documents_chunk SET embedding_vector = NULL")
+    chunk_id = world["allowed"][("cars.pdf", 0)]
+    new = HashingEmbedder(dimensions=16)
+    new_vector = new.embed(["The automobile was parked outside the station"])[0]
+    database = connection.settings_dict
+    params = {
+        "host": database["HOST"],
+        "port": database["PORT"],
+        "user": database["USER"],
+        "dbname": database["NAME"],
+    }
+    reembed = psycopg.connect(**params)  # a transaction, left open until the backfill waits
+    reembed.execute(
+        "UPDATE documents_chunk SET embedding = %s, embedding_model = %s, "
+        "embedding_vector = %s::vector WHERE id = %s",
+        [pack_vector(new_vector), new.name, vector_text(pack_vector(new_vector)), chunk_id],
+    )
+    backfill_pid = connection.cursor().connection.info.backend_pid
+
+    def commit_once_the_backfill_waits():
+        with psycopg.connect(**params, autocommit=True) as watcher:
+            for _ in range(600):
+                waiting = watcher.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                    [backfill_pid],
+                ).fetchone()
+                if waiting:
+                    break
+                time.sleep(0.05)
+        reembed.commit()
+        reembed.close()
+
+    committer = threading.Thread(target=commit_once_the_backfill_waits)
+    committer.start()
+    try:
+        filled = chunk_vectors_backfill()
+    finally:
+        committer.join(60)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT embedding_model, embedding_vector::text FROM documents_chunk WHERE id = %s",
+            [chunk_id],
+        )
+        model, written = cursor.fetchone()
+    assert model == new.name
+    assert np.allclose(json.loads(written), new_vector, atol=1e-6)
+    assert sum(filled.values()) == len(Chunk.objects.all()) - 1
+
+
+def _slowed(seconds: float, marker: str = "c.embedding_model = %s"):
+    """Each statement of the nearest-neighbour lookup (those holding `marker`) is preceded
+    by a pause on the server, as a large organisation's scan would take."""
+
+    def wrapper(execute, sql, params, many, context):
+        if marker in sql:
+            execute(f"SELECT pg_sleep({seconds})", None, False, context)
+        return execute(sql, params, many, context)
+
+    return wrapper
+
+
+def test_a_scan_past_the_search_timeout_gives_no_neighbours_and_says_so(db, synonyms, settings):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_TIMEOUT_MS = 100
+
+    with connection.execute_wrapper(_slowed(2)):
+        neighbours = _nearest(world, synonyms, "car", limit=3)
+
+    assert neighbours.rows == () and not neighbours.complete and neighbours.method == "none"
+    # The next search is not bound by it, nor by the caller's setting left behind.
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0"
+    assert _nearest(world, synonyms, "car", limit=3).method == "scan"
+
+
+def test_a_search_whose_neighbours_time_out_ranks_by_text(db, synonyms, settings):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
+    assert documents_search(organisation=world["org"], query="invoice").neighbours
+    settings.PAPERLANE_SEARCH_TIMEOUT_MS = 100
+
+    with connection.execute_wrapper(_slowed(2)):
+        results = documents_search(organisation=world["org"], query="invoice")
+
+    assert results.hits[0].filename == "bills.pdf"
+    assert not results.neighbours
+
+
+@pytest.mark.slow
+def test_the_index_walk_past_the_search_timeout_gives_no_neighbours(
+    on_pgvector, synonyms, settings
+):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
+    assert _nearest(world, synonyms, "car", limit=3).method == "index"
+    settings.PAPERLANE_SEARCH_TIMEOUT_MS = 100
+
+    with connection.execute_wrapper(_slowed(2, marker="<=>")):  # the walk itself
+        neighbours = _nearest(world, synonyms, "car", limit=3)
+
+    assert neighbours.rows == () and not neighbours.complete and neighbours.method == "none"
+
+
+def _drop_index(model: str, dimensions: int) -> str:
+    name = vector_index_name(model=model, dimensions=dimensions)
+    with connection.cursor() as cursor:  # built by an earlier test: flush keeps indexes
+        cursor.execute(f"DROP INDEX IF EXISTS {name}")
+    return name
+
+
+@pytest.mark.slow
+def test_a_new_models_index_is_built_concurrently_after_the_commit(on_pgvector, synonyms):
+    """Concurrently: other organisations' chunk writes go on while it scans the table."""
+    name = _drop_index(synonyms.name, synonyms.dimensions)
+    org = organisation_create(slug="acme", page_limit=1000)
+    builds = []
+
+    def record(execute, sql, params, many, context):
+        if "CREATE INDEX" in sql and name in sql:
+            builds.append((sql, context["connection"].in_atomic_block))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record), transaction.atomic():
+        vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+    assert [(sql.split(" IF ")[0], atomic) for sql, atomic in builds] == [
+        ("CREATE INDEX CONCURRENTLY", False)
+    ]
+
+
+@pytest.mark.slow
+def test_a_failed_index_build_after_the_commit_keeps_the_chunks_and_is_logged(
+    on_pgvector, synonyms, caplog
+):
+    """Another session holds a lock the build needs past the build's lock_timeout: the
+    chunks are committed, the stage goes on, a warning names the command to run."""
+    _drop_index(synonyms.name, synonyms.dimensions)
+    org = organisation_create(slug="acme", page_limit=1000)
+    database = connection.settings_dict
+    with psycopg.connect(
+        host=database["HOST"], port=database["PORT"], user="postgres", dbname=database["NAME"]
+    ) as other:
+        # Writes pass this lock; an index build (plain or concurrent) waits for it.
+        other.execute("LOCK TABLE documents_chunk IN SHARE UPDATE EXCLUSIVE MODE")
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        try:
+            with transaction.atomic():
+                vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        other.rollback()
+
+    assert Chunk.objects.filter(document__organisation=org).count() == 1
+    assert not vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+    assert "manage.py chunk_vectors" in caplog.text
+    # The next write of the model builds it (the invalid index the failure left is replaced).
+    with transaction.atomic():
+        vector_document(org, "bills.pdf", ["Please pay the invoice"])
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+
+
+@pytest.mark.slow
+def test_the_current_models_index_can_be_built_before_any_chunk_of_it(on_pgvector, settings):
+    settings.PAPERLANE_EMBEDDER = EMBEDDER
+    synonyms = SynonymEmbedder()
+    _drop_index(synonyms.name, synonyms.dimensions)
+
+    call_command("chunk_vectors", "--current-model", verbosity=0)
+
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+    assert not Chunk.objects.exists()
+
+
+@pytest.mark.slow
+def test_the_housekeeping_fills_chunks_without_a_vector_in_bounded_passes(
+    on_pgvector, synonyms, settings, monkeypatch
+):
+    """Chunks written before migration 0017 added the column: the sweeper fills them, a
+    bounded number per pass, and builds their model's index."""
+    world = vector_world(synonyms)
+    total = Chunk.objects.count()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE documents_chunk SET embedding_vector = NULL")
+    _drop_index(synonyms.name, synonyms.dimensions)
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
+    assert _nearest(world, synonyms, "car", limit=3).method == "none"
+    monkeypatch.setattr(vectors_sql, "HOUSEKEEPING_BACKFILL_CHUNKS", 3)
+
+    passes = []
+    while not passes or passes[-1]:
+        passes.append(sweep_once(housekeeping=True).housekeeping["chunk vectors filled"])
+
+    assert passes[:-1] == [3] * (total // 3) + ([total % 3] if total % 3 else [])
+    neighbours = _nearest(world, synonyms, "car", limit=3)
+    assert neighbours.method == "index"
+    assert _names(world, neighbours)[0] == ("cars.pdf", 0)
+
+
+@pytest.mark.slow
+def test_a_process_notices_the_column_added_after_it_asked(on_pgvector, monkeypatch):
+    assert vector_column_ready()
+    database = connection.settings_dict
+    with psycopg.connect(
+        host=database["HOST"],
+        port=database["PORT"],
+        user="postgres",
+        dbname=database["NAME"],
+        autocommit=True,
+    ) as other:  # `migrate` in another process: here, its reverse
+        other.execute("ALTER TABLE documents_chunk DROP COLUMN embedding_vector")
+    try:
+        assert vector_column_ready()  # asked a moment ago
+        monkeypatch.setattr(vectors_sql, "READY_RECHECK_SECONDS", 0.0)
+        assert not vector_column_ready()
+    finally:
+        vector_column_add()
+    assert vector_column_ready()
+
+
+@pytest.mark.slow
+def test_a_worker_leaves_the_build_to_another_that_is_building_it(on_pgvector, synonyms, caplog):
+    """Two workers write a new model's first chunks at once: the second to commit finds
+    the build under way (the other's session lock) and neither waits nor builds twice."""
+    name = _drop_index(synonyms.name, synonyms.dimensions)
+    org = organisation_create(slug="acme", page_limit=1000)
+    database = connection.settings_dict
+    with psycopg.connect(
+        host=database["HOST"],
+        port=database["PORT"],
+        user="postgres",
+        dbname=database["NAME"],
+        autocommit=True,
+    ) as building:
+        building.execute("SELECT pg_advisory_lock(hashtext(%s))", [name])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")  # waiting would be a failure
+        try:
+            with transaction.atomic():
+                vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        assert not vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
+        assert "could not be built" not in caplog.text  # it did not wait for the lock
+        building.execute("SELECT pg_advisory_unlock(hashtext(%s))", [name])
+
+    with transaction.atomic():
+        vector_document(org, "bills.pdf", ["Please pay the invoice"])
+    assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
