@@ -372,6 +372,7 @@ def search(
         "more": results.more,
         "neighbours": results.neighbours,
         "model_share": results.model_share,
+        "embedding_unavailable": results.embedding_unavailable,
         "results": [
             {
                 "document_id": hit.document_id,

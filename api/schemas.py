@@ -199,6 +199,9 @@ class SearchOut(Schema):
     # During a re-embed: the share (0 to 1) of the organisation's chunks on the current
     # model, the only ones compared with the query's embedding; null otherwise.
     model_share: float | None
+    # Whether the query's embedding was to rank but the provider could not make it (down,
+    # or paused after failing): the words alone ranked.
+    embedding_unavailable: bool
 
 
 class QuotaOut(Schema):

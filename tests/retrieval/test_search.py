@@ -199,7 +199,7 @@ def test_with_embeddings_fused_the_ranking_says_so(api, org, settings):
 
     body = _search(api, "anchor").json()
 
-    assert body["ranking"] == "embedding"
+    assert body["ranking"] == "embedding" and body["embedding_unavailable"] is False
     assert body["results"][0]["score"] == 1  # first by text and by embedding
 
 
@@ -211,7 +211,7 @@ def test_with_the_provider_paused_it_ranks_by_text_and_says_so(api, org, redis_c
 
     body = _search(api, "anchor").json()
 
-    assert body["ranking"] == "text"
+    assert body["ranking"] == "text" and body["embedding_unavailable"] is True
     assert [hit["filename"] for hit in body["results"]] == ["kept.pdf"]
     assert body["results"][0]["score"] == 1  # first by text, the only order there is
 
