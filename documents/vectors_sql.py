@@ -27,10 +27,10 @@ nothing and search scans the bytes (retrieval/vectors.py).
 import functools
 import hashlib
 import logging
+import struct
 import time
 from collections.abc import Iterable, Sequence
 
-import numpy as np
 from django.db import connection, transaction
 
 logger = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ def vector_index_ensure(
 
 def vector_text(data: bytes) -> str:
     """float32 little-endian bytes as pgvector's text form, every float exact."""
-    return "[" + ",".join(map(repr, np.frombuffer(data, dtype="<f4").tolist())) + "]"
+    return "[" + ",".join(map(repr, struct.unpack(f"<{len(data) // 4}f", data))) + "]"
 
 
 def _index_after_commit(*, model: str, vectors: Sequence[bytes]) -> None:

@@ -25,7 +25,6 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-import numpy as np
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
@@ -247,6 +246,11 @@ def _scan(scope: _Scope, vector: list[float], limit: int, bound: int) -> Neighbo
     keys, data = found
     if not keys:
         return Neighbours(rows=(), complete=True, method="scan")
+    # Imported here, not with the module: numpy (and its BLAS threads' buffers) would
+    # otherwise sit in every worker and in the extraction child forked from it, whose
+    # address space is limited (PAPERLANE_EXTRACT_MEMORY_MB).
+    import numpy as np
+
     matrix = np.frombuffer(data, dtype="<f4").reshape(len(keys), scope.dimensions)
     query = np.asarray(vector, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
