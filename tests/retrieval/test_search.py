@@ -280,16 +280,10 @@ def test_only_the_first_matches_found_are_ranked(api, org, settings):
     assert len(results) == 3
 
 
-def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(
-    api, org, monkeypatch, settings
-):
+def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(api, org, settings):
     settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
     document_with_chunks(org, "kept.pdf", ["the anchor chain"])
-
-    def refuses(texts):
-        raise ValueError("the provider's own error")
-
-    monkeypatch.setattr(get_embedder(), "embed", refuses)
+    settings.PAPERLANE_EMBEDDER = "tests.support.embedders.OwnErrorEmbedder"
 
     body = _search(api, "anchor").json()
 
