@@ -338,6 +338,15 @@ def test_results_are_paged_and_say_whether_more_follow(api, org):
     assert (first["more"], last["more"]) == (True, False)
 
 
+def test_the_snippet_is_around_the_word_when_lowering_lengthens_the_text():
+    # "İ" lowered is two characters: 400 of them before the word moved the window past it.
+    text = "İİİİİİİİ " * 50 + "the lighthouse keeper " + "and more words " * 40
+
+    piece = snippet(text, ["lighthouse"])
+
+    assert "lighthouse" in piece
+
+
 def test_the_snippet_marks_the_words_of_the_query_as_stemmed():
     text, marks = marked_snippet("Tides: the Tide rises; tidewater stays.", ["tide"])
 
