@@ -34,8 +34,17 @@ _DOCUMENTS = Document._meta.db_table
 _MATCHES = f"""
     {{name}} AS MATERIALIZED (
         SELECT id, document_id, version FROM {_CHUNKS}
-        WHERE search_vector @@ to_tsquery(%s::regconfig, %s) {{excluded}})
+        WHERE search_vector @@ to_tsquery(%s::regconfig, %s))
 """
+# The documents holding an excluded word in any searchable chunk: words are judged over
+# the whole document, so a document is left out, not only the chunk holding the word.
+_EXCLUDED = f"""
+    excluded AS MATERIALIZED (
+        SELECT DISTINCT c.document_id FROM {_CHUNKS} c JOIN {_DOCUMENTS} d ON d.id = c.document_id
+        WHERE c.search_vector @@ to_tsquery(%s::regconfig, %s)
+          AND d.organisation_id = %s AND c.version = d.searchable_version)
+"""
+_NONE_EXCLUDED = "excluded AS (SELECT NULL::uuid AS document_id WHERE false)"
 # Those of the organisation (and the document, when one is searched), the first so many.
 _CLAUSE = f"""
     (SELECT {{n}} AS n, m.id FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
@@ -43,14 +52,13 @@ _CLAUSE = f"""
        AND (%s::uuid IS NULL OR d.id = %s::uuid)
        -- Only the settled version: chunks of a run that has not settled are not found.
        AND m.version = d.searchable_version
+       AND NOT EXISTS (SELECT 1 FROM excluded x WHERE x.document_id = m.document_id)
      LIMIT %s)
 """
 
 # Of a clause in more chunks than the matches read, these many are ranked: its weight is
 # low, and the chunks holding every clause are read on their own.
 _COMMON_SAMPLE = 50
-
-_EXCLUDED = "AND NOT search_vector @@ to_tsquery(%s::regconfig, %s)"
 
 
 def tsquery_text(alternatives: tuple[Phrase, ...]) -> str:
@@ -81,13 +89,14 @@ def text_candidates(
         sources = list(enumerate(texts))
         if len(texts) > 1:
             sources.append((-1, " & ".join(f"({text})" for text in texts)))
-        excluded_text = tsquery_text(query.excluded) if query.excluded else ""
-        matches, parts, params = [], [], []
+        if query.excluded:
+            matches, params = [_EXCLUDED], [language, tsquery_text(query.excluded), organisation_id]
+        else:
+            matches, params = [_NONE_EXCLUDED], []
+        parts = []
         for n, text in sources:
-            name = f"m{n}".replace("-", "_")
-            matches.append(_MATCHES.format(name=name, excluded=_EXCLUDED if excluded_text else ""))
+            matches.append(_MATCHES.format(name=f"m{n}".replace("-", "_")))
             params += [language, text]
-            params += [language, excluded_text] if excluded_text else []
         for n, _ in sources:
             parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
             params += [organisation_id, document_id, document_id, per_clause]

@@ -25,7 +25,16 @@ _FOUND = f"""
       AND (%s IS NULL OR d.id = %s)
       -- Only the settled version: chunks of a run that has not settled are not found.
       AND c.version = d.searchable_version
+      {{excluded}}
     {{tail}}
+"""
+# A document holding an excluded word in any searchable chunk is left out whole: words are
+# judged over the whole document.
+_EXCLUDED = f"""
+    AND c.document_id NOT IN (
+        SELECT x.document_id FROM {FTS} JOIN {_CHUNKS} x ON x.rowid = {FTS}.rowid
+        JOIN {_DOCUMENTS} xd ON xd.id = x.document_id
+        WHERE {FTS} MATCH %s AND x.version = xd.searchable_version)
 """
 
 
@@ -41,11 +50,8 @@ def text_candidates(
     """The matches of `query`'s clauses in the organisation's searchable chunks, best
     first, and which clauses each document found holds."""
     per_clause = settings.PAPERLANE_SEARCH_MATCHES_RANKED
-    excluded = (
-        " NOT (" + " OR ".join(fts_text((p,)) for p in query.excluded) + ")"
-        if query.excluded
-        else ""
-    )
+    excluded = _EXCLUDED if query.excluded else ""
+    excluded_params = [" OR ".join(fts_text((p,)) for p in query.excluded)] if excluded else []
     document = uuid.UUID(str(document_id)).hex if document_id is not None else None
     clauses_of: dict[int, set[int]] = {}
     rows_of: dict[int, tuple] = {}
@@ -53,8 +59,8 @@ def text_candidates(
     with connection.cursor() as cursor:
         for n, text in enumerate(texts):
             cursor.execute(
-                _FOUND.format(rank="", tail="LIMIT %s"),
-                [text + excluded, organisation_id, document, document, per_clause],
+                _FOUND.format(rank="", excluded=excluded, tail="LIMIT %s"),
+                [text, organisation_id, document, document, *excluded_params, per_clause],
             )
             for row in cursor.fetchall():
                 clauses_of.setdefault(row[0], set()).add(n)
@@ -62,11 +68,11 @@ def text_candidates(
         if not rows_of:
             return TextCandidates(matches=[], clauses=len(texts))
         # bm25 of the chunks found, for any clause: FTS5 weighs rare words above common ones.
-        any_clause = "(" + " OR ".join(texts) + ")" + excluded
+        any_clause = " OR ".join(texts)
         rowids = sorted(rows_of)
         marks = ", ".join("%s" for _ in rowids)
         cursor.execute(
-            _FOUND.format(rank=f", bm25({FTS})", tail=f"AND c.rowid IN ({marks})"),
+            _FOUND.format(rank=f", bm25({FTS})", excluded="", tail=f"AND c.rowid IN ({marks})"),
             [any_clause, organisation_id, document, document, *rowids],
         )
         scores = {row[0]: -row[4] for row in cursor.fetchall()}

@@ -136,6 +136,15 @@ def test_one_long_document_does_not_hide_the_others(api, org, settings):
     assert {hit["document_id"] for hit in results[1:]} == {str(d.id) for d in short}
 
 
+def test_a_minus_word_leaves_out_a_document_holding_it_in_any_chunk(api, org):
+    document_with_chunks(org, "salt.pdf", ["the tide table for March", "salt water"])
+    fresh = document_with_chunks(org, "fresh.pdf", ["a tide table of the river"])
+
+    results = _search(api, "tide table -water").json()["results"]
+
+    assert [hit["document_id"] for hit in results] == [str(fresh.id)]
+
+
 def test_quoted_phrases_and_minus_words_narrow_the_search(api, org):
     document_with_chunks(org, "tide.pdf", ["the high tide table for March"])
     document_with_chunks(org, "table.pdf", ["a table of high and low water"])

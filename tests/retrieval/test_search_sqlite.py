@@ -34,6 +34,7 @@ def test_the_demo_finds_what_people_type_through_fts5(tmp_path):
     assert sorted(answers["high table"]) == ["table.pdf", "tide.pdf"]
     assert answers['"tide table"'] == ["tide.pdf"]
     assert answers["high table -tide"] == ["table.pdf"]
+    assert answers["high table -keeper"] == ["table.pdf"]  # in tide.pdf's other chunk
     assert sorted(answers["march or water"]) == ["table.pdf", "tide.pdf"]
     assert answers["email"] == []  # "e-mail" is "e mail"
     assert answers['"keepers e mail"'] == ["tide.pdf"]

@@ -61,6 +61,7 @@ def main() -> None:
             "high table",
             '"tide table"',
             "high table -tide",
+            "high table -keeper",
             "march or water",
             "email",
             '"keepers e mail"',
