@@ -12,6 +12,8 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 
+from django.test import override_settings  # noqa: E402
+
 from documents.models import Chunk, Document, Organisation  # noqa: E402
 from documents.services.content import document_chunks_upsert  # noqa: E402
 from retrieval.embedding import get_embedder, pack_vector  # noqa: E402
@@ -70,6 +72,11 @@ def main() -> None:
             "water tide",
         ]
     }
+    # One document searched with the embeddings ranking (its id given to the exact scan).
+    table = Document.objects.get(filename="table.pdf")
+    with override_settings(PAPERLANE_SEARCH_FUSE_EMBEDDINGS="always"):
+        one = documents_search(organisation=ours, query="high water", document_id=table.id)
+    answers["high water in table.pdf, by meaning too"] = [names[h.document_id] for h in one.hits]
     # The triggers keep the index in step: a chunk changed, then one removed.
     Chunk.objects.filter(document__filename="alphabet.pdf").update(text="a glossary")
     answers["glossary"] = found("glossary")
