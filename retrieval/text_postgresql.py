@@ -1,10 +1,11 @@
 """Text candidates on PostgreSQL, through the chunks' stored `search_vector` and its GIN
 index (documents/search_index.py).
 
-Each clause of the query is looked up on its own: every chunk of the organisation that
-holds a rare word is read, and the first PAPERLANE_SEARCH_MATCHES_RANKED of a common
-one, so a common word cannot crowd a rare one out. How many chunks hold a clause gives
-its weight (BM25's idf over the organisation's chunks); `ts_rank` of the chunk's
+Each clause of the query is looked up on its own: of the organisation's chunks holding
+it, at most PER_DOCUMENT of each document and PAPERLANE_SEARCH_MATCHES_RANKED in all
+(each document's first before any one's second), so a common word cannot crowd a rare
+one out, nor one long document the others. How many chunks hold a clause gives its
+weight (BM25's idf over the organisation's chunks); `ts_rank` of the chunk's
 vector for the clause gives the saturating term frequency, normalised by length; a
 chunk holding the words side by side, in the order typed, scores double.
 Documents are judged by all their chunks: which clauses a document holds is read again,
@@ -45,20 +46,27 @@ _EXCLUDED = f"""
           AND d.organisation_id = %s AND c.version = d.searchable_version)
 """
 _NONE_EXCLUDED = "excluded AS (SELECT NULL::uuid AS document_id WHERE false)"
-# Those of the organisation (and the document, when one is searched), the first so many.
+# Those of the organisation (and the document, when one is searched): how many there are
+# (the clause's weight), and the first so many, a few of each document, each document's
+# first before any one's second, so one long document cannot fill them and hide others.
 _CLAUSE = f"""
-    (SELECT {{n}} AS n, m.id FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
-     WHERE d.organisation_id = %s AND d.deleted_at IS NULL
-       AND (%s::uuid IS NULL OR d.id = %s::uuid)
-       -- Only the settled version: chunks of a run that has not settled are not found.
-       AND m.version = d.searchable_version
-       AND NOT EXISTS (SELECT 1 FROM excluded x WHERE x.document_id = m.document_id)
+    (SELECT {{n}} AS n, id, per_document, in_organisation FROM (
+        SELECT m.id, row_number() OVER (PARTITION BY m.document_id) AS per_document,
+               count(*) OVER () AS in_organisation
+        FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
+        WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+          AND (%s::uuid IS NULL OR d.id = %s::uuid)
+          -- Only the settled version: chunks of a run that has not settled are not found.
+          AND m.version = d.searchable_version
+          AND NOT EXISTS (SELECT 1 FROM excluded x WHERE x.document_id = m.document_id)) s
+     WHERE per_document <= %s
+     ORDER BY per_document
      LIMIT %s)
 """
 
-# Of a clause in more chunks than the matches read, these many are ranked: its weight is
-# low, and the chunks holding every clause are read on their own.
-_COMMON_SAMPLE = 50
+# A document's chunks read for a clause: enough for its best chunk to be among them often,
+# few enough that the matches read span many documents.
+PER_DOCUMENT = 3
 
 
 def tsquery_text(alternatives: tuple[Phrase, ...]) -> str:
@@ -99,8 +107,8 @@ def text_candidates(
             params += [language, text]
         for n, _ in sources:
             parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
-            params += [organisation_id, document_id, document_id, per_clause]
-        params += [per_clause, _COMMON_SAMPLE]
+            params += [organisation_id, document_id, document_id, PER_DOCUMENT, per_clause]
+        params += [per_clause]
         tests = ", ".join(
             "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 0), "
             "c.search_vector @@ to_tsquery(%s::regconfig, %s)"
@@ -115,16 +123,21 @@ def text_candidates(
             WITH {", ".join(matches)},
                  pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
                  counted AS MATERIALIZED (
-                     SELECT n, id, count(*) OVER (PARTITION BY n) AS found,
-                            row_number() OVER (PARTITION BY n) AS k
+                     SELECT n, id, per_document, in_organisation,
+                            count(*) OVER (PARTITION BY n) AS pooled
                      FROM pool),
-                 ranked AS (SELECT DISTINCT id FROM counted WHERE n < 0 OR found < %s OR k <= %s)
+                 -- Of a clause cut short, each document's first chunk is ranked: its weight
+                 -- is low, and the chunks holding every clause are read on their own.
+                 ranked AS (
+                     SELECT DISTINCT id FROM counted
+                     WHERE n < 0 OR pooled < %s OR per_document = 1)
             SELECT c.id, c.document_id, c.index, length(c.search_vector),
                    ARRAY[{tests}]::text[],
                    c.search_vector @@ phraseto_tsquery(%s::regconfig, %s),
                    (SELECT coalesce(sum(chunk_count), 0) FROM {_DOCUMENTS}
                     WHERE organisation_id = %s AND deleted_at IS NULL),
-                   (SELECT array_agg(DISTINCT ARRAY[n, found]) FROM counted WHERE n >= 0)
+                   (SELECT array_agg(DISTINCT ARRAY[n, in_organisation, pooled])
+                    FROM counted WHERE n >= 0)
             FROM ranked f JOIN {_CHUNKS} c ON c.id = f.id
             """,
             params,
@@ -133,9 +146,9 @@ def text_candidates(
         if not rows:
             return TextCandidates(matches=[], clauses=len(texts))
         total = rows[0][6]
-        found = [0] * len(texts)
-        for n, count in rows[0][7] or []:
-            found[n] = count
+        found, pooled = [0] * len(texts), [0] * len(texts)
+        for n, count, read in rows[0][7] or []:
+            found[n], pooled[n] = count, read
         weights = [idf(total, count) for count in found]
         average = sum(row[3] for row in rows) / len(rows) or 1
         matches = []
@@ -160,7 +173,7 @@ def text_candidates(
         holds: dict[object, frozenset[int]] = {}
         for match in matches:
             holds[match.document_id] = holds.get(match.document_id, frozenset()) | match.clauses
-        cut_short = [n for n, count in enumerate(found) if count >= per_clause]
+        cut_short = [n for n, read in enumerate(pooled) if read >= per_clause]
         if cut_short:
             _complete(cursor, language, texts, cut_short, holds, _first_documents(holds, deepest))
     return TextCandidates(matches=matches, holds=holds, clauses=len(texts))

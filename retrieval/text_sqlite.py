@@ -37,6 +37,18 @@ _EXCLUDED = f"""
         WHERE {FTS} MATCH %s AND x.version = xd.searchable_version)
 """
 
+# A clause's matches read: at most PER_DOCUMENT of each document (its best by bm25) and
+# PAPERLANE_SEARCH_MATCHES_RANKED in all, each document's first before any one's second,
+# best first, so one long document cannot fill them and hide others (as on PostgreSQL).
+_PLACE = (
+    f", {FTS}.rank AS rank_of, "
+    f"row_number() OVER (PARTITION BY c.document_id ORDER BY {FTS}.rank) AS per_document"
+)
+_CLAUSE = """
+    SELECT * FROM ({found}) WHERE per_document <= %s ORDER BY per_document, rank_of LIMIT %s
+"""
+PER_DOCUMENT = 3
+
 
 def fts_text(alternatives: tuple[Phrase, ...]) -> str:
     """FTS5's syntax for a clause: its alternatives or'ed, each a quoted phrase (words are
@@ -59,8 +71,9 @@ def text_candidates(
     with connection.cursor() as cursor:
         for n, text in enumerate(texts):
             cursor.execute(
-                _FOUND.format(rank="", excluded=excluded, tail="LIMIT %s"),
-                [text, organisation_id, document, document, *excluded_params, per_clause],
+                _CLAUSE.format(found=_FOUND.format(rank=_PLACE, excluded=excluded, tail="")),
+                [text, organisation_id, document, document, *excluded_params]
+                + [PER_DOCUMENT, per_clause],
             )
             for row in cursor.fetchall():
                 clauses_of.setdefault(row[0], set()).add(n)

@@ -45,6 +45,7 @@ def test_the_demo_finds_what_people_type_through_fts5(tmp_path):
         "table.pdf",
     ]  # each holds one of the words
     assert answers["high water in table.pdf, by meaning too"] == ["table.pdf"]
+    assert answers["tern in five documents"] == answers["tern documents"]
     assert answers["glossary"] == ["alphabet.pdf"]
     assert answers["alphabet after the change"] == []
     assert answers["glossary after the removal"] == []

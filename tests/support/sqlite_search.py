@@ -77,6 +77,14 @@ def main() -> None:
     with override_settings(PAPERLANE_SEARCH_FUSE_EMBEDDINGS="always"):
         one = documents_search(organisation=ours, query="high water", document_id=table.id)
     answers["high water in table.pdf, by meaning too"] = [names[h.document_id] for h in one.hits]
+    # One long document loaded first, with more chunks holding the word than are read.
+    terns = Organisation.objects.create(slug="terns", name="terns", page_limit=10**6)
+    long = document_with_chunks(terns, "long.pdf", [f"the tern {n}" for n in range(10)])
+    short = [document_with_chunks(terns, f"{n}.pdf", [f"a tern {n}"]) for n in range(4)]
+    with override_settings(PAPERLANE_SEARCH_MATCHES_RANKED=5):
+        hits = documents_search(organisation=terns, query="tern").hits
+    answers["tern in five documents"] = sorted(str(h.document_id) for h in hits)
+    answers["tern documents"] = sorted(str(d.id) for d in [long, *short])
     # The triggers keep the index in step: a chunk changed, then one removed.
     Chunk.objects.filter(document__filename="alphabet.pdf").update(text="a glossary")
     answers["glossary"] = found("glossary")
