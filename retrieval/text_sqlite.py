@@ -18,8 +18,8 @@ _CHUNKS = Chunk._meta.db_table
 _DOCUMENTS = Document._meta.db_table
 
 _FOUND = f"""
-    SELECT c.rowid, c.id, c.document_id, c."index"{{rank}}
-    FROM {FTS} JOIN {_CHUNKS} c ON c.rowid = {FTS}.rowid
+    SELECT {FTS}.rowid, c.id, c.document_id, c."index"{{rank}}
+    FROM {FTS} JOIN {_CHUNKS} c ON c.id = {FTS}.chunk_id
     JOIN {_DOCUMENTS} d ON d.id = c.document_id
     WHERE {FTS} MATCH %s AND d.organisation_id = %s AND d.deleted_at IS NULL
       AND (%s IS NULL OR d.id = %s)
@@ -32,7 +32,7 @@ _FOUND = f"""
 # judged over the whole document.
 _EXCLUDED = f"""
     AND c.document_id NOT IN (
-        SELECT x.document_id FROM {FTS} JOIN {_CHUNKS} x ON x.rowid = {FTS}.rowid
+        SELECT x.document_id FROM {FTS} JOIN {_CHUNKS} x ON x.id = {FTS}.chunk_id
         JOIN {_DOCUMENTS} xd ON xd.id = x.document_id
         WHERE {FTS} MATCH %s AND x.version = xd.searchable_version)
 """
@@ -85,7 +85,7 @@ def text_candidates(
         rowids = sorted(rows_of)
         marks = ", ".join("%s" for _ in rowids)
         cursor.execute(
-            _FOUND.format(rank=f", bm25({FTS})", excluded="", tail=f"AND c.rowid IN ({marks})"),
+            _FOUND.format(rank=f", bm25({FTS})", excluded="", tail=f"AND {FTS}.rowid IN ({marks})"),
             [any_clause, organisation_id, document, document, *rowids],
         )
         scores = {row[0]: -row[4] for row in cursor.fetchall()}

@@ -11,7 +11,8 @@ def chunks_search_index_refresh(*, rebuild: bool = False) -> str:
     """Rebuild the index if it is in another language than PAPERLANE_SEARCH_LANGUAGE (or
     when asked), then refresh the planner's statistics of the chunks (ANALYZE): a bulk
     load leaves none until autovacuum comes by. Says what it did. Outside a transaction:
-    the index is built concurrently."""
+    the index is built concurrently. On SQLite, rebuilds the FTS5 table if it or its
+    triggers are missing."""
     language = search_index.check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
     done = []
     with connection.cursor() as cursor:
@@ -26,7 +27,9 @@ def chunks_search_index_refresh(*, rebuild: bool = False) -> str:
                 done.append(f"index rebuilt in {language} (was {built or 'missing'})")
             cursor.execute(f'ANALYZE "{search_index.CHUNKS}"')
             done.append("statistics refreshed")
-        elif rebuild:
+        elif rebuild or not search_index.sqlite_index_intact(cursor):
+            # A migration remaking documents_chunk drops the triggers: the table is then
+            # behind, and rebuilt whole.
             for statement in search_index.sqlite_drop_statements():
                 cursor.execute(statement)
             for statement in search_index.sqlite_create_statements(language):

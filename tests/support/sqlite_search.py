@@ -12,10 +12,12 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 
+from django.db import connection  # noqa: E402
 from django.test import override_settings  # noqa: E402
 
 from documents.models import Chunk, Document, Organisation  # noqa: E402
 from documents.services.content import document_chunks_upsert  # noqa: E402
+from documents.services.search_index import chunks_search_index_refresh  # noqa: E402
 from retrieval.embedding import get_embedder, pack_vector  # noqa: E402
 from retrieval.search import documents_search  # noqa: E402
 from tests.support.known_items import (  # noqa: E402
@@ -91,6 +93,29 @@ def main() -> None:
     answers["alphabet after the change"] = found("alphabet")
     Chunk.objects.filter(document__filename="alphabet.pdf").delete()
     answers["glossary after the removal"] = found("glossary")
+
+    # documents_chunk's rowids renumbered (a VACUUM after deletes), then the table remade as
+    # a migration altering Chunk does (its triggers dropped) and the index brought back.
+    reef = Organisation.objects.create(slug="reef", name="reef", page_limit=10**6)
+    gone = [document_with_chunks(reef, f"gone-{n}.pdf", [f"kelp {n}"] * 5) for n in range(3)]
+    coral = document_with_chunks(reef, "coral.pdf", ["the kelp forest", "the coral reef"])
+    Chunk.objects.filter(document__in=gone).delete()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM")
+
+    def reef_hits(q):
+        hits = documents_search(organisation=reef, query=q).hits
+        return [[str(h.document_id), h.chunk_index, h.snippet] for h in hits]
+
+    answers["reef after a vacuum"] = reef_hits("reef")
+    with connection.schema_editor() as editor:
+        editor._remake_table(Chunk)
+    answers["search_index after the remake"] = chunks_search_index_refresh()
+    urchin = document_with_chunks(reef, "urchin.pdf", ["a sea urchin"])
+    answers["reef after the remake"] = reef_hits("reef")
+    answers["urchin after the remake"] = reef_hits("urchin")
+    answers["reef expected"] = [[str(coral.id), 1, "the coral reef"]]
+    answers["urchin expected"] = [[str(urchin.id), 0, "a sea urchin"]]
 
     corpus = real_world_chunks()
     items = known_items(corpus)
