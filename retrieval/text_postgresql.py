@@ -67,6 +67,8 @@ _CLAUSE = f"""
 # A document's chunks read for a clause: enough for its best chunk to be among them often,
 # few enough that the matches read span many documents.
 PER_DOCUMENT = 3
+# Of a clause beside others in more chunks than the matches read, the documents ranked.
+_COMMON_SAMPLE = 50
 
 
 def tsquery_text(alternatives: tuple[Phrase, ...]) -> str:
@@ -108,7 +110,9 @@ def text_candidates(
         for n, _ in sources:
             parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
             params += [organisation_id, document_id, document_id, PER_DOCUMENT, per_clause]
-        params += [per_clause]
+        # A word alone: its documents, as many as its matches read, are the results; of a
+        # word beside others, a sample (those holding every word are read on their own).
+        params += [per_clause, per_clause if len(texts) == 1 else _COMMON_SAMPLE]
         tests = ", ".join(
             "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 0), "
             "c.search_vector @@ to_tsquery(%s::regconfig, %s)"
@@ -124,13 +128,15 @@ def text_candidates(
                  pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
                  counted AS MATERIALIZED (
                      SELECT n, id, per_document, in_organisation,
-                            count(*) OVER (PARTITION BY n) AS pooled
+                            count(*) OVER (PARTITION BY n) AS pooled,
+                            row_number() OVER (PARTITION BY n ORDER BY per_document) AS k
                      FROM pool),
-                 -- Of a clause cut short, each document's first chunk is ranked: its weight
-                 -- is low, and the chunks holding every clause are read on their own.
+                 -- Of a clause cut short, the first chunk of so many documents is ranked:
+                 -- its weight is low, and the chunks holding every clause are read on
+                 -- their own.
                  ranked AS (
                      SELECT DISTINCT id FROM counted
-                     WHERE n < 0 OR pooled < %s OR per_document = 1)
+                     WHERE n < 0 OR pooled < %s OR (per_document = 1 AND k <= %s))
             SELECT c.id, c.document_id, c.index, length(c.search_vector),
                    ARRAY[{tests}]::text[],
                    c.search_vector @@ phraseto_tsquery(%s::regconfig, %s),

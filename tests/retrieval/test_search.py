@@ -11,6 +11,7 @@ from django.utils import timezone
 from core.provider_breaker import breaker
 from documents.models import Document
 from documents.services.content import document_chunks_upsert
+from retrieval import text_postgresql
 from retrieval.embedding import PROVIDER, get_embedder, pack_vector
 from retrieval.query import parse
 from retrieval.search import MAX_QUERY_CHARS, _rank, marked_snippet, snippet
@@ -293,6 +294,24 @@ def test_a_common_word_is_read_in_many_documents_not_many_chunks_of_a_few(api, o
     results = _search(api, "tern", limit=10).json()["results"]
 
     assert {hit["document_id"] for hit in results} == {str(d.id) for d in documents}
+
+
+def test_a_common_word_alone_finds_as_many_documents_as_its_matches_read(
+    api, org, settings, monkeypatch
+):
+    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 8
+    monkeypatch.setattr(text_postgresql, "_COMMON_SAMPLE", 2)  # a word beside others: 2
+    documents = [
+        document_with_chunks(org, f"{n}.pdf", [f"a tern {n}", f"the tern again {n}"])
+        for n in range(8)
+    ]
+
+    first = _search(api, "tern", limit=5).json()
+    last = _search(api, "tern", limit=5, offset=5).json()
+
+    found = {hit["document_id"] for body in (first, last) for hit in body["results"]}
+    assert found == {str(d.id) for d in documents}
+    assert (first["more"], last["more"]) == (True, False)
 
 
 def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(api, org, settings):
