@@ -39,11 +39,15 @@ _MATCHES = f"""
 """
 # The documents holding an excluded word in any searchable chunk: words are judged over
 # the whole document, so a document is left out, not only the chunk holding the word.
+# Their chunks are looked up as a clause's are, through the GIN index alone.
 _EXCLUDED = f"""
+    excluded_matches AS MATERIALIZED (
+        SELECT document_id, version FROM {_CHUNKS}
+        WHERE search_vector @@ to_tsquery(%s::regconfig, %s)),
     excluded AS MATERIALIZED (
-        SELECT DISTINCT c.document_id FROM {_CHUNKS} c JOIN {_DOCUMENTS} d ON d.id = c.document_id
-        WHERE c.search_vector @@ to_tsquery(%s::regconfig, %s)
-          AND d.organisation_id = %s AND c.version = d.searchable_version)
+        SELECT DISTINCT x.document_id FROM excluded_matches x
+        JOIN {_DOCUMENTS} d ON d.id = x.document_id
+        WHERE d.organisation_id = %s AND x.version = d.searchable_version)
 """
 _NONE_EXCLUDED = "excluded AS (SELECT NULL::uuid AS document_id WHERE false)"
 # Those of the organisation (and the document, when one is searched): how many there are
