@@ -3,8 +3,9 @@ index (documents/search_index.py).
 
 Each clause of the query is looked up on its own: of the organisation's chunks holding
 it, at most PER_DOCUMENT of each document and PAPERLANE_SEARCH_MATCHES_RANKED in all
-(each document's first before any one's second), so a common word cannot crowd a rare
-one out, nor one long document the others. How many chunks hold a clause gives its
+(each document's first before any one's second), taken from its first _READ_FACTOR
+times as many, so a common word cannot crowd a rare one out, nor one long document the
+others. How many chunks hold a clause gives its
 weight (BM25's idf over the organisation's chunks); `ts_rank` of the chunk's
 vector for the clause gives the saturating term frequency, normalised by length; a
 chunk holding the words side by side, in the order typed, scores double.
@@ -50,19 +51,23 @@ _EXCLUDED = f"""
         WHERE d.organisation_id = %s AND x.version = d.searchable_version)
 """
 _NONE_EXCLUDED = "excluded AS (SELECT NULL::uuid AS document_id WHERE false)"
-# Those of the organisation (and the document, when one is searched): how many there are
+# Those of the organisation (and the document, when one is searched): how many are read
 # (the clause's weight), and the first so many, a few of each document, each document's
 # first before any one's second, so one long document cannot fill them and hide others.
 _CLAUSE = f"""
     (SELECT {{n}} AS n, id, per_document, in_organisation FROM (
-        SELECT m.id, row_number() OVER (PARTITION BY m.document_id) AS per_document,
+        SELECT id, row_number() OVER (PARTITION BY document_id) AS per_document,
                count(*) OVER () AS in_organisation
-        FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
-        WHERE d.organisation_id = %s AND d.deleted_at IS NULL
-          AND (%s::uuid IS NULL OR d.id = %s::uuid)
-          -- Only the settled version: chunks of a run that has not settled are not found.
-          AND m.version = d.searchable_version
-          AND NOT EXISTS (SELECT 1 FROM excluded x WHERE x.document_id = m.document_id)) s
+        FROM (
+            SELECT m.id, m.document_id
+            FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
+            WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+              AND (%s::uuid IS NULL OR d.id = %s::uuid)
+              -- Only the settled version: chunks of a run that has not settled are not found.
+              AND m.version = d.searchable_version
+              AND NOT EXISTS (SELECT 1 FROM excluded x WHERE x.document_id = m.document_id)
+            -- Read so far at most: a common word's every chunk would be read and sorted.
+            LIMIT %s) read) s
      WHERE per_document <= %s
      ORDER BY per_document
      LIMIT %s)
@@ -71,6 +76,9 @@ _CLAUSE = f"""
 # A document's chunks read for a clause: enough for its best chunk to be among them often,
 # few enough that the matches read span many documents.
 PER_DOCUMENT = 3
+# A clause's matches read, in the table's order, to find those of many documents: this
+# many times PAPERLANE_SEARCH_MATCHES_RANKED (a clause in more chunks weighs as in these).
+_READ_FACTOR = 10
 # Of a clause beside others in more chunks than the matches read, the documents ranked.
 _COMMON_SAMPLE = 50
 
@@ -113,7 +121,8 @@ def text_candidates(
             params += [language, text]
         for n, _ in sources:
             parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
-            params += [organisation_id, document_id, document_id, PER_DOCUMENT, per_clause]
+            params += [organisation_id, document_id, document_id, per_clause * _READ_FACTOR]
+            params += [PER_DOCUMENT, per_clause]
         # A word alone: its documents, as many as its matches read, are the results; of a
         # word beside others, a sample (those holding every word are read on their own).
         params += [per_clause, per_clause if len(texts) == 1 else _COMMON_SAMPLE]
@@ -183,7 +192,11 @@ def text_candidates(
         holds: dict[object, frozenset[int]] = {}
         for match in matches:
             holds[match.document_id] = holds.get(match.document_id, frozenset()) | match.clauses
-        cut_short = [n for n, read in enumerate(pooled) if read >= per_clause]
+        cut_short = [
+            n
+            for n in range(len(texts))
+            if pooled[n] >= per_clause or found[n] >= per_clause * _READ_FACTOR
+        ]
         if cut_short:
             _complete(cursor, language, texts, cut_short, holds, _first_documents(holds, deepest))
     return TextCandidates(matches=matches, holds=holds, clauses=len(texts))
