@@ -486,7 +486,7 @@ PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200
 # a meaning (not the default hashing one, whose ranking made search worse), `always`, `never`.
 PAPERLANE_SEARCH_FUSE_EMBEDDINGS = env("PAPERLANE_SEARCH_FUSE_EMBEDDINGS", default="auto")
 # Chunks read for each word of the query: at most 3 of each document, and this many in all
-# (each document's first before any one's second); a word's weight counts all its chunks.
+# (each document's first before any one's second), from a word's first ten times as many.
 PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=300)
 PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)
 # Semantic candidates: up to this many of an organisation's chunks are compared with the
