@@ -485,8 +485,8 @@ PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200
 # Whether the query embedding's cosine ranks too: `auto` when the embedder's vectors have
 # a meaning (not the default hashing one, whose ranking made search worse), `always`, `never`.
 PAPERLANE_SEARCH_FUSE_EMBEDDINGS = env("PAPERLANE_SEARCH_FUSE_EMBEDDINGS", default="auto")
-# Chunks read for each word of the query: all of a rarer word's, the first this many of
-# a word in more chunks (its weight is then that of a word in this many).
+# Chunks read for each word of the query: at most 3 of each document, and this many in all
+# (each document's first before any one's second), from a word's first ten times as many.
 PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=300)
 # Each search statement's bound in PostgreSQL: the text lookup is refused past it, the
 # nearest-neighbour lookup gives none (ranked by text).

@@ -2,8 +2,8 @@
 
 PostgreSQL: a stored `search_vector` column generated from the chunk's normalised text
 in the text search configuration PAPERLANE_SEARCH_LANGUAGE, with a GIN index on it.
-SQLite (the demo): an FTS5 table of the normalised text, kept in step with
-documents_chunk by triggers, with Porter's stemmer for `english`.
+SQLite (the demo): an FTS5 table of the normalised text and the chunk's id, kept in
+step with documents_chunk by triggers, with Porter's stemmer for `english`.
 
 A stored vector rather than an index on the expression alone: ranking reads each
 candidate's vector, and computing it again costs about 0.1 ms a chunk (the 5,000
@@ -19,6 +19,7 @@ CHUNKS = "documents_chunk"
 COLUMN = "search_vector"
 INDEX = "documents_chunk_search"
 FTS = "documents_chunk_fts"
+FTS_ROWS = "documents_chunk_fts_rows"
 # FTS5 has Porter's stemmer (English) and none for other languages.
 _SQLITE_TOKENIZERS = {
     "english": "porter unicode61 remove_diacritics 2",
@@ -80,21 +81,59 @@ def postgresql_column_language(cursor) -> str | None:
 
 
 def sqlite_create_statements(language: str) -> list[str]:
-    """Create the FTS5 table and its triggers, and index the chunks already there."""
+    """Create the FTS5 table and its triggers, and index the chunks already there. A row
+    holds its chunk's id: documents_chunk's rowid is not stable (a VACUUM, or a migration
+    remaking the table, renumbers it). FTS_ROWS maps a chunk's id to its FTS5 row, so a
+    chunk's row is removed by its rowid (FTS5 has no index on an unindexed column)."""
     tokenizer = _SQLITE_TOKENIZERS.get(check_language(language), _SQLITE_TOKENIZERS["simple"])
-    new = normalise_sql("new.text")
     return [
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS} USING fts5(text, tokenize='{tokenizer}')",
-        f"CREATE TRIGGER IF NOT EXISTS {FTS}_insert AFTER INSERT ON {CHUNKS} BEGIN "
-        f"INSERT INTO {FTS}(rowid, text) VALUES (new.rowid, {new}); END",
-        f"CREATE TRIGGER IF NOT EXISTS {FTS}_delete AFTER DELETE ON {CHUNKS} BEGIN "
-        f"DELETE FROM {FTS} WHERE rowid = old.rowid; END",
-        f"CREATE TRIGGER IF NOT EXISTS {FTS}_update AFTER UPDATE OF text ON {CHUNKS} BEGIN "
-        f"DELETE FROM {FTS} WHERE rowid = old.rowid; "
-        f"INSERT INTO {FTS}(rowid, text) VALUES (new.rowid, {new}); END",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS} USING "
+        f"fts5(text, chunk_id UNINDEXED, tokenize='{tokenizer}')",
+        f"CREATE TABLE IF NOT EXISTS {FTS_ROWS} (chunk_id TEXT PRIMARY KEY, fts_rowid INTEGER)",
+        *sqlite_trigger_statements(),
         f"DELETE FROM {FTS}",
-        f"INSERT INTO {FTS}(rowid, text) SELECT rowid, {normalise_sql('text')} FROM {CHUNKS}",
+        f"DELETE FROM {FTS_ROWS}",
+        f"INSERT INTO {FTS}(text, chunk_id) SELECT {normalise_sql('text')}, id FROM {CHUNKS}",
+        f"INSERT INTO {FTS_ROWS}(chunk_id, fts_rowid) SELECT chunk_id, rowid FROM {FTS}",
     ]
+
+
+def sqlite_trigger_statements() -> list[str]:
+    """The triggers keeping the FTS5 table in step with documents_chunk (a migration that
+    remakes the table drops them: `manage.py search_index` puts them back)."""
+    new = normalise_sql("new.text")
+    insert = (
+        f"INSERT INTO {FTS}(text, chunk_id) VALUES ({new}, new.id); "
+        f"INSERT INTO {FTS_ROWS}(chunk_id, fts_rowid) VALUES (new.id, last_insert_rowid()); "
+    )
+    delete = (
+        f"DELETE FROM {FTS} WHERE rowid = "
+        f"(SELECT fts_rowid FROM {FTS_ROWS} WHERE chunk_id = old.id); "
+        f"DELETE FROM {FTS_ROWS} WHERE chunk_id = old.id; "
+    )
+    return [
+        f"CREATE TRIGGER IF NOT EXISTS {FTS}_insert AFTER INSERT ON {CHUNKS} BEGIN {insert}END",
+        f"CREATE TRIGGER IF NOT EXISTS {FTS}_delete AFTER DELETE ON {CHUNKS} BEGIN {delete}END",
+        f"CREATE TRIGGER IF NOT EXISTS {FTS}_update AFTER UPDATE OF text, id ON {CHUNKS} "
+        f"BEGIN {delete}{insert}END",
+    ]
+
+
+def sqlite_index_intact(cursor) -> bool:
+    """Whether the FTS5 table (with its chunk ids), its rows' map and its three triggers
+    are there."""
+    cursor.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s "
+        "AND name IN (%s, %s, %s)",
+        [CHUNKS, f"{FTS}_insert", f"{FTS}_delete", f"{FTS}_update"],
+    )
+    if cursor.fetchone()[0] != 3:
+        return False
+    cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = %s", [FTS_ROWS])
+    if cursor.fetchone()[0] != 1:
+        return False
+    cursor.execute("SELECT name FROM pragma_table_info(%s)", [FTS])
+    return "chunk_id" in {row[0] for row in cursor.fetchall()}
 
 
 def sqlite_drop_statements() -> list[str]:
@@ -103,4 +142,5 @@ def sqlite_drop_statements() -> list[str]:
         f"DROP TRIGGER IF EXISTS {FTS}_delete",
         f"DROP TRIGGER IF EXISTS {FTS}_update",
         f"DROP TABLE IF EXISTS {FTS}",
+        f"DROP TABLE IF EXISTS {FTS_ROWS}",
     ]

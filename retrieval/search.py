@@ -400,9 +400,8 @@ def snippet(text: str, words: list[str]) -> str:
     """About SNIPPET_CHARS of `text` around the first of `words` (or of their rough stems:
     "alphabet" for "alphabets") it holds, by plain find, no pattern over the document's
     text; whitespace collapsed, cut at spaces."""
-    lowered = text.lower()
     looked_for = dict.fromkeys([*words, *(_rough_stem(word) for word in words)])
-    found = [at for at in (lowered.find(word) for word in looked_for) if at >= 0]
+    found = [at for at in (_find_lowered(text, word) for word in looked_for) if at >= 0]
     first = min(found) if found else 0
     start = max(0, first - SNIPPET_CHARS // 3)
     end = min(len(text), start + SNIPPET_CHARS)
@@ -414,6 +413,19 @@ def snippet(text: str, words: list[str]) -> str:
         end = space if space > first else end
     piece = " ".join(text[start:end].split())
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
+
+
+def _find_lowered(text: str, word: str) -> int:
+    """Where `text` first holds `word` (lower case), ignoring case, as an offset in `text`:
+    lowering can change a text's length ("İ" is two characters lowered), so the lowered
+    copy's offsets are used only when its length is the text's."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered.find(word)
+    # Lowered character by character: each offset of the joined copy maps back to its own.
+    origin = [at for at, char in enumerate(text) for _ in char.lower()]
+    at = "".join(char.lower() for char in text).find(word)
+    return origin[at] if at >= 0 else -1
 
 
 def marked_snippet(text: str, words: list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:

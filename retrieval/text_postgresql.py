@@ -1,10 +1,12 @@
 """Text candidates on PostgreSQL, through the chunks' stored `search_vector` and its GIN
 index (documents/search_index.py).
 
-Each clause of the query is looked up on its own: every chunk of the organisation that
-holds a rare word is read, and the first PAPERLANE_SEARCH_MATCHES_RANKED of a common
-one, so a common word cannot crowd a rare one out. How many chunks hold a clause gives
-its weight (BM25's idf over the organisation's chunks); `ts_rank` of the chunk's
+Each clause of the query is looked up on its own: of the organisation's chunks holding
+it, at most PER_DOCUMENT of each document and PAPERLANE_SEARCH_MATCHES_RANKED in all
+(each document's first before any one's second), taken from its first _READ_FACTOR
+times as many, so a common word cannot crowd a rare one out, nor one long document the
+others. How many chunks hold a clause gives its
+weight (BM25's idf over the organisation's chunks); `ts_rank` of the chunk's
 vector for the clause gives the saturating term frequency, normalised by length; a
 chunk holding the words side by side, in the order typed, scores double.
 Documents are judged by all their chunks: which clauses a document holds is read again,
@@ -34,23 +36,51 @@ _DOCUMENTS = Document._meta.db_table
 _MATCHES = f"""
     {{name}} AS MATERIALIZED (
         SELECT id, document_id, version FROM {_CHUNKS}
-        WHERE search_vector @@ to_tsquery(%s::regconfig, %s) {{excluded}})
+        WHERE search_vector @@ to_tsquery(%s::regconfig, %s))
 """
-# Those of the organisation (and the document, when one is searched), the first so many.
+# The documents holding an excluded word in any searchable chunk: words are judged over
+# the whole document, so a document is left out, not only the chunk holding the word.
+# Their chunks are looked up as a clause's are, through the GIN index alone.
+_EXCLUDED = f"""
+    excluded_matches AS MATERIALIZED (
+        SELECT document_id, version FROM {_CHUNKS}
+        WHERE search_vector @@ to_tsquery(%s::regconfig, %s)),
+    excluded AS MATERIALIZED (
+        SELECT DISTINCT x.document_id FROM excluded_matches x
+        JOIN {_DOCUMENTS} d ON d.id = x.document_id
+        WHERE d.organisation_id = %s AND x.version = d.searchable_version)
+"""
+_NONE_EXCLUDED = "excluded AS (SELECT NULL::uuid AS document_id WHERE false)"
+# Those of the organisation (and the document, when one is searched): how many are read
+# (the clause's weight), and the first so many, a few of each document, each document's
+# first before any one's second, so one long document cannot fill them and hide others.
 _CLAUSE = f"""
-    (SELECT {{n}} AS n, m.id FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
-     WHERE d.organisation_id = %s AND d.deleted_at IS NULL
-       AND (%s::uuid IS NULL OR d.id = %s::uuid)
-       -- Only the settled version: chunks of a run that has not settled are not found.
-       AND m.version = d.searchable_version
+    (SELECT {{n}} AS n, id, per_document, in_organisation FROM (
+        SELECT id, row_number() OVER (PARTITION BY document_id) AS per_document,
+               count(*) OVER () AS in_organisation
+        FROM (
+            SELECT m.id, m.document_id
+            FROM {{name}} m JOIN {_DOCUMENTS} d ON d.id = m.document_id
+            WHERE d.organisation_id = %s AND d.deleted_at IS NULL
+              AND (%s::uuid IS NULL OR d.id = %s::uuid)
+              -- Only the settled version: chunks of a run that has not settled are not found.
+              AND m.version = d.searchable_version
+              AND NOT EXISTS (SELECT 1 FROM excluded x WHERE x.document_id = m.document_id)
+            -- Read so far at most: a common word's every chunk would be read and sorted.
+            LIMIT %s) read) s
+     WHERE per_document <= %s
+     ORDER BY per_document
      LIMIT %s)
 """
 
-# Of a clause in more chunks than the matches read, these many are ranked: its weight is
-# low, and the chunks holding every clause are read on their own.
+# A document's chunks read for a clause: enough for its best chunk to be among them often,
+# few enough that the matches read span many documents.
+PER_DOCUMENT = 3
+# A clause's matches read, in the table's order, to find those of many documents: this
+# many times PAPERLANE_SEARCH_MATCHES_RANKED (a clause in more chunks weighs as in these).
+_READ_FACTOR = 10
+# Of a clause beside others in more chunks than the matches read, the documents ranked.
 _COMMON_SAMPLE = 50
-
-_EXCLUDED = "AND NOT search_vector @@ to_tsquery(%s::regconfig, %s)"
 
 
 def tsquery_text(alternatives: tuple[Phrase, ...]) -> str:
@@ -81,17 +111,21 @@ def text_candidates(
         sources = list(enumerate(texts))
         if len(texts) > 1:
             sources.append((-1, " & ".join(f"({text})" for text in texts)))
-        excluded_text = tsquery_text(query.excluded) if query.excluded else ""
-        matches, parts, params = [], [], []
+        if query.excluded:
+            matches, params = [_EXCLUDED], [language, tsquery_text(query.excluded), organisation_id]
+        else:
+            matches, params = [_NONE_EXCLUDED], []
+        parts = []
         for n, text in sources:
-            name = f"m{n}".replace("-", "_")
-            matches.append(_MATCHES.format(name=name, excluded=_EXCLUDED if excluded_text else ""))
+            matches.append(_MATCHES.format(name=f"m{n}".replace("-", "_")))
             params += [language, text]
-            params += [language, excluded_text] if excluded_text else []
         for n, _ in sources:
             parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
-            params += [organisation_id, document_id, document_id, per_clause]
-        params += [per_clause, _COMMON_SAMPLE]
+            params += [organisation_id, document_id, document_id, per_clause * _READ_FACTOR]
+            params += [PER_DOCUMENT, per_clause]
+        # A word alone: its documents, as many as its matches read, are the results; of a
+        # word beside others, a sample (those holding every word are read on their own).
+        params += [per_clause, per_clause if len(texts) == 1 else _COMMON_SAMPLE]
         tests = ", ".join(
             "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 0), "
             "c.search_vector @@ to_tsquery(%s::regconfig, %s)"
@@ -106,16 +140,23 @@ def text_candidates(
             WITH {", ".join(matches)},
                  pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
                  counted AS MATERIALIZED (
-                     SELECT n, id, count(*) OVER (PARTITION BY n) AS found,
-                            row_number() OVER (PARTITION BY n) AS k
+                     SELECT n, id, per_document, in_organisation,
+                            count(*) OVER (PARTITION BY n) AS pooled,
+                            row_number() OVER (PARTITION BY n ORDER BY per_document) AS k
                      FROM pool),
-                 ranked AS (SELECT DISTINCT id FROM counted WHERE n < 0 OR found < %s OR k <= %s)
+                 -- Of a clause cut short, the first chunk of so many documents is ranked:
+                 -- its weight is low, and the chunks holding every clause are read on
+                 -- their own.
+                 ranked AS (
+                     SELECT DISTINCT id FROM counted
+                     WHERE n < 0 OR pooled < %s OR (per_document = 1 AND k <= %s))
             SELECT c.id, c.document_id, c.index, length(c.search_vector),
                    ARRAY[{tests}]::text[],
                    c.search_vector @@ phraseto_tsquery(%s::regconfig, %s),
                    (SELECT coalesce(sum(chunk_count), 0) FROM {_DOCUMENTS}
                     WHERE organisation_id = %s AND deleted_at IS NULL),
-                   (SELECT array_agg(DISTINCT ARRAY[n, found]) FROM counted WHERE n >= 0)
+                   (SELECT array_agg(DISTINCT ARRAY[n, in_organisation, pooled])
+                    FROM counted WHERE n >= 0)
             FROM ranked f JOIN {_CHUNKS} c ON c.id = f.id
             """,
             params,
@@ -124,9 +165,9 @@ def text_candidates(
         if not rows:
             return TextCandidates(matches=[], clauses=len(texts))
         total = rows[0][6]
-        found = [0] * len(texts)
-        for n, count in rows[0][7] or []:
-            found[n] = count
+        found, pooled = [0] * len(texts), [0] * len(texts)
+        for n, count, read in rows[0][7] or []:
+            found[n], pooled[n] = count, read
         weights = [idf(total, count) for count in found]
         average = sum(row[3] for row in rows) / len(rows) or 1
         matches = []
@@ -151,7 +192,11 @@ def text_candidates(
         holds: dict[object, frozenset[int]] = {}
         for match in matches:
             holds[match.document_id] = holds.get(match.document_id, frozenset()) | match.clauses
-        cut_short = [n for n, count in enumerate(found) if count >= per_clause]
+        cut_short = [
+            n
+            for n in range(len(texts))
+            if pooled[n] >= per_clause or found[n] >= per_clause * _READ_FACTOR
+        ]
         if cut_short:
             _complete(cursor, language, texts, cut_short, holds, _first_documents(holds, deepest))
     return TextCandidates(matches=matches, holds=holds, clauses=len(texts))

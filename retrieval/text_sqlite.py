@@ -18,15 +18,36 @@ _CHUNKS = Chunk._meta.db_table
 _DOCUMENTS = Document._meta.db_table
 
 _FOUND = f"""
-    SELECT c.rowid, c.id, c.document_id, c."index"{{rank}}
-    FROM {FTS} JOIN {_CHUNKS} c ON c.rowid = {FTS}.rowid
+    SELECT {FTS}.rowid, c.id, c.document_id, c."index"{{rank}}
+    FROM {FTS} JOIN {_CHUNKS} c ON c.id = {FTS}.chunk_id
     JOIN {_DOCUMENTS} d ON d.id = c.document_id
     WHERE {FTS} MATCH %s AND d.organisation_id = %s AND d.deleted_at IS NULL
       AND (%s IS NULL OR d.id = %s)
       -- Only the settled version: chunks of a run that has not settled are not found.
       AND c.version = d.searchable_version
+      {{excluded}}
     {{tail}}
 """
+# A document holding an excluded word in any searchable chunk is left out whole: words are
+# judged over the whole document.
+_EXCLUDED = f"""
+    AND c.document_id NOT IN (
+        SELECT x.document_id FROM {FTS} JOIN {_CHUNKS} x ON x.id = {FTS}.chunk_id
+        JOIN {_DOCUMENTS} xd ON xd.id = x.document_id
+        WHERE {FTS} MATCH %s AND x.version = xd.searchable_version)
+"""
+
+# A clause's matches read: at most PER_DOCUMENT of each document (its best by bm25) and
+# PAPERLANE_SEARCH_MATCHES_RANKED in all, each document's first before any one's second,
+# best first, so one long document cannot fill them and hide others (as on PostgreSQL).
+_PLACE = (
+    f", {FTS}.rank AS rank_of, "
+    f"row_number() OVER (PARTITION BY c.document_id ORDER BY {FTS}.rank) AS per_document"
+)
+_CLAUSE = """
+    SELECT * FROM ({found}) WHERE per_document <= %s ORDER BY per_document, rank_of LIMIT %s
+"""
+PER_DOCUMENT = 3
 
 
 def fts_text(alternatives: tuple[Phrase, ...]) -> str:
@@ -41,11 +62,8 @@ def text_candidates(
     """The matches of `query`'s clauses in the organisation's searchable chunks, best
     first, and which clauses each document found holds."""
     per_clause = settings.PAPERLANE_SEARCH_MATCHES_RANKED
-    excluded = (
-        " NOT (" + " OR ".join(fts_text((p,)) for p in query.excluded) + ")"
-        if query.excluded
-        else ""
-    )
+    excluded = _EXCLUDED if query.excluded else ""
+    excluded_params = [" OR ".join(fts_text((p,)) for p in query.excluded)] if excluded else []
     document = uuid.UUID(str(document_id)).hex if document_id is not None else None
     clauses_of: dict[int, set[int]] = {}
     rows_of: dict[int, tuple] = {}
@@ -53,8 +71,9 @@ def text_candidates(
     with connection.cursor() as cursor:
         for n, text in enumerate(texts):
             cursor.execute(
-                _FOUND.format(rank="", tail="LIMIT %s"),
-                [text + excluded, organisation_id, document, document, per_clause],
+                _CLAUSE.format(found=_FOUND.format(rank=_PLACE, excluded=excluded, tail="")),
+                [text, organisation_id, document, document, *excluded_params]
+                + [PER_DOCUMENT, per_clause],
             )
             for row in cursor.fetchall():
                 clauses_of.setdefault(row[0], set()).add(n)
@@ -62,11 +81,11 @@ def text_candidates(
         if not rows_of:
             return TextCandidates(matches=[], clauses=len(texts))
         # bm25 of the chunks found, for any clause: FTS5 weighs rare words above common ones.
-        any_clause = "(" + " OR ".join(texts) + ")" + excluded
+        any_clause = " OR ".join(texts)
         rowids = sorted(rows_of)
         marks = ", ".join("%s" for _ in rowids)
         cursor.execute(
-            _FOUND.format(rank=f", bm25({FTS})", tail=f"AND c.rowid IN ({marks})"),
+            _FOUND.format(rank=f", bm25({FTS})", excluded="", tail=f"AND {FTS}.rowid IN ({marks})"),
             [any_clause, organisation_id, document, document, *rowids],
         )
         scores = {row[0]: -row[4] for row in cursor.fetchall()}

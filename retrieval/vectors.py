@@ -135,11 +135,17 @@ class _Scope:
         params: list = [self.organisation_id, self.model]
         if self.document_id is not None:
             clauses.append("c.document_id = %s")
-            params.append(self.document_id)
+            # SQLite stores a UUID as 32 hex characters, and its raw driver takes no UUID.
+            document = self.document_id
+            params.append(document if connection.vendor == "postgresql" else _hex(document))
         return " AND ".join(clauses), params
 
 
 _FROM = "FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id"
+
+
+def _hex(value) -> str:
+    return uuid.UUID(str(value)).hex
 
 
 def _uuid(value) -> uuid.UUID:

@@ -32,7 +32,8 @@ def chunks_search_index_refresh(*, rebuild: bool = False) -> str:
     when asked), then refresh the planner's statistics of the chunks (ANALYZE): a bulk
     load leaves none until autovacuum comes by. An index left invalid or missing by a build
     that failed is built again. Says what it did. Outside a transaction: the index is built
-    concurrently, and search finds nothing during a rebuild."""
+    concurrently, and search finds nothing during a rebuild. On SQLite, rebuilds the FTS5
+    table if it or its triggers are missing."""
     language = search_index.check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
     done = []
     with connection.cursor() as cursor:
@@ -53,7 +54,9 @@ def chunks_search_index_refresh(*, rebuild: bool = False) -> str:
                 done.append("index built again (it was invalid or missing)")
             cursor.execute(f'ANALYZE "{search_index.CHUNKS}"')
             done.append("statistics refreshed")
-        elif rebuild:
+        elif rebuild or not search_index.sqlite_index_intact(cursor):
+            # A migration remaking documents_chunk drops the triggers: the table is then
+            # behind, and rebuilt whole.
             for statement in search_index.sqlite_drop_statements():
                 cursor.execute(statement)
             for statement in search_index.sqlite_create_statements(language):

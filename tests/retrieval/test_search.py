@@ -11,6 +11,7 @@ from django.utils import timezone
 from core.provider_breaker import breaker
 from documents.models import Document
 from documents.services.content import document_chunks_upsert
+from retrieval import text_postgresql
 from retrieval.embedding import PROVIDER, get_embedder, pack_vector
 from retrieval.query import parse
 from retrieval.search import MAX_QUERY_CHARS, _rank, marked_snippet, snippet
@@ -127,13 +128,25 @@ def test_apostrophes_and_hyphens_match_however_they_are_written(api, org):
 
 def test_one_long_document_does_not_hide_the_others(api, org, settings):
     settings.PAPERLANE_SEARCH_CANDIDATES = 20
-    long = document_with_chunks(org, "long.pdf", ["tide tide tide table"] * 60)
+    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 10
+    # Loaded first, with more chunks holding the word than the matches read of it.
+    long = document_with_chunks(org, "long.pdf", ["tide tide tide table"] * 30)
     short = [document_with_chunks(org, f"{n}.pdf", [f"a tide came in {n}"]) for n in range(3)]
 
-    results = _search(api, "tide").json()["results"]
+    for q in ("tide", "tide came"):
+        results = _search(api, q).json()["results"]
 
-    assert [hit["document_id"] for hit in results][0] == str(long.id)
-    assert {hit["document_id"] for hit in results[1:]} == {str(d.id) for d in short}
+        assert {hit["document_id"] for hit in results} == {str(d.id) for d in [long, *short]}, q
+    assert _search(api, "tide").json()["results"][0]["document_id"] == str(long.id)
+
+
+def test_a_minus_word_leaves_out_a_document_holding_it_in_any_chunk(api, org):
+    document_with_chunks(org, "salt.pdf", ["the tide table for March", "salt water"])
+    fresh = document_with_chunks(org, "fresh.pdf", ["a tide table of the river"])
+
+    results = _search(api, "tide table -water").json()["results"]
+
+    assert [hit["document_id"] for hit in results] == [str(fresh.id)]
 
 
 def test_quoted_phrases_and_minus_words_narrow_the_search(api, org):
@@ -270,26 +283,41 @@ def test_a_deleted_document_is_not_found_even_if_its_chunks_were_left(api, org):
     assert [hit["document_id"] for hit in results] == [str(kept.id)]
 
 
-def test_only_the_first_matches_found_are_ranked(api, org, settings):
-    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 3
-    for number in range(6):
-        document_with_chunks(org, f"{number}.pdf", [f"the tern {number}"])
+def test_a_common_word_is_read_in_many_documents_not_many_chunks_of_a_few(api, org, settings):
+    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 6
+    documents = [document_with_chunks(org, "long.pdf", [f"the tern {n}" for n in range(10)])]
+    documents += [
+        document_with_chunks(org, f"{n}.pdf", [f"a tern {n}", f"the tern again {n}"])
+        for n in range(5)
+    ]  # 20 chunks hold the word, more than the 6 read
 
-    results = _search(api, "tern").json()["results"]
+    results = _search(api, "tern", limit=10).json()["results"]
 
-    assert len(results) == 3
+    assert {hit["document_id"] for hit in results} == {str(d.id) for d in documents}
 
 
-def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(
-    api, org, monkeypatch, settings
+def test_a_common_word_alone_finds_as_many_documents_as_its_matches_read(
+    api, org, settings, monkeypatch
 ):
+    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 8
+    monkeypatch.setattr(text_postgresql, "_COMMON_SAMPLE", 2)  # a word beside others: 2
+    documents = [
+        document_with_chunks(org, f"{n}.pdf", [f"a tern {n}", f"the tern again {n}"])
+        for n in range(8)
+    ]
+
+    first = _search(api, "tern", limit=5).json()
+    last = _search(api, "tern", limit=5, offset=5).json()
+
+    found = {hit["document_id"] for body in (first, last) for hit in body["results"]}
+    assert found == {str(d.id) for d in documents}
+    assert (first["more"], last["more"]) == (True, False)
+
+
+def test_a_provider_failing_in_its_own_way_leaves_the_search_ranked_by_text(api, org, settings):
     settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
     document_with_chunks(org, "kept.pdf", ["the anchor chain"])
-
-    def refuses(texts):
-        raise ValueError("the provider's own error")
-
-    monkeypatch.setattr(get_embedder(), "embed", refuses)
+    settings.PAPERLANE_EMBEDDER = "tests.support.embedders.OwnErrorEmbedder"
 
     body = _search(api, "anchor").json()
 
@@ -342,6 +370,15 @@ def test_results_are_paged_and_say_whether_more_follow(api, org):
     names = [hit["filename"] for body in (first, last) for hit in body["results"]]
     assert sorted(names) == [f"tide-{n}.pdf" for n in range(4)]  # each once, none lost
     assert (first["more"], last["more"]) == (True, False)
+
+
+def test_the_snippet_is_around_the_word_when_lowering_lengthens_the_text():
+    # "İ" lowered is two characters: 400 of them before the word moved the window past it.
+    text = "İİİİİİİİ " * 50 + "the lighthouse keeper " + "and more words " * 40
+
+    piece = snippet(text, ["lighthouse"])
+
+    assert "lighthouse" in piece
 
 
 def test_the_snippet_marks_the_words_of_the_query_as_stemmed():

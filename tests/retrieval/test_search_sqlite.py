@@ -34,6 +34,7 @@ def test_the_demo_finds_what_people_type_through_fts5(tmp_path):
     assert sorted(answers["high table"]) == ["table.pdf", "tide.pdf"]
     assert answers['"tide table"'] == ["tide.pdf"]
     assert answers["high table -tide"] == ["table.pdf"]
+    assert answers["high table -keeper"] == ["table.pdf"]  # in tide.pdf's other chunk
     assert sorted(answers["march or water"]) == ["table.pdf", "tide.pdf"]
     assert answers["email"] == []  # "e-mail" is "e mail"
     assert answers['"keepers e mail"'] == ["tide.pdf"]
@@ -43,6 +44,12 @@ def test_the_demo_finds_what_people_type_through_fts5(tmp_path):
         "tide.pdf",
         "table.pdf",
     ]  # each holds one of the words
+    assert answers["high water in table.pdf, by meaning too"] == ["table.pdf"]
+    assert answers["tern in five documents"] == answers["tern documents"]
+    # The FTS5 rows hold their chunk's id: the chunks found stay right when rowids change.
+    assert answers["reef after a vacuum"] == answers["reef expected"]
+    assert answers["reef after the remake"] == answers["reef expected"]
+    assert answers["urchin after the remake"] == answers["urchin expected"]
     assert answers["glossary"] == ["alphabet.pdf"]
     assert answers["alphabet after the change"] == []
     assert answers["glossary after the removal"] == []

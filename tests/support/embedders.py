@@ -44,6 +44,13 @@ class AlwaysBusyEmbedder(HashingEmbedder):
         raise TransientError("embedding provider answered 503 Service Unavailable")
 
 
+class OwnErrorEmbedder(HashingEmbedder):
+    """Fails with an error of its own kind, neither transient nor permanent by our terms."""
+
+    def embed(self, texts, *, max_seconds=None):
+        raise ValueError("the provider's own error")
+
+
 class HangingEmbedder(HashingEmbedder):
     """Never returns and swallows every exception, RQ's timeout included."""
 
