@@ -25,7 +25,6 @@ the pipeline, or of one that did not settle, are never found.
 """
 
 import logging
-import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,11 +39,11 @@ from documents.models import Chunk, Document, Organisation
 from documents.search_index import check_language
 from retrieval import text_postgresql, text_sqlite
 from retrieval.chunking import clean_text
-from retrieval.embedding import PROVIDER, get_embedder, unpack_vector
+from retrieval.embedding import PROVIDER, get_embedder
 from retrieval.query import Query, parse
 from retrieval.reembed import embedding_coverage
 from retrieval.text_candidates import TextCandidates, TextMatch
-from retrieval.vectors import nearest_chunks
+from retrieval.vectors import cosine_similarities, nearest_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -302,26 +301,31 @@ def _by_meaning(
     )
     by_id = {m.chunk_id: m for m in pool}
     position = {m.chunk_id: n for n, m in enumerate(pool)}
-    similarity = [
-        (_cosine(bytes(embedding), vector), key)
+    compared = [
+        (key, bytes(embedding))
         for key, embedding, chunk_model in rows
         if chunk_model == model and key not in near
     ]
-    similarity.sort(key=lambda item: (-item[0], position[item[1]]))
+    scores = _cosines([embedding for _, embedding in compared], vector)
+    similarity = sorted(
+        zip(scores, (key for key, _ in compared), strict=True),
+        key=lambda item: (-item[0], position[item[1]]),
+    )
     mixed = any(chunk_model != model for _, _, chunk_model in rows)
     return order + [by_id[key] for _, key in similarity], mixed
 
 
-def _cosine(embedding: bytes, vector: list[float]) -> float:
-    values = unpack_vector(embedding)
-    if len(values) != len(vector):
-        return 0.0
-    norms = _norm(values) * _norm(vector)
-    return sum(map(operator.mul, values, vector)) / norms if norms else 0.0
-
-
-def _norm(vector) -> float:
-    return sum(x * x for x in vector) ** 0.5
+def _cosines(embeddings: list[bytes], vector: list[float]) -> list[float]:
+    """The cosine similarity of each float32 embedding with `vector` (0 for one of other
+    dimensions)."""
+    size = 4 * len(vector)
+    fitting = [n for n, embedding in enumerate(embeddings) if len(embedding) == size]
+    scores = [0.0] * len(embeddings)
+    if fitting:
+        data = b"".join(embeddings[n] for n in fitting)
+        for n, value in zip(fitting, cosine_similarities(data, vector).tolist(), strict=True):
+            scores[n] = value
+    return scores
 
 
 def _hits(page: list, best: dict, parsed: Query) -> list[Hit]:

@@ -241,6 +241,20 @@ def _knn_walk(sql: str, params: list, ef_search: int, iterative: bool) -> tuple[
         return rows
 
 
+def cosine_similarities(data: bytes, vector: list[float]):
+    """The cosine similarity with `vector` of each float32 vector of its size in `data`
+    (the vectors one after another), as a numpy array, in one matrix product."""
+    # Imported here, not with the module: numpy (and its BLAS threads' buffers) would
+    # otherwise sit in every worker and in the extraction child forked from it, whose
+    # address space is limited (PAPERLANE_EXTRACT_MEMORY_MB).
+    import numpy as np
+
+    query = np.asarray(vector, dtype=np.float32)
+    matrix = np.frombuffer(data, dtype="<f4").reshape(-1, len(query))
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+    return (matrix @ query) / np.where(norms == 0, 1.0, norms)
+
+
 def _scan(scope: _Scope, vector: list[float], limit: int, bound: int) -> Neighbours:
     # Counted first: an organisation beyond the bound costs a count, not its vectors.
     if _count_up_to(scope, bound + 1) > bound:
@@ -252,15 +266,9 @@ def _scan(scope: _Scope, vector: list[float], limit: int, bound: int) -> Neighbo
     keys, data = found
     if not keys:
         return Neighbours(rows=(), complete=True, method="scan")
-    # Imported here, not with the module: numpy (and its BLAS threads' buffers) would
-    # otherwise sit in every worker and in the extraction child forked from it, whose
-    # address space is limited (PAPERLANE_EXTRACT_MEMORY_MB).
-    import numpy as np
+    import numpy as np  # see cosine_similarities
 
-    matrix = np.frombuffer(data, dtype="<f4").reshape(len(keys), scope.dimensions)
-    query = np.asarray(vector, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-    similarity = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+    similarity = cosine_similarities(data, vector)
     picked = range(len(keys))
     if len(keys) > limit:
         picked = np.argpartition(-similarity, limit - 1)[:limit].tolist()
