@@ -50,6 +50,7 @@ def worker_env(**extra: str) -> dict[str, str]:
     return process_env(**{**TEST_PIPELINE_ENV, "PAPERLANE_EMBEDDING_DIMENSIONS": "64", **extra})
 
 
+@pytest.mark.slow  # a worker process
 @WORKS
 def test_reembed_moves_every_searchable_chunk_to_the_new_model_through_a_bulk_worker(
     org, other_org, settings
@@ -90,6 +91,7 @@ def test_reembed_moves_every_searchable_chunk_to_the_new_model_through_a_bulk_wo
     assert hits[0].document_id == documents[1].id
 
 
+@pytest.mark.slow  # a worker process
 @WORKS
 def test_a_reembed_whose_worker_is_killed_goes_on_from_where_it_stopped(org, settings):
     document = document_with_chunks(org, "long.pdf", texts(12, "lighthouse"))
@@ -211,6 +213,7 @@ def test_the_housekeeping_queues_again_a_reembed_whose_jobs_were_lost(org, setti
     assert not reembed_in_progress()  # done: nothing more to resume
 
 
+@pytest.mark.slow  # a worker process
 @WORKS
 def test_a_reembed_whose_job_failed_is_not_queued_again_by_the_housekeeping_and_is_shown(
     org, operator, settings, redis_conn

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # the demo's settings, in a process of its own
 def test_the_demo_finds_what_people_type_through_fts5(tmp_path):
     env = {
         **os.environ,
