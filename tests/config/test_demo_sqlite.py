@@ -3,14 +3,9 @@ of its own, on a fresh SQLite file, uploads go through every stage they are due 
 are charged once, settling again charges nothing, and search finds them (and not a
 document that has not settled)."""
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.support.processes import ROOT
+from tests.support.processes import python_json, sqlite_demo_env
 
 pytestmark = pytest.mark.slow
 
@@ -65,24 +60,8 @@ print(json.dumps({
 
 
 def test_uploads_go_through_the_pipeline_on_sqlite(tmp_path, settings):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "true",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
-        "MEDIA_ROOT": str(tmp_path / "media"),
-        "REDIS_URL": settings.REDIS_URL,
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    env = sqlite_demo_env(tmp_path, REDIS_URL=settings.REDIS_URL)
+    outcome = python_json("-c", SCRIPT, env=env)
 
     assert outcome["statuses"] == ["succeeded", "succeeded"], outcome["errors"]
     assert outcome["stages"] == ["embed", "extract", "settle"]

@@ -2,34 +2,25 @@
 on PostgreSQL, and the known items found as well as FTS5 bm25 over any word finds them.
 Run in a process of its own against a SQLite database the demo's settings migrate."""
 
-import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.processes import ROOT, python_json, sqlite_demo_env
 
 
 @pytest.mark.slow  # the demo's settings, in a process of its own
 def test_the_demo_finds_what_people_type_through_fts5(tmp_path):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
-        "MEDIA_ROOT": str(tmp_path / "media"),
-        "DEBUG": "true",
-    }
-
-    def run(*args):
-        return subprocess.run(
-            [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-        ).stdout
-
-    run("manage.py", "migrate", "--no-input", "-v", "0")
-    result = json.loads(run("-m", "tests.support.sqlite_search").strip().splitlines()[-1])
+    env = sqlite_demo_env(tmp_path)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    result = python_json("-m", "tests.support.sqlite_search", env=env)
 
     answers = result["answers"]
     assert answers["tide"] == ["tide.pdf"]  # not another organisation's

@@ -3,9 +3,6 @@ PostgreSQL, which has no pgvector, and through pgvector's HNSW index on a Postgr
 it (tests/support/pgvector_server.py)."""
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -32,7 +29,7 @@ from retrieval.reembed import document_reembed
 from retrieval.search import documents_search
 from retrieval.vectors import nearest_chunks
 from tests.support.pgvector_server import default_database, pgvector_server
-from tests.support.processes import ROOT
+from tests.support.processes import python_json, sqlite_demo_env
 from tests.support.vector_embedders import SynonymEmbedder
 from tests.support.vector_world import vector_document, vector_world
 
@@ -154,24 +151,8 @@ print(json.dumps({
 
 @pytest.mark.slow
 def test_the_sqlite_demo_scans_too(tmp_path, settings):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "true",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
-        "PAPERLANE_EMBEDDER": EMBEDDER,
-        "REDIS_URL": settings.REDIS_URL,
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", SQLITE_SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    env = sqlite_demo_env(tmp_path, PAPERLANE_EMBEDDER=EMBEDDER, REDIS_URL=settings.REDIS_URL)
+    outcome = python_json("-c", SQLITE_SCRIPT, env=env)
 
     assert (outcome["method"], outcome["complete"]) == ("scan", True)
     assert set(outcome["found"]) == set(outcome["allowed"])

@@ -1,5 +1,6 @@
 """Start real Paperlane processes (web server, workers) against the test database."""
 
+import json
 import os
 import signal
 import socket
@@ -38,6 +39,28 @@ def process_env(**extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def sqlite_demo_env(folder: Path, **extra: str) -> dict[str, str]:
+    """The environment of a process on the demo's settings, with a SQLite database and
+    media of its own in `folder`."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{folder / 'demo.sqlite3'}",
+        "MEDIA_ROOT": str(folder / "media"),
+        **extra,
+    }
+
+
+def python_json(*args: str, env: dict[str, str], timeout: float = 120):
+    """Run Python with `args` in the project's folder; the JSON its last line prints."""
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @contextmanager
