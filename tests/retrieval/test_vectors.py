@@ -30,8 +30,9 @@ from retrieval.search import documents_search
 from retrieval.vectors import nearest_chunks
 from tests.support.pgvector_server import default_database, pgvector_server
 from tests.support.processes import python_json, sqlite_demo_env
+from tests.support.runs import document_with_chunks
 from tests.support.vector_embedders import SynonymEmbedder
-from tests.support.vector_world import vector_document, vector_world
+from tests.support.vector_world import vector_world
 
 EMBEDDER = "tests.support.vector_embedders.SynonymEmbedder"
 
@@ -185,7 +186,7 @@ def test_the_index_finds_a_synonym_and_explain_shows_it(on_pgvector, synonyms, s
     # walk must go past them all to give it its k.
     fleet = np.random.default_rng(5).normal(0, 0.1, (300, synonyms.dimensions))
     fleet[:, 0] += 1
-    vector_document(world["other"], "fleet.pdf", ["fleet"] * 300, vectors=fleet.tolist())
+    document_with_chunks(world["other"], "fleet.pdf", ["fleet"] * 300, vectors=fleet.tolist())
     settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
     # Statistics or none, the plan walks the index.
     with connection.cursor() as cursor:
@@ -216,7 +217,7 @@ def test_below_the_bound_pgvector_compares_every_vector(on_pgvector, synonyms):
 def _random_corpus(organisation, embedder, rng) -> None:
     for n in range(8):
         vectors = rng.standard_normal((25, embedder.dimensions)).tolist()
-        vector_document(
+        document_with_chunks(
             organisation, f"doc-{n}.pdf", [f"chunk {i}" for i in range(25)], vectors=vectors
         )
 
@@ -310,7 +311,7 @@ def test_a_reembedded_document_is_found_by_its_new_vectors_through_the_index(on_
     org = organisation_create(slug="acme", page_limit=1000)
     texts = ["The automobile was parked outside the station", "Please pay the invoice"]
     # Embedded by a model of the same size whose geometry knows no synonym.
-    document = vector_document(org, "cars.pdf", texts, embedder=HashingEmbedder(dimensions=16))
+    document = document_with_chunks(org, "cars.pdf", texts, embedder=HashingEmbedder(dimensions=16))
     settings.PAPERLANE_EMBEDDER = EMBEDDER
     synonyms = SynonymEmbedder()
 
@@ -336,7 +337,7 @@ def test_a_new_models_first_chunks_written_in_a_transaction_get_its_index_after_
     # As in the embed stage: the chunks, with their deferred foreign-key checks pending, and
     # the stage's completion in one transaction.
     with transaction.atomic():
-        vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+        document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])
         assert not vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
 
     assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
@@ -490,7 +491,7 @@ def test_a_new_models_index_is_built_concurrently_after_the_commit(on_pgvector, 
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record), transaction.atomic():
-        vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+        document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])
 
     assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
     assert [(sql.split(" IF ")[0], atomic) for sql, atomic in builds] == [
@@ -516,7 +517,7 @@ def test_a_failed_index_build_after_the_commit_keeps_the_chunks_and_is_logged(
             cursor.execute("SET lock_timeout = '200ms'")
         try:
             with transaction.atomic():
-                vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+                document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])
         finally:
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
@@ -527,7 +528,7 @@ def test_a_failed_index_build_after_the_commit_keeps_the_chunks_and_is_logged(
     assert "manage.py chunk_vectors" in caplog.text
     # The next write of the model builds it (the invalid index the failure left is replaced).
     with transaction.atomic():
-        vector_document(org, "bills.pdf", ["Please pay the invoice"])
+        document_with_chunks(org, "bills.pdf", ["Please pay the invoice"])
     assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
 
 
@@ -608,7 +609,7 @@ def test_a_worker_leaves_the_build_to_another_that_is_building_it(on_pgvector, s
             cursor.execute("SET lock_timeout = '2s'")  # waiting would be a failure
         try:
             with transaction.atomic():
-                vector_document(org, "cars.pdf", ["The automobile was parked outside"])
+                document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])
         finally:
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
@@ -617,5 +618,5 @@ def test_a_worker_leaves_the_build_to_another_that_is_building_it(on_pgvector, s
         building.execute("SELECT pg_advisory_unlock(hashtext(%s))", [name])
 
     with transaction.atomic():
-        vector_document(org, "bills.pdf", ["Please pay the invoice"])
+        document_with_chunks(org, "bills.pdf", ["Please pay the invoice"])
     assert vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)

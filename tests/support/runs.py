@@ -76,11 +76,11 @@ def unchecked_run(organisation: Organisation, data: bytes, *, kind: str, pages: 
 
 
 def document_with_chunks(
-    organisation: Organisation, filename: str, texts: list[str], *, vectors=None
+    organisation: Organisation, filename: str, texts: list[str], *, embedder=None, vectors=None
 ) -> Document:
-    """A processed (settled) document whose chunks are `texts`, embedded by the configured
-    embedder (or given `vectors`), written by the embed stage's own service and made
-    searchable by the settle stage's."""
+    """A processed (settled) document whose chunks are `texts`, embedded by `embedder` (the
+    configured one by default) or given `vectors`, written by the embed stage's own service
+    and made searchable by the settle stage's."""
     document = Document.objects.create(
         organisation=organisation,
         filename=filename,
@@ -90,7 +90,7 @@ def document_with_chunks(
         storage_key=f"test/{uuid.uuid4()}.pdf",
         page_count=len(texts),
     )
-    embedder = get_embedder()
+    embedder = embedder or get_embedder()
     document_chunks_upsert(
         document=document,
         start=0,
