@@ -6,11 +6,10 @@ import re
 
 import docx
 import pytest
-from pypdf import PdfReader, PdfWriter
 
 from documents.models import Chunk
 from retrieval.embedding import get_embedder
-from tests.support.files import make_pdf
+from tests.support.files import make_pdf, with_outline
 from tests.support.real_world import FOLDER
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -22,19 +21,9 @@ def _chunks(run) -> list[Chunk]:
     return list(Chunk.objects.filter(document=run.document_id).order_by("index"))
 
 
-def _with_outline(data: bytes, entries: list[tuple[str, int]]) -> bytes:
-    """The PDF with bookmarks: (title, page from 1)."""
-    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
-    for title, page in entries:
-        writer.add_outline_item(title=title, page_number=page - 1)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 def test_a_labelled_pdfs_chunks_know_their_pages_sections_and_dimensions(api):
     pdf = make_pdf(6, words_per_page=300, label="Harbour page")
-    pdf = _with_outline(pdf, [("Part one", 1), ("Part two", 4)])
+    pdf = with_outline(pdf, [("Part one", 1), ("Part two", 4)])
 
     run = drive(accepted_run(api, pdf).id)
 

@@ -5,6 +5,7 @@ it (tests/support/pgvector_server.py)."""
 import json
 import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import psycopg
@@ -70,6 +71,18 @@ def _another_connection(*, autocommit: bool = True) -> psycopg.Connection:
         dbname=database["NAME"],
         autocommit=autocommit,
     )
+
+
+@contextmanager
+def _lock_timeout(value: str):
+    """The test's connection waits on a lock at most `value` inside the block."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = '{value}'")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
 
 
 def _nearest(world, embedder, query: str, limit: int):
@@ -517,14 +530,8 @@ def test_a_failed_index_build_after_the_commit_keeps_the_chunks_and_is_logged(
     with _another_connection(autocommit=False) as other:
         # Writes pass this lock; an index build (plain or concurrent) waits for it.
         other.execute("LOCK TABLE documents_chunk IN SHARE UPDATE EXCLUSIVE MODE")
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '200ms'")
-        try:
-            with transaction.atomic():
-                document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("RESET lock_timeout")
+        with _lock_timeout("200ms"), transaction.atomic():
+            document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])
         other.rollback()
 
     assert Chunk.objects.filter(document__organisation=org).count() == 1
@@ -595,14 +602,8 @@ def test_a_worker_leaves_the_build_to_another_that_is_building_it(on_pgvector, s
     org = organisation_create(slug="acme", page_limit=1000)
     with _another_connection() as building:
         building.execute("SELECT pg_advisory_lock(hashtext(%s))", [name])
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")  # waiting would be a failure
-        try:
-            with transaction.atomic():
-                document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("RESET lock_timeout")
+        with _lock_timeout("2s"), transaction.atomic():  # waiting would be a failure
+            document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])
         assert not vector_index_exists(model=synonyms.name, dimensions=synonyms.dimensions)
         assert "could not be built" not in caplog.text  # it did not wait for the lock
         building.execute("SELECT pg_advisory_unlock(hashtext(%s))", [name])

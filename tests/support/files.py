@@ -69,6 +69,16 @@ def make_pdf(
     return pdf_of_objects(objects, root=catalog if trailer_root else None)
 
 
+def with_outline(data: bytes, entries: list[tuple[str, int]]) -> bytes:
+    """The PDF with bookmarks: (title, page from 1)."""
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    for title, page in entries:
+        writer.add_outline_item(title=title, page_number=page - 1)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
 def pdf_of_objects(objects: list[bytes], *, root: int | None = 1) -> bytes:
     """A PDF holding `objects` (numbered from 1, in order) with a correct cross-reference
     table; its trailer names object `root` as the catalog (None: it names none)."""

@@ -2,7 +2,6 @@
 page per document (its facts, runs, text by page, chunks, file), with the small JSON
 answers that keep them up to date."""
 
-import io
 import re
 
 import pytest
@@ -10,7 +9,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from pypdf import PdfReader, PdfWriter
 
 from connectors.models import ConnectorImport
 from core.disposition import attachment
@@ -20,7 +18,7 @@ from pipeline.models import ImportRun, StageAttempt
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import SWEEPER
 from tests.support.admin import make_connections
-from tests.support.files import make_docx, make_encrypted_pdf, make_pdf
+from tests.support.files import make_docx, make_encrypted_pdf, make_pdf, with_outline
 from tests.support.members import document_with_text, documents_made, signed_in
 from tests.support.runs import document_with_chunks, drive, unchecked_run
 from tests.support.uploads import accepted_run
@@ -165,19 +163,10 @@ def test_the_chunks_are_shown_twenty_a_page(org):
     assert chunk_reads and not [sql for sql in chunk_reads if '."embedding"' in sql]
 
 
-def _with_outline(data: bytes, entries: list[tuple[str, int]]) -> bytes:
-    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
-    for title, page in entries:
-        writer.add_outline_item(title=title, page_number=page - 1)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 @pytest.mark.django_db(transaction=True)
 def test_each_chunk_shows_its_pages_linked_to_the_text_and_its_section(org, api, settings):
     settings.PAPERLANE_CHUNK_CHARS = 500
-    pdf = _with_outline(make_pdf(8, words_per_page=200), [("Tides", 1), ("Currents", 5)])
+    pdf = with_outline(make_pdf(8, words_per_page=200), [("Tides", 1), ("Currents", 5)])
     run = drive(accepted_run(api, pdf, "almanac.pdf").id)
     assert run.status == "succeeded", run.error_message
     client = signed_in(org, "vera", "viewer")
