@@ -19,14 +19,13 @@ from itertools import accumulate
 from django.conf import settings
 
 from documents.formats.base import clean_extracted
+from documents.services.content import SECTION_CHARS
 
 # One character class each, repeated: linear, nothing to backtrack over.
 _SPACES = re.compile(r"[ \t\u00a0]+")
 _HYPHEN_BREAK = re.compile(r"(\w)-\n(\w)")
 # What joins two pieces of cleaned text, as cleaning the whole text leaves a blank line.
 _JOIN = "\n\n"
-# The longest section title kept (Chunk.section).
-SECTION_CHARS = 300
 
 
 def clean_text(text: str) -> str:

@@ -64,15 +64,13 @@ def document_chunks_upsert(
     texts: Sequence[str],
     vectors: Sequence[bytes],
     model: str,
-    dimensions: Sequence[int] | None = None,
     places: Sequence[ChunkPlace] | None = None,
 ) -> None:
     """Write chunks `start`, `start + 1`, … of the current version under their stable ids,
-    with the model that embedded them, how many numbers each vector holds (`dimensions`)
-    and where each comes from in the document (`places`), one of each a chunk (unknown
-    when not given); writing the same positions again overwrites them."""
+    with the model that embedded them, how many numbers each vector holds (from its float32
+    bytes) and where each comes from in the document (`places`, one a chunk; unknown when
+    not given); writing the same positions again overwrites them."""
     places = places if places is not None else [ChunkPlace()] * len(texts)
-    dimensions = dimensions if dimensions is not None else [None] * len(texts)
     now = timezone.now()
     chunks = [
         Chunk(
@@ -83,14 +81,14 @@ def document_chunks_upsert(
             text=text,
             embedding=vector,
             embedding_model=model,
-            embedding_dimensions=size,
+            embedding_dimensions=len(vector) // 4,
             page_start=place.page_start,
             page_end=place.page_end,
             section=place.section[:SECTION_CHARS],
             created_at=now,
         )
-        for i, (text, vector, size, place) in enumerate(
-            zip(texts, vectors, dimensions, places, strict=True), start=start
+        for i, (text, vector, place) in enumerate(
+            zip(texts, vectors, places, strict=True), start=start
         )
     ]
     Chunk.objects.bulk_create(

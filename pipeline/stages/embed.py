@@ -76,7 +76,6 @@ def run(ctx: StageContext) -> None:
             "texts": texts,
             "vectors": [pack_vector(vector) for vector in vectors],
             "model": embedder.name,
-            "dimensions": [len(vector) for vector in vectors],
             "places": [ChunkPlace(p.page_start, p.page_end, p.section) for p in batch],
         }
         if start + batch_size >= len(pieces):
