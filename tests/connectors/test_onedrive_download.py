@@ -3,10 +3,9 @@ Microsoft's download hosts (PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS), redirects includ
 within a time and a size: against local servers that redirect elsewhere, loop, trickle
 or send too much, and through the real store stage against the local Graph."""
 
-import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -19,6 +18,7 @@ from pipeline.services.transitions import Actor
 from tests.connectors.signers import connected
 from tests.support.files import make_pdf
 from tests.support.graph_server import graph_fixture
+from tests.support.loopback import LoopbackServer
 from tests.support.runs import drive
 
 graph = graph_fixture()
@@ -85,15 +85,13 @@ class Remote:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self._httpd = LoopbackServer(Handler)
+        self._httpd.start()
         self.port = self._httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = self._httpd.url
 
     def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.stop()
 
 
 @pytest.fixture

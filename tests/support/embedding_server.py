@@ -12,9 +12,10 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from retrieval.embedding import HashingEmbedder
+from tests.support.loopback import LoopbackServer
 
 
 @dataclass
@@ -60,18 +61,15 @@ class EmbeddingServer:
         self.in_flight = 0
         self.most_in_flight = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1/embeddings"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._server = LoopbackServer(self._handler())
+        self.url = f"{self._server.url}/v1/embeddings"
 
     def __enter__(self) -> "EmbeddingServer":
-        self._thread.start()
+        self._server.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def answered(self, status: int = 200) -> list[Request]:
         return [r for r in self.requests if r.status == status]

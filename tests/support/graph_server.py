@@ -28,10 +28,12 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import httpx
 import pytest
+
+from tests.support.loopback import LoopbackServer
 
 DRIVE_ID = "b!fakeDrive0001"
 ROOT_ID = "ROOT"
@@ -139,21 +141,18 @@ class GraphServer:
         self._ids = itertools.count(1)
         self._signing_key = secrets.token_bytes(16)
         self.state.items[ROOT_ID] = Item(id=ROOT_ID, name="root", parent_id=None, is_folder=True)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._httpd = LoopbackServer(_handler(self))
 
     def __enter__(self) -> "GraphServer":
-        self._thread.start()
+        self._httpd.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.stop()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self._httpd.url
 
     @property
     def graph_url(self) -> str:

@@ -1,11 +1,12 @@
 """Documents stored in S3: moto's S3 server on a loopback port, a bucket of its own."""
 
+import functools
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -30,11 +31,9 @@ def s3_storage(settings, monkeypatch, *, own_process: bool = False) -> Iterator[
     needs in its environment to use the same bucket. The server runs in a thread of the
     test process, or with `own_process` in a process of its own (a test that measures
     this process's memory then measures only the client's side)."""
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
     for name, value in CREDENTIALS.items():
         monkeypatch.setenv(name, value)
-    with _moto_server(port, own_process=own_process):
+    with _moto_process() if own_process else nullcontext(_moto_in_thread()) as endpoint:
         client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
         # moto keeps one in-memory backend per process: a bucket of our own per test.
         bucket = f"paperlane-test-{uuid.uuid4().hex[:12]}"
@@ -54,16 +53,19 @@ def s3_storage(settings, monkeypatch, *, own_process: bool = False) -> Iterator[
             storages._storages.pop("default", None)
 
 
+@functools.cache
+def _moto_in_thread() -> str:
+    """The endpoint of moto's S3 server in a daemon thread of this process: started by the
+    first test that asks, it serves every later one, each in a bucket of its own (a server
+    per test cost a start and half a second to stop)."""
+    port = free_port()
+    ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False).start()
+    return f"http://127.0.0.1:{port}"
+
+
 @contextmanager
-def _moto_server(port: int, *, own_process: bool):
-    if not own_process:
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        try:
-            yield
-        finally:
-            server.stop()
-        return
+def _moto_process() -> Iterator[str]:
+    port = free_port()
     command = [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1"]
     process = subprocess.Popen(
         [*command, "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -78,7 +80,7 @@ def _moto_server(port: int, *, own_process: bool):
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("moto's server did not start") from None
                 time.sleep(0.1)
-        yield
+        yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
         process.wait(timeout=10)
