@@ -19,3 +19,6 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Its `flush` (run after every transactional test) replaces Django's: tests/support/flushing.
+INSTALLED_APPS = ["tests.support.flushing", *INSTALLED_APPS]  # noqa: F405
