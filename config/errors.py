@@ -4,15 +4,11 @@ also when it happens outside the NinjaAPI (a middleware, an unknown address)."""
 from django.http import HttpRequest, JsonResponse
 from django.views import defaults
 
-API_PREFIX = "/api/"
-
-
-def _api(request: HttpRequest) -> bool:
-    return request.path.startswith(API_PREFIX)
+from core.api_paths import is_api_request
 
 
 def bad_request(request: HttpRequest, exception=None):
-    if _api(request):
+    if is_api_request(request):
         return JsonResponse(
             {"detail": "The request could not be understood.", "code": "bad_request"},
             status=400,
@@ -21,13 +17,13 @@ def bad_request(request: HttpRequest, exception=None):
 
 
 def page_not_found(request: HttpRequest, exception=None):
-    if _api(request):
+    if is_api_request(request):
         return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
     return defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest):
-    if _api(request):
+    if is_api_request(request):
         return JsonResponse(
             {
                 "detail": "Something went wrong on our side; it has been logged.",
@@ -47,7 +43,7 @@ class JsonMethodNotAllowedMiddleware:
 
     def __call__(self, request: HttpRequest):
         response = self.get_response(request)
-        if response.status_code != 405 or not _api(request):
+        if response.status_code != 405 or not is_api_request(request):
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from django.http import HttpRequest, JsonResponse, QueryDict
 from django.shortcuts import render
 
+from core.api_paths import is_api_request
 from core.errors import ServiceError
 
 REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
-API_PREFIX = "/api/"
 REFUSED_TEMPLATE = "client_text_refused.html"
 
 
@@ -95,14 +95,10 @@ def _form_body(request: HttpRequest) -> bool:
     user = getattr(request, "user", None)
     return (
         content_type.startswith("multipart/form-data")
-        and not _api(request)
+        and not is_api_request(request)
         and user is not None
         and user.is_authenticated
     )
-
-
-def _api(request: HttpRequest) -> bool:
-    return request.path.startswith(API_PREFIX)
 
 
 def request_check(request: HttpRequest) -> None:
@@ -114,7 +110,7 @@ def request_check(request: HttpRequest) -> None:
 
 
 def refused_response(request: HttpRequest, error: RefusedCharacter):
-    if _api(request):
+    if is_api_request(request):
         return JsonResponse(error.as_dict(), status=error.status_code)
     return render(request, REFUSED_TEMPLATE, {"error": error}, status=error.status_code)
 

@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParser
 from django.utils.datastructures import ImmutableList
 
+from core.api_paths import is_api_request
 from core.errors import FileTooLarge, InvalidUpload, ServiceError
 from core.upload_counts import upload_count
 
@@ -44,7 +45,7 @@ class RequestSizeLimitMiddleware:
             length = 0
         if length > settings.PAPERLANE_MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES:
             error = _too_large()
-            api = _is_api(request)
+            api = is_api_request(request)
             upload_count(channel="api" if api else "web", result="refused", code=error.code)
             if api:
                 return JsonResponse(error.as_dict(), status=error.status_code)
@@ -90,16 +91,10 @@ class UploadLimitHandler(FileUploadHandler):
         return None
 
 
-def _is_api(request: HttpRequest) -> bool:
-    # The path within the site: a site served under a prefix (SCRIPT_NAME) has its API at
-    # /prefix/api/, which `request.path` starts with.
-    return request.path_info.startswith("/api/")
-
-
 def _files_allowed(request: HttpRequest) -> int:
     # A member page's form sent without JavaScript carries every file chosen; a script
     # (ours, an integration) sends one per request.
-    if _is_api(request):
+    if is_api_request(request):
         return 1
     return max(settings.PAPERLANE_UPLOAD_FORM_MAX_FILES, 1)
 

@@ -79,3 +79,16 @@ def test_a_500_outside_the_api_operations_is_json_under_api_and_a_page_elsewhere
         "internal_error"
     )
     assert page_answer.status_code == 500 and page_answer["Content-Type"].startswith("text/html")
+
+
+def test_under_a_prefix_the_apis_errors_are_json_and_the_pages_stay_html(api):
+    # A site served under /paperlane (SCRIPT_NAME): its API is at /paperlane/api/.
+    prefixed = {"SCRIPT_NAME": "/paperlane"}
+
+    missing = api.get("/api/v1/no-such-thing", **prefixed)
+    refused = api.get("/api/v1/search", {"q": "a\x00b"}, **prefixed)
+    page = Client().get("/no-such-page", **prefixed)
+
+    assert (missing.status_code, missing.json()["code"]) == (404, "not_found")
+    assert (refused.status_code, refused.json()["code"]) == (400, "invalid_characters")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
