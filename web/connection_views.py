@@ -23,12 +23,12 @@ from connectors.services import (
 )
 from connectors.sync import connection_refresh_imports
 from core.errors import Forbidden, NotFound, ServiceError
-from documents.roles import Ability, abilities, refusal, role_allows
+from documents.roles import Ability, abilities
 from documents.selectors import organisations_for_user
 from pipeline.models import ImportRun
 from pipeline.services.people import run_retry
 from pipeline.services.transitions import Actor
-from web.organisation_views import current_membership, forbidden
+from web.organisation_views import current_membership, forbidden, role_refusal
 
 FAILED_ROWS = 100
 HISTORY_ROWS = 50
@@ -134,9 +134,9 @@ def connection_disconnect_view(request: HttpRequest, connection_id: int) -> Http
     done (POST). An admin's."""
     membership = current_membership(request)
     connection = _get(membership.organisation, connection_id)
-    if not role_allows(membership.role, Ability.CONNECTIONS):
-        # Said before the page offers a button that would be refused.
-        return forbidden(request, refusal(membership.role, Ability.CONNECTIONS))
+    # Said before the page offers a button that would be refused.
+    if refused := role_refusal(request, membership, Ability.CONNECTIONS):
+        return refused
     if request.method != "POST":
         context = {**_page_context(request, membership), "connection": connection}
         return render(request, "web/connection_disconnect.html", context)

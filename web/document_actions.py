@@ -13,14 +13,14 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import Forbidden, NotFound, ServiceError
-from documents.roles import Ability, refusal, role_allows
+from documents.roles import Ability
 from documents.selectors import document_get, document_pages_charged, document_was_deleted
 from pipeline.models import ACTIVE_STATUSES
 from pipeline.selectors import documents_with_latest_runs, run_get
 from pipeline.services.deletion import document_delete
 from pipeline.services.people import run_cancel, run_retry
 from pipeline.services.transitions import Actor
-from web.organisation_views import current_membership, forbidden
+from web.organisation_views import current_membership, forbidden, role_refusal
 
 
 def _back(request: HttpRequest) -> str:
@@ -76,9 +76,9 @@ def document_delete_view(request: HttpRequest, document_id: uuid.UUID) -> HttpRe
         # Deleted meanwhile (a second tab, a double click): the list says so.
         messages.error(request, "That document is not there any more.")
         return redirect("web:document_list")
-    if request.method != "POST" and not role_allows(membership.role, Ability.DELETE):
-        # Said before the page offers a button that would be refused.
-        return forbidden(request, refusal(membership.role, Ability.DELETE))
+    # Said before the page offers a button that would be refused.
+    if request.method != "POST" and (refused := role_refusal(request, membership, Ability.DELETE)):
+        return refused
     if request.method != "POST":
         [(document, run)] = documents_with_latest_runs(documents=[document])
         context = {

@@ -36,10 +36,10 @@ from connectors.onedrive_graph import (
 )
 from connectors.services import connection_connect_onedrive, connection_request_sync
 from core.errors import Forbidden
-from documents.roles import Ability, refusal, role_allows
+from documents.roles import Ability
 from documents.selectors import organisations_for_user
 from pipeline.services.transitions import Actor
-from web.organisation_views import current_membership, forbidden
+from web.organisation_views import current_membership, forbidden, role_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -84,8 +84,8 @@ def onedrive_connect_view(request: HttpRequest) -> HttpResponse:
     and consent."""
     membership = current_membership(request)
     organisation = membership.organisation
-    if not role_allows(membership.role, Ability.CONNECTIONS):
-        return forbidden(request, refusal(membership.role, Ability.CONNECTIONS))
+    if refused := role_refusal(request, membership, Ability.CONNECTIONS):
+        return refused
     config = OneDriveConfig.from_settings()
     form = ConnectForm(request.POST or None)
     context = {

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from core.errors import Forbidden
 from documents.models import Membership, Organisation
+from documents.roles import Ability, refusal, role_allows
 from documents.selectors import memberships_for_user, organisations_for_user
 
 SESSION_ORG = "paperlane_org"
@@ -55,3 +56,13 @@ def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
         "reason": exc.message,
     }
     return render(request, "web/forbidden.html", context, status=403)
+
+
+def role_refusal(
+    request: HttpRequest, membership: Membership, ability: Ability
+) -> HttpResponse | None:
+    """The 403 page when the member's role does not allow `ability`, else None: said
+    before a page offers a form whose action the service would refuse."""
+    if role_allows(membership.role, ability):
+        return None
+    return forbidden(request, refusal(membership.role, ability))

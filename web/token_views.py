@@ -12,14 +12,14 @@ from django.views.decorators.http import require_http_methods
 
 from core.errors import Forbidden, NotFound, ServiceError
 from documents.models import Membership
-from documents.roles import Ability, refusal, role_allows
+from documents.roles import Ability
 from documents.selectors import api_token_get, api_token_list
 from documents.services.tokens import (
     TOKEN_NAME_MAX,
     api_token_create_by_member,
     api_token_revoke_by_member,
 )
-from web.organisation_views import current_membership, forbidden
+from web.organisation_views import current_membership, forbidden, role_refusal
 
 TOKENS_SHOWN = 200
 # The token just made, for the page the creation redirects to: its id and secret, popped
@@ -56,8 +56,8 @@ def token_list_view(request: HttpRequest) -> HttpResponse:
     """The tokens, and the form that makes one; after it, the page the form redirects to
     shows the new secret, once."""
     membership = current_membership(request)
-    if not role_allows(membership.role, Ability.TOKENS):
-        return forbidden(request, refusal(membership.role, Ability.TOKENS))
+    if refused := role_refusal(request, membership, Ability.TOKENS):
+        return refused
     if request.method != "POST":
         return _page_after_creation(request, membership)
     form = TokenForm(request.POST)
@@ -106,8 +106,8 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
     except NotFound:
         raise Http404("No such token in your organisation.") from None
     if request.method != "POST":
-        if not role_allows(membership.role, Ability.TOKENS):
-            return forbidden(request, refusal(membership.role, Ability.TOKENS))
+        if refused := role_refusal(request, membership, Ability.TOKENS):
+            return refused
         return render(request, "web/token_revoke.html", {"token": token})
     try:
         api_token_revoke_by_member(token=token, user=request.user)
