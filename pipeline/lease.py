@@ -38,6 +38,7 @@ class LeaseKeeper:
         self._lost = False
         self._thread: threading.Thread | None = None
         self._log_fields: dict[str, str] = {}
+        self._released = threading.Event()
 
     def hold(self, *, run_id: uuid.UUID, owner: str, timeout: float) -> None:
         with self._lock:
@@ -53,15 +54,18 @@ class LeaseKeeper:
     def release(self) -> None:
         with self._lock:
             self._current = None
+        # The keeper closes its database connection now, not a tick later: a worker
+        # between stages holds no connection of the keeper's.
+        self._released.set()
 
     @property
     def lost(self) -> bool:
         return self._lost
 
     def _loop(self) -> None:
-        interval = max(settings.PAPERLANE_LEASE_SECONDS / 3, 0.2)
         while True:
-            time.sleep(interval)
+            self._released.wait(max(settings.PAPERLANE_LEASE_SECONDS / 3, 0.2))
+            self._released.clear()
             with self._lock:
                 current, deadline, fields = self._current, self._deadline, self._log_fields
             if current is None:
