@@ -393,7 +393,7 @@ PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", d
 # pipeline.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
 # (no fork per job); pipeline.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
 # job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane
-# order mixed in (pipeline.lanes.LaneOrder).
+# order (pipeline.lanes.LaneOrder) and a prompt stop (pipeline.worker_stop) mixed in.
 PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="pipeline.lanes.LaneWorker")
 
 

@@ -35,6 +35,7 @@ from core.provider_breaker import breaker
 from pipeline.models import RunPriority
 from pipeline.queues import PRIORITIES, priority_queue_names, queue_lane, queue_stage
 from pipeline.stage_list import stage_spec
+from pipeline.worker_stop import PromptStop
 
 # Which lane an organisation's jobs of one stage and priority go to.
 LANE_OF_ORGANISATION = "paperlane:lane:{queue}"
@@ -188,16 +189,16 @@ class LaneOrder:
         self._ordered_queues = self.lane_order()
 
 
-class LaneWorker(LaneOrder, SimpleWorker):
+class LaneWorker(PromptStop, LaneOrder, SimpleWorker):
     """Runs stages in the worker process, taking lanes in turn (the default)."""
 
 
-class ForkingLaneWorker(LaneOrder, Worker):
+class ForkingLaneWorker(PromptStop, LaneOrder, Worker):
     """Forks a work horse per job, taking lanes in turn."""
 
 
 def lane_worker_class(base: type[Worker]) -> type[Worker]:
-    """`base` with lanes taken in turn (itself if it already does)."""
-    if issubclass(base, LaneOrder):
+    """`base` with lanes taken in turn and a prompt stop (itself if it already has them)."""
+    if issubclass(base, LaneOrder) and issubclass(base, PromptStop):
         return base
-    return type(f"Lane{base.__name__}", (LaneOrder, base), {})
+    return type(f"Lane{base.__name__}", (PromptStop, LaneOrder, base), {})
