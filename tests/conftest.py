@@ -1,4 +1,3 @@
-import gc
 import os
 import shutil
 from pathlib import Path
@@ -15,15 +14,6 @@ from documents.services.tokens import api_token_create
 from tests.support.admin import operator_client
 from tests.support.s3 import s3_storage
 from tests.support.silent import silent_server
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _connections_of_ended_threads(django_db_setup):
-    """Before the test database is dropped: a connection that a test's thread opened and
-    left is closed when the thread's objects are collected (PGconn closes itself then).
-    Uncollected, it kept the database in use and the drop failed with a warning."""
-    yield
-    gc.collect()
 
 
 @pytest.fixture(autouse=True)
