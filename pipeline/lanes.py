@@ -199,6 +199,7 @@ class ForkingLaneWorker(PromptStop, LaneOrder, Worker):
 
 def lane_worker_class(base: type[Worker]) -> type[Worker]:
     """`base` with lanes taken in turn and a prompt stop (itself if it already has them)."""
-    if issubclass(base, LaneOrder) and issubclass(base, PromptStop):
+    missing = tuple(mixin for mixin in (PromptStop, LaneOrder) if not issubclass(base, mixin))
+    if not missing:
         return base
-    return type(f"Lane{base.__name__}", (PromptStop, LaneOrder, base), {})
+    return type(f"Lane{base.__name__}", (*missing, base), {})

@@ -7,8 +7,9 @@ import pytest
 from rq.worker import SimpleWorker
 
 from core.redis import redis_connection
-from pipeline.lanes import ForkingLaneWorker, LaneWorker, lane_worker_class
+from pipeline.lanes import ForkingLaneWorker, LaneOrder, LaneWorker, lane_worker_class
 from pipeline.queues import get_queue, stage_queue_names
+from pipeline.worker_stop import PromptStop
 from tests.support.pipeline import wait_for
 
 
@@ -31,3 +32,13 @@ def test_an_idle_workers_listener_stops_at_once_after_reading_its_unsubscribe(
 
     assert not stopping.is_alive(), "the listener still waits (RQ's own wait is 60 s)"
     assert not worker.pubsub_thread.is_alive()
+
+
+def test_a_class_with_lanes_of_its_own_gets_the_prompt_stop_too():
+    class OwnLanes(LaneOrder, SimpleWorker):
+        pass
+
+    made = lane_worker_class(OwnLanes)
+
+    assert issubclass(made, OwnLanes) and issubclass(made, PromptStop)
+    assert lane_worker_class(LaneWorker) is LaneWorker
