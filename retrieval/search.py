@@ -405,7 +405,9 @@ def snippet(text: str, words: list[str]) -> str:
     "alphabet" for "alphabets") it holds, by plain find, no pattern over the document's
     text; whitespace collapsed, cut at spaces."""
     looked_for = dict.fromkeys([*words, *(_rough_stem(word) for word in words)])
-    found = [at for at in (_find_lowered(text, word) for word in looked_for) if at >= 0]
+    lowered, origin = _lowered(text)
+    found = [lowered.find(word) for word in looked_for]
+    found = [at if origin is None else origin[at] for at in found if at >= 0]
     first = min(found) if found else 0
     start = max(0, first - SNIPPET_CHARS // 3)
     end = min(len(text), start + SNIPPET_CHARS)
@@ -419,17 +421,15 @@ def snippet(text: str, words: list[str]) -> str:
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
 
 
-def _find_lowered(text: str, word: str) -> int:
-    """Where `text` first holds `word` (lower case), ignoring case, as an offset in `text`:
-    lowering can change a text's length ("İ" is two characters lowered), so the lowered
-    copy's offsets are used only when its length is the text's."""
+def _lowered(text: str) -> tuple[str, list[int] | None]:
+    """`text` lowered, and where each of its characters came from in `text` when lowering
+    changed its length ("İ" is two characters lowered); None when the offsets are `text`'s."""
     lowered = text.lower()
     if len(lowered) == len(text):
-        return lowered.find(word)
+        return lowered, None
     # Lowered character by character: each offset of the joined copy maps back to its own.
     origin = [at for at, char in enumerate(text) for _ in char.lower()]
-    at = "".join(char.lower() for char in text).find(word)
-    return origin[at] if at >= 0 else -1
+    return "".join(char.lower() for char in text), origin
 
 
 def marked_snippet(text: str, words: list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
