@@ -64,7 +64,8 @@ def text_candidates(
     per_clause = settings.PAPERLANE_SEARCH_MATCHES_RANKED
     excluded = _EXCLUDED if query.excluded else ""
     excluded_params = [" OR ".join(fts_text((p,)) for p in query.excluded)] if excluded else []
-    document = uuid.UUID(str(document_id)).hex if document_id is not None else None
+    # As the field stores it: 32 hex characters (the raw driver takes no UUID).
+    document = Document._meta.pk.get_db_prep_value(document_id, connection)
     clauses_of: dict[int, set[int]] = {}
     rows_of: dict[int, tuple] = {}
     texts = [f"({fts_text(clause)})" for clause in query.clauses]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
+from documents.models import Document
 from documents.vectors_sql import (
     index_predicate,
     knn_expression,
@@ -135,17 +136,12 @@ class _Scope:
         params: list = [self.organisation_id, self.model]
         if self.document_id is not None:
             clauses.append("c.document_id = %s")
-            # SQLite stores a UUID as 32 hex characters, and its raw driver takes no UUID.
-            document = self.document_id
-            params.append(document if connection.vendor == "postgresql" else _hex(document))
+            # As the field stores it: SQLite's 32 hex characters (its raw driver takes no UUID).
+            params.append(Document._meta.pk.get_db_prep_value(self.document_id, connection))
         return " AND ".join(clauses), params
 
 
 _FROM = "FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id"
-
-
-def _hex(value) -> str:
-    return uuid.UUID(str(value)).hex
 
 
 def _uuid(value) -> uuid.UUID:
