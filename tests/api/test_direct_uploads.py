@@ -8,10 +8,9 @@ from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-import psycopg
 import pytest
 from botocore.config import Config
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 from django.test import Client
 from django.utils import timezone
 
@@ -28,6 +27,7 @@ from tests.support.files import (
     make_encrypted_pdf,
     make_pdf,
 )
+from tests.support.locks import another_connection
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
 from tests.support.s3 import bucket_keys, storage_reopened
 from tests.support.silent import silent_server
@@ -320,8 +320,8 @@ def test_two_requests_at_once_cannot_pass_the_open_bytes_bound_together(s3, org,
             connections.close_all()
 
     with (
-        psycopg.connect(_database_url()) as holder,
-        psycopg.connect(_database_url(), autocommit=True) as watcher,
+        another_connection() as holder,
+        another_connection(autocommit=True) as watcher,
         ThreadPoolExecutor(2) as pool,
     ):
         # Both have been checked for everything else and signed their URLs; each fits alone.
@@ -656,10 +656,6 @@ def _completer(org):
     return completion
 
 
-def _database_url() -> str:
-    return "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(**connection.settings_dict)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_refusal_racing_an_accepting_completion_waits_for_it_and_leaves_its_bytes(
     s3, api, org, settings
@@ -668,8 +664,8 @@ def test_a_refusal_racing_an_accepting_completion_waits_for_it_and_leaves_its_by
     key = PendingUpload.objects.get(id=grant["upload_id"]).storage_key
     completion = _completer(org)
     with (
-        psycopg.connect(_database_url()) as holder,
-        psycopg.connect(_database_url(), autocommit=True) as watcher,
+        another_connection() as holder,
+        another_connection(autocommit=True) as watcher,
         ThreadPoolExecutor(2) as pool,
     ):
         # As another upload's accept transaction would: the accepting completion marks the
@@ -732,7 +728,7 @@ def test_a_completion_whose_bytes_a_refusal_deleted_first_makes_no_document(s3, 
     completion = _completer(org)
     held, release = threading.Event(), threading.Event()
     with (
-        psycopg.connect(_database_url(), autocommit=True) as watcher,
+        another_connection(autocommit=True) as watcher,
         ThreadPoolExecutor(2) as pool,
     ):
         # The accepting completion has read and checked the bytes, and waits to write its

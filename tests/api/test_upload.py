@@ -4,7 +4,6 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -23,6 +22,7 @@ from tests.support.files import (
     make_pdf,
 )
 from tests.support.lanes import waiting_job_ids
+from tests.support.locks import another_connection
 from tests.support.pipeline import wait_for
 from tests.support.processes import web_server
 from tests.support.uploads import URL, upload
@@ -293,7 +293,6 @@ def test_two_uploads_racing_with_one_idempotency_key_make_one_run(media_files):
     org = organisation_create(slug="racing", page_limit=1000)
     _, raw = api_token_create(organisation=org)
     pdf = make_pdf(2)
-    url = "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(**connection.settings_dict)
 
     def post(base: str) -> httpx.Response:
         headers = {"Authorization": f"Bearer {raw}", "Idempotency-Key": "nightly-42"}
@@ -303,8 +302,8 @@ def test_two_uploads_racing_with_one_idempotency_key_make_one_run(media_files):
             )
 
     with (
-        psycopg.connect(url) as holder,
-        psycopg.connect(url, autocommit=True) as watcher,
+        another_connection() as holder,
+        another_connection(autocommit=True) as watcher,
         web_server(workers=2, threads=2) as base,
         ThreadPoolExecutor(2) as pool,
     ):

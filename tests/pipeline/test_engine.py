@@ -26,6 +26,7 @@ from pipeline.services.workers import (
 from pipeline.stage_list import first_stage, next_stage
 from tests.support.files import make_pdf
 from tests.support.lanes import lane_of, waiting_job_ids
+from tests.support.locks import another_connection
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
 
@@ -255,11 +256,7 @@ def test_a_connection_the_server_dropped_between_two_jobs_is_replaced_at_the_cla
     dropped = _backend_pid()
     # As a restarted server, or a proxy closing idle connections, would: the next job
     # skips the health check of a connection used a moment ago.
-    psycopg = pytest.importorskip("psycopg")
-    with psycopg.connect(
-        "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(**connection.settings_dict),
-        autocommit=True,
-    ) as other:
+    with another_connection(autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [dropped])
 
     assert execute_stage(str(run.id), "embed")["outcome"] == "succeeded"

@@ -29,6 +29,7 @@ from retrieval.embedding import HashingEmbedder, pack_vector
 from retrieval.reembed import document_reembed
 from retrieval.search import documents_search
 from retrieval.vectors import nearest_chunks
+from tests.support.locks import another_connection
 from tests.support.pgvector_server import default_database, pgvector_server
 from tests.support.processes import python_json, sqlite_demo_env
 from tests.support.runs import document_with_chunks
@@ -59,18 +60,6 @@ def on_pgvector(pgvector, django_db_blocker):
             yield
         finally:
             call_command("flush", interactive=False, verbosity=0)
-
-
-def _another_connection(*, autocommit: bool = True) -> psycopg.Connection:
-    """A connection of its own to the test's database, as another process would have."""
-    database = connection.settings_dict
-    return psycopg.connect(
-        host=database["HOST"],
-        port=database["PORT"],
-        user="postgres",
-        dbname=database["NAME"],
-        autocommit=autocommit,
-    )
 
 
 @contextmanager
@@ -395,9 +384,7 @@ def test_the_backfill_leaves_alone_a_vector_a_reembed_wrote_meanwhile(on_pgvecto
     chunk_id = world["allowed"][("cars.pdf", 0)]
     new = HashingEmbedder(dimensions=16)
     new_vector = new.embed(["The automobile was parked outside the station"])[0]
-    reembed = _another_connection(
-        autocommit=False
-    )  # a transaction, left open until the backfill waits
+    reembed = another_connection()  # a transaction, left open until the backfill waits
     reembed.execute(
         "UPDATE documents_chunk SET embedding = %s, embedding_model = %s, "
         "embedding_vector = %s::vector WHERE id = %s",
@@ -406,7 +393,7 @@ def test_the_backfill_leaves_alone_a_vector_a_reembed_wrote_meanwhile(on_pgvecto
     backfill_pid = connection.cursor().connection.info.backend_pid
 
     def commit_once_the_backfill_waits():
-        with _another_connection() as watcher:
+        with another_connection(autocommit=True) as watcher:
             for _ in range(600):
                 waiting = watcher.execute(
                     "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
@@ -527,7 +514,7 @@ def test_a_failed_index_build_after_the_commit_keeps_the_chunks_and_is_logged(
     chunks are committed, the stage goes on, a warning names the command to run."""
     _drop_index(synonyms.name, synonyms.dimensions)
     org = organisation_create(slug="acme", page_limit=1000)
-    with _another_connection(autocommit=False) as other:
+    with another_connection() as other:
         # Writes pass this lock; an index build (plain or concurrent) waits for it.
         other.execute("LOCK TABLE documents_chunk IN SHARE UPDATE EXCLUSIVE MODE")
         with _lock_timeout("200ms"), transaction.atomic():
@@ -583,7 +570,8 @@ def test_the_housekeeping_fills_chunks_without_a_vector_in_bounded_passes(
 @pytest.mark.slow
 def test_a_process_notices_the_column_added_after_it_asked(on_pgvector, monkeypatch):
     assert vector_column_ready()
-    with _another_connection() as other:  # `migrate` in another process: here, its reverse
+    # `migrate` in another process: here, its reverse.
+    with another_connection(autocommit=True) as other:
         other.execute("ALTER TABLE documents_chunk DROP COLUMN embedding_vector")
     try:
         assert vector_column_ready()  # asked a moment ago
@@ -600,7 +588,7 @@ def test_a_worker_leaves_the_build_to_another_that_is_building_it(on_pgvector, s
     the build under way (the other's session lock) and neither waits nor builds twice."""
     name = _drop_index(synonyms.name, synonyms.dimensions)
     org = organisation_create(slug="acme", page_limit=1000)
-    with _another_connection() as building:
+    with another_connection(autocommit=True) as building:
         building.execute("SELECT pg_advisory_lock(hashtext(%s))", [name])
         with _lock_timeout("2s"), transaction.atomic():  # waiting would be a failure
             document_with_chunks(org, "cars.pdf", ["The automobile was parked outside"])

@@ -13,9 +13,9 @@ class RowLock:
     `release()` (or the end of the `with` block)."""
 
     def __init__(self) -> None:
-        self._conn = _connect()
+        self._conn = another_connection()
         # Another session looks: one transaction sees pg_stat_activity as it first read it.
-        self._observer = _connect(autocommit=True)
+        self._observer = another_connection(autocommit=True)
         self._held = False
 
     def lock(self, sql: str, params: list) -> None:
@@ -57,7 +57,8 @@ class RowLock:
             self._observer.close()
 
 
-def _connect(*, autocommit: bool = False) -> psycopg.Connection:
+def another_connection(*, autocommit: bool = False) -> psycopg.Connection:
+    """A connection of its own to the test's database, as another process would have."""
     db = connection.settings_dict
     return psycopg.connect(
         host=db["HOST"],
