@@ -248,6 +248,10 @@ class PendingUpload(models.Model):
         return self.completed_at is not None
 
 
+# The bytes of each number of a Chunk's embedding (little-endian float32).
+FLOAT32_BYTES = 4
+
+
 class Chunk(models.Model):
     """A piece of a document's text with its embedding.
 
@@ -262,7 +266,8 @@ class Chunk(models.Model):
     version = models.PositiveIntegerField()
     index = models.PositiveIntegerField()
     text = models.TextField()
-    # float32 little-endian; portable between PostgreSQL and the SQLite demo.
+    # float32 little-endian (FLOAT32_BYTES a number); portable between PostgreSQL and the
+    # SQLite demo.
     embedding = models.BinaryField()
     embedding_model = models.CharField(max_length=100)
     # How many numbers the embedding holds (search never compares vectors of two models).

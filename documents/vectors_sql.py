@@ -33,6 +33,8 @@ from collections.abc import Iterable, Sequence
 
 from django.db import connection, transaction
 
+from documents.models import FLOAT32_BYTES
+
 logger = logging.getLogger(__name__)
 
 COLUMN = "embedding_vector"
@@ -192,14 +194,14 @@ def vector_index_ensure(
 
 def vector_text(data: bytes) -> str:
     """float32 little-endian bytes as pgvector's text form, every float exact."""
-    return "[" + ",".join(map(repr, struct.unpack(f"<{len(data) // 4}f", data))) + "]"
+    return "[" + ",".join(map(repr, struct.unpack(f"<{len(data) // FLOAT32_BYTES}f", data))) + "]"
 
 
 def _index_after_commit(*, model: str, vectors: Sequence[bytes]) -> None:
     """Build the model's index once the chunks' transaction commits, if it is missing: not
     inside it, where PostgreSQL refuses CREATE INDEX while the chunks' deferred foreign-key
     checks are pending, and the lock would last as long as the stage's transaction."""
-    for dimensions in {len(vector) // 4 for vector in vectors}:
+    for dimensions in {len(vector) // FLOAT32_BYTES for vector in vectors}:
         if not vector_index_exists(model=model, dimensions=dimensions):
             transaction.on_commit(
                 functools.partial(_index_build_committed, model=model, dimensions=dimensions),

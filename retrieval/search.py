@@ -35,7 +35,7 @@ from django.db.utils import OperationalError
 
 from core.errors import RetryLater, ServiceError
 from core.provider_breaker import breaker
-from documents.models import Chunk, Document, Organisation
+from documents.models import FLOAT32_BYTES, Chunk, Document, Organisation
 from documents.search_index import check_language
 from retrieval import text_postgresql, text_sqlite
 from retrieval.chunking import clean_text
@@ -318,7 +318,7 @@ def _by_meaning(
 def _cosines(embeddings: list[bytes], vector: list[float]) -> list[float]:
     """The cosine similarity of each float32 embedding with `vector` (0 for one of other
     dimensions)."""
-    size = 4 * len(vector)
+    size = FLOAT32_BYTES * len(vector)
     fitting = [n for n, embedding in enumerate(embeddings) if len(embedding) == size]
     scores = [0.0] * len(embeddings)
     if fitting:

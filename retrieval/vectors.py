@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
-from documents.models import Document
+from documents.models import FLOAT32_BYTES, Document
 from documents.vectors_sql import (
     index_predicate,
     knn_expression,
@@ -288,7 +288,7 @@ def _read_postgresql(scope: _Scope, bound: int) -> tuple[list[str], bytes] | Non
             "FROM ("
             f'SELECT c.id, c.document_id, c."index", c.embedding {_FROM} WHERE {where} '
             "AND length(c.embedding) = %s LIMIT %s) AS s",
-            [*params, scope.dimensions * 4, bound + 1],
+            [*params, scope.dimensions * FLOAT32_BYTES, bound + 1],
         )
         count, keys, data = cursor.fetchone()
     if count > bound:
@@ -303,7 +303,7 @@ def _read_rows(scope: _Scope, bound: int) -> tuple[list[str], bytes] | None:
         cursor.execute(
             f'SELECT c.id, c.document_id, c."index", c.embedding {_FROM} WHERE {where} '
             "AND length(c.embedding) = %s LIMIT %s",
-            [*params, scope.dimensions * 4, bound + 1],
+            [*params, scope.dimensions * FLOAT32_BYTES, bound + 1],
         )
         fetched = cursor.fetchall()
     if len(fetched) > bound:

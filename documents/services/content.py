@@ -7,7 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from documents.formats.base import Extracted
-from documents.models import Chunk, Document, DocumentText
+from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText
 from documents.vectors_sql import chunk_vectors_write
 
 # The longest section title a chunk keeps (Chunk.section).
@@ -81,7 +81,7 @@ def document_chunks_upsert(
             text=text,
             embedding=vector,
             embedding_model=model,
-            embedding_dimensions=len(vector) // 4,
+            embedding_dimensions=len(vector) // FLOAT32_BYTES,
             page_start=place.page_start,
             page_end=place.page_end,
             section=place.section[:SECTION_CHARS],
