@@ -209,7 +209,7 @@ def main() -> None:
 def _with_pgvector(args) -> tuple[dict, dict]:
     """The same corpus (the same seed) on a PostgreSQL with pgvector, its vectors in the
     indexed column, searched with the neighbours and the cosine ranking."""
-    from documents.vectors_sql import chunk_vectors_backfill, vector_indexes_build
+    from retrieval.vector_index import chunk_vectors_backfill, vector_indexes_build
     from tests.support.pgvector_server import default_database, pgvector_server
 
     with pgvector_server() as database, default_database(database):

@@ -31,7 +31,7 @@ from django.db import connection
 
 from documents.models import Chunk, Document
 from documents.services.organisations import organisation_create
-from documents.vectors_sql import (
+from retrieval.vector_index import (
     chunk_vectors_backfill,
     vector_column_ready,
     vector_indexes_build,

@@ -1,12 +1,11 @@
-"""New rows of several tables written in one statement on PostgreSQL.
+"""New rows of several tables written in one statement.
 
 The accept path records four related rows per upload (document, quota reservation, run,
 its first transition). Saved one by one, each costs a round trip and the ORM's work of
-compiling an INSERT (about 1.5 ms of the web process's CPU per upload, of 8 to 10). On
-PostgreSQL they go in one statement, one data-modifying CTE per row; other databases
-(SQLite, the demo) save them one by one. The statement for a shape of rows (their
-models, and which keys come from earlier rows) is written once; a call only reads the
-values. Either way the rows are what `save()` writes:
+compiling an INSERT (about 1.5 ms of the web process's CPU per upload, of 8 to 10). Here
+they go in one statement, one data-modifying CTE per row. The statement for a shape of
+rows (their models, and which keys come from earlier rows) is written once; a call only
+reads the values. The rows are what `save()` writes:
 every concrete field, its Python default and `auto_now`/`auto_now_add` applied by the
 field itself, so a plain field added to a model needs nothing here. What this does not
 do (a database default or expression as a value, a generated column, a model with a
@@ -78,13 +77,13 @@ def _statement(objs: list[Model]) -> tuple[str, list, list]:
                 earlier_keys.append((field.name, earlier))
                 read_back.append((obj, field))
         shape.append((type(obj), obj.pk is None, tuple(earlier_keys)))
-    sql, fields = _written(tuple(shape), connection.vendor)
+    sql, fields = _written(tuple(shape))
     params = [_value(obj, field) for obj, row in zip(objs, fields, strict=True) for field in row]
     return sql, params, read_back
 
 
 @cache
-def _written(shape: tuple, vendor: str) -> tuple[str, list[list]]:
+def _written(shape: tuple) -> tuple[str, list[list]]:
     """The statement for rows of this shape (each row's model, whether the database
     assigns its key, and which of its keys come from earlier rows), and the fields whose
     values are its parameters, row by row: written once, the values read per call."""
@@ -118,17 +117,13 @@ def _pk(model: type[Model] | Model) -> str:
 
 
 def rows_insert(*objs: Model) -> None:
-    """Insert unsaved instances, in this order, as one statement on PostgreSQL.
+    """Insert unsaved instances, in this order, as one statement.
 
     A foreign key may point to an earlier instance of the call whose key the database
     assigns (set as `run.reservation = reservation`): the statement reads that key back.
     Afterwards every instance is saved, keys set. Foreign keys between the rows are
     checked at commit (Django makes them deferred on PostgreSQL), so the order only has
     to put an assigned key before its users."""
-    if connection.vendor != "postgresql":
-        for obj in objs:
-            obj.save(force_insert=True)
-        return
     sql, params, read_back = _statement(list(objs))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

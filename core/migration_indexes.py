@@ -3,8 +3,8 @@
 `drop_indexes` (for an index another one already serves, one starting with the same
 column: each is paid for on every insert and update of its table) and `create_indexes`
 are RunPython operations, reverses of each other: DROP INDEX IF EXISTS and CREATE INDEX
-IF NOT EXISTS, concurrently on PostgreSQL so that nothing waits meanwhile (the migration
-must be `atomic = False`). The model's own state (the foreign key's `db_index=False`,
+IF NOT EXISTS, concurrently so that nothing waits meanwhile (the migration must be
+`atomic = False`). The model's own state (the foreign key's `db_index=False`,
 the Meta index) goes beside it in a SeparateDatabaseAndState.
 """
 
@@ -12,10 +12,6 @@ from django.db import migrations
 
 # (index, table, column), as Django named the index.
 Index = tuple[str, str, str]
-
-
-def _concurrently(schema_editor) -> str:
-    return " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
 
 
 def create_indexes(indexes: list[Index]) -> migrations.RunPython:
@@ -27,8 +23,6 @@ def drop_invalid_index(schema_editor, name: str) -> None:
     """Drop `name` if an earlier concurrent build of it failed half way (PostgreSQL keeps
     such an index, INVALID: never used, still written), so that CREATE INDEX ... IF NOT
     EXISTS builds it again instead of passing over it."""
-    if schema_editor.connection.vendor != "postgresql":
-        return
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(
             "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
@@ -43,13 +37,13 @@ def drop_invalid_index(schema_editor, name: str) -> None:
 def drop_indexes(indexes: list[Index]) -> migrations.RunPython:
     def drop(apps, schema_editor):
         for name, _, _ in indexes:
-            schema_editor.execute(f'DROP INDEX{_concurrently(schema_editor)} IF EXISTS "{name}"')
+            schema_editor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
 
     def create(apps, schema_editor):
         for name, table, column in indexes:
             drop_invalid_index(schema_editor, name)
             schema_editor.execute(
-                f'CREATE INDEX{_concurrently(schema_editor)} IF NOT EXISTS "{name}" '
+                f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" '
                 f'ON "{table}" ("{column}")'
             )
 

@@ -32,11 +32,11 @@ class _Part:
 class RowSelect:
     def __init__(self, model: type[Model], *, where: str, related: tuple[str, ...] = ()) -> None:
         self.model, self.where, self.related = model, where, related
-        self._compiled: tuple[str, str, list[_Part]] | None = None
+        self._compiled: tuple[str, list[_Part]] | None = None
 
     def _compile(self) -> tuple[str, list[_Part]]:
-        if self._compiled is not None and self._compiled[0] == connection.vendor:
-            return self._compiled[1], self._compiled[2]
+        if self._compiled is not None:
+            return self._compiled
         quote = connection.ops.quote_name
         meta = self.model._meta
         tables = [(self.model, "t", None)]
@@ -66,8 +66,8 @@ class RowSelect:
             f"SELECT {', '.join(columns)} FROM {quote(meta.db_table)} t {' '.join(joins)} "
             f"WHERE {self.where}"
         )
-        self._compiled = (connection.vendor, sql, parts)
-        return sql, parts
+        self._compiled = (sql, parts)
+        return self._compiled
 
     def first(self, params: list[Any]) -> Model | None:
         """The first row the statement finds, as an instance of the model with its related

@@ -266,8 +266,8 @@ class Chunk(models.Model):
     version = models.PositiveIntegerField()
     index = models.PositiveIntegerField()
     text = models.TextField()
-    # float32 little-endian (FLOAT32_BYTES a number); portable between PostgreSQL and the
-    # SQLite demo.
+    # float32 little-endian (FLOAT32_BYTES a number): the record of the vector, read by the
+    # exact scan where PostgreSQL has no pgvector (retrieval/vectors.py).
     embedding = models.BinaryField()
     embedding_model = models.CharField(max_length=100)
     # How many numbers the embedding holds (search never compares vectors of two models).

@@ -6,9 +6,9 @@ class OperationsConfig(AppConfig):
     verbose_name = "Operations"
 
     def ready(self) -> None:
-        from documents.vectors_sql import chunk_vectors_housekeeping
         from operations.reembed import reembed_resume
         from pipeline.sweeper import sweeper_housekeeping_register
+        from retrieval.vector_index import chunk_vectors_housekeeping
 
         # A re-embed whose job was lost with its worker goes on at the next housekeeping.
         sweeper_housekeeping_register("re-embeds resumed", reembed_resume)

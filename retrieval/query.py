@@ -4,14 +4,14 @@
 A query is a list of clauses; a clause is held by a text that holds any of its
 alternatives (one, unless joined by `or`); an alternative is a word or a phrase.
 Apostrophes and hyphens are normalised here exactly as the index normalises the
-chunks' text (documents/search_index.py): "keeper's"
+chunks' text (retrieval/search_index.py): "keeper's"
 is "keepers", "state-of-the-art" is the phrase "state of the art".
 """
 
 import re
 from dataclasses import dataclass
 
-from documents.search_index import APOSTROPHES, HYPHENS
+from retrieval.search_index import APOSTROPHES, HYPHENS
 
 # Over the query only (at most MAX_QUERY_CHARS), never a document's text.
 _WORD = re.compile(r"\w+")

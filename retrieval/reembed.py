@@ -18,8 +18,8 @@ from django.db.models import Count, F, Q, QuerySet
 
 from core.provider_breaker import breaker
 from documents.models import Chunk, Document, Organisation
-from documents.vectors_sql import chunk_vectors_write
 from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
+from retrieval.vector_index import chunk_vectors_write
 
 
 class Coverage(NamedTuple):

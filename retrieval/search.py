@@ -1,8 +1,7 @@
 """Search an organisation's documents for what a person types.
 
-The words find the candidates (retrieval/text_postgresql.py on PostgreSQL, through the
-chunks' stemmed full-text index; retrieval/text_sqlite.py on the SQLite demo, through
-FTS5), in web-search syntax: "a quoted phrase", `a or b`, `-word`. Documents that hold
+The words find the candidates (retrieval/text.py, through the chunks' stemmed full-text
+index), in web-search syntax: "a quoted phrase", `a or b`, `-word`. Documents that hold
 every word (in any of their chunks) come first; when fewer than `limit` do, those that
 hold the most of them follow. Within that, chunks are ordered by a BM25-like text score
 (rare words count more), fused (reciprocal rank fusion) with their order by the query
@@ -36,13 +35,12 @@ from django.db.utils import OperationalError
 from core.errors import RetryLater, ServiceError
 from core.provider_breaker import breaker
 from documents.models import FLOAT32_BYTES, Chunk, Document, Organisation
-from documents.search_index import check_language
-from retrieval import text_postgresql, text_sqlite
 from retrieval.chunking import clean_text
 from retrieval.embedding import PROVIDER, get_embedder
 from retrieval.query import Query, parse
 from retrieval.reembed import embedding_coverage
-from retrieval.text_candidates import TextCandidates, TextMatch
+from retrieval.search_index import check_language
+from retrieval.text import TextCandidates, TextMatch, text_candidates
 from retrieval.vectors import cosine_similarities, nearest_chunks
 
 logger = logging.getLogger(__name__)
@@ -177,15 +175,11 @@ def documents_search(
 
 
 def _text_candidates(organisation_id, parsed: Query, document_id, *, deepest: int):
-    if connection.vendor != "postgresql":
-        return text_sqlite.text_candidates(
-            organisation_id=organisation_id, query=parsed, document_id=document_id, deepest=deepest
-        )
     timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
-            return text_postgresql.text_candidates(
+            return text_candidates(
                 organisation_id=organisation_id,
                 query=parsed,
                 document_id=document_id,
@@ -377,12 +371,10 @@ def _marks(pieces: list[str], words: list[str]) -> dict[str, tuple[tuple[int, in
 
 
 def _stems(words: list[str]) -> dict[str, str]:
-    """Each word's stem as the index has it (PostgreSQL's configuration); on SQLite a
-    rough one (its Porter stemmer is not reachable from SQL). A stop word has none."""
+    """Each word's stem as the index has it (the search language's configuration). A stop
+    word has none."""
     if not words:
         return {}
-    if connection.vendor != "postgresql":
-        return {word: _rough_stem(word) for word in words}
     language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -394,6 +386,7 @@ def _stems(words: list[str]) -> dict[str, str]:
 
 
 def _rough_stem(word: str) -> str:
+    # For finding where a snippet starts only: the marks are the index's own stems.
     for ending in ("ing", "ed", "es", "s"):
         if word.endswith(ending) and len(word) - len(ending) >= 3:
             return word[: -len(ending)]

@@ -7,17 +7,17 @@ fixes its dimensions, and the vector's length is checked too).
 Three ways, chosen per query:
 - PostgreSQL with pgvector, and at most PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS chunks to
   look at: the exact answer in SQL (`<=>` over those chunks), cheaper than any index walk.
-- More than that: the HNSW index of the model (documents/vectors_sql.py), walked in order
+- More than that: the HNSW index of the model (retrieval/vector_index.py), walked in order
   of distance while the rows it yields are filtered by organisation and version. pgvector
   0.8+ keeps walking until `limit` rows pass (`hnsw.iterative_scan`), so an organisation
   among many larger ones still gets its k; an older pgvector returns at most
   `hnsw.ef_search` rows before filtering, so the search widens it and asks again.
-- No extension (PostgreSQL without it, the SQLite demo): the organisation's vectors read
-  and compared in numpy, up to the bound; beyond it there is no answer and `complete` is
-  False, so search says it ranked by text alone.
+- No extension: the organisation's vectors read in one row and compared in numpy, up to
+  the bound; beyond it there is no answer and `complete` is False, so search says it
+  ranked by text alone.
 
-On PostgreSQL every statement runs under PAPERLANE_SEARCH_TIMEOUT_MS, as the text lookup
-does; one cancelled gives no neighbours and `complete` False, and search ranks by text.
+Every statement runs under PAPERLANE_SEARCH_TIMEOUT_MS, as the text lookup does; one
+cancelled gives no neighbours and `complete` False, and search ranks by text.
 """
 
 import base64
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
-from documents.models import FLOAT32_BYTES, Document
-from documents.vectors_sql import (
+from documents.models import FLOAT32_BYTES
+from retrieval.vector_index import (
     index_predicate,
     knn_expression,
     vector_column_ready,
@@ -83,8 +83,6 @@ def nearest_chunks(
     if limit <= 0 or not vector:
         return Neighbours(rows=(), complete=True, method="exact")
     scope = _Scope(organisation_id, model, len(vector), document_id)
-    if connection.vendor != "postgresql":
-        return _nearest(scope, vector, limit)
     timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
     try:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -136,8 +134,7 @@ class _Scope:
         params: list = [self.organisation_id, self.model]
         if self.document_id is not None:
             clauses.append("c.document_id = %s")
-            # As the field stores it: SQLite's 32 hex characters (its raw driver takes no UUID).
-            params.append(Document._meta.pk.get_db_prep_value(self.document_id, connection))
+            params.append(self.document_id)
         return " AND ".join(clauses), params
 
 
@@ -145,7 +142,7 @@ _FROM = "FROM documents_chunk c JOIN documents_document d ON d.id = c.document_i
 
 
 def _uuid(value) -> uuid.UUID:
-    # SQLite's raw rows hold UUIDs as hex text.
+    # The exact scan's one-row read gives its ids as text.
     return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
 
@@ -255,8 +252,7 @@ def _scan(scope: _Scope, vector: list[float], limit: int, bound: int) -> Neighbo
     # Counted first: an organisation beyond the bound costs a count, not its vectors.
     if _count_up_to(scope, bound + 1) > bound:
         return Neighbours(rows=(), complete=False, method="none")
-    read = _read_postgresql if connection.vendor == "postgresql" else _read_rows
-    found = read(scope, bound)
+    found = _read(scope, bound)
     if found is None:  # chunks written since the count
         return Neighbours(rows=(), complete=False, method="none")
     keys, data = found
@@ -270,12 +266,12 @@ def _scan(scope: _Scope, vector: list[float], limit: int, bound: int) -> Neighbo
         picked = np.argpartition(-similarity, limit - 1)[:limit].tolist()
     top = [(i, keys[i].split()) for i in picked]
     # Nearest first; equal similarities in chunk id order, as the SQL paths order them.
-    top.sort(key=lambda item: (-similarity[item[0]], str(_uuid(item[1][0]))))
+    top.sort(key=lambda item: (-similarity[item[0]], item[1][0]))
     rows = _rows((chunk, doc, int(index), similarity[i]) for i, (chunk, doc, index) in top)
     return Neighbours(rows=rows, complete=True, method="scan")
 
 
-def _read_postgresql(scope: _Scope, bound: int) -> tuple[list[str], bytes] | None:
+def _read(scope: _Scope, bound: int) -> tuple[list[str], bytes] | None:
     """Up to `bound` chunks' keys ("id document index") and their embeddings end to end,
     in one row: a row per chunk would cost more to read than to compare. Base64 is a
     third shorter than bytea's hex."""
@@ -294,19 +290,3 @@ def _read_postgresql(scope: _Scope, bound: int) -> tuple[list[str], bytes] | Non
     if count > bound:
         return None
     return (keys.split(",") if keys else []), base64.b64decode(data or "")
-
-
-def _read_rows(scope: _Scope, bound: int) -> tuple[list[str], bytes] | None:
-    """The same, a row per chunk (the SQLite demo)."""
-    where, params = scope.where()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f'SELECT c.id, c.document_id, c."index", c.embedding {_FROM} WHERE {where} '
-            "AND length(c.embedding) = %s LIMIT %s",
-            [*params, scope.dimensions * FLOAT32_BYTES, bound + 1],
-        )
-        fetched = cursor.fetchall()
-    if len(fetched) > bound:
-        return None
-    keys = [f"{_uuid(chunk)} {_uuid(doc)} {index}" for chunk, doc, index, _ in fetched]
-    return keys, b"".join(bytes(row[3]) for row in fetched)

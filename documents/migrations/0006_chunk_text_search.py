@@ -1,7 +1,6 @@
-"""A full-text index on the chunks' text for GET /search (retrieval/search.py), PostgreSQL
-only: `to_tsvector('simple', text)`, the expression the search's query repeats word for
-word. Built concurrently, so uploads and workers go on writing chunks meanwhile. SQLite
-(the demo) has no such index; its search matches substrings."""
+"""A full-text index on the chunks' text for GET /search: `to_tsvector('simple', text)`,
+the expression the search's query repeated word for word (0018 replaced it). Built
+concurrently, so uploads and workers go on writing chunks meanwhile."""
 
 from django.db import migrations
 
@@ -11,17 +10,15 @@ NAME = "documents_chunk_text_search"
 
 
 def create(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        drop_invalid_index(schema_editor, NAME)
-        schema_editor.execute(
-            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{NAME}" ON "documents_chunk" '
-            "USING gin (to_tsvector('simple', text))"
-        )
+    drop_invalid_index(schema_editor, NAME)
+    schema_editor.execute(
+        f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{NAME}" ON "documents_chunk" '
+        "USING gin (to_tsvector('simple', text))"
+    )
 
 
 def drop(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{NAME}"')
+    schema_editor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{NAME}"')
 
 
 class Migration(migrations.Migration):

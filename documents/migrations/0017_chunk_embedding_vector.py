@@ -1,20 +1,36 @@
-"""The chunks' embeddings in a pgvector column (documents/vectors_sql.py), on PostgreSQL
-where the server offers the `vector` extension: the extension is created if the role may,
-and the column added. Elsewhere (SQLite, PostgreSQL without pgvector) nothing changes and
-search scans the embeddings' bytes. The model does not know the column: it is written and
-read in SQL only. Chunks written before it get theirs from `manage.py chunk_vectors`."""
+"""The chunks' embeddings in a pgvector column (retrieval/vector_index.py), where the
+server offers the `vector` extension: the extension is created if the role may, and the
+column added. Without pgvector nothing changes and search scans the embeddings' bytes up
+to a bound. The model does not know the column: it is written and read in SQL only.
+Chunks written before it get theirs from `manage.py chunk_vectors`. The SQL is written
+here as it was when this migration was made."""
 
-from django.db import migrations
+import logging
 
-from documents.vectors_sql import vector_column_add, vector_column_drop
+from django.db import migrations, transaction
+
+logger = logging.getLogger(__name__)
 
 
 def add(apps, schema_editor):
-    vector_column_add(schema_connection=schema_editor.connection)
+    conn = schema_editor.connection
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        if cursor.fetchone() is None:
+            return
+        try:
+            # A savepoint: a refusal (no privilege) must not end the migration's transaction.
+            with transaction.atomic(using=conn.alias):
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except Exception as exc:  # the driver's refusal, whatever its class
+            logger.warning("The vector extension could not be created: %s", exc)
+            return
+        cursor.execute("ALTER TABLE documents_chunk ADD COLUMN IF NOT EXISTS embedding_vector vector")
 
 
 def drop(apps, schema_editor):
-    vector_column_drop(schema_connection=schema_editor.connection)
+    # The extension stays for others' use.
+    schema_editor.execute("ALTER TABLE documents_chunk DROP COLUMN IF EXISTS embedding_vector")
 
 
 class Migration(migrations.Migration):

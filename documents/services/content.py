@@ -8,7 +8,6 @@ from django.utils import timezone
 
 from documents.formats.base import Extracted
 from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText
-from documents.vectors_sql import chunk_vectors_write
 
 # The longest section title a chunk keeps (Chunk.section).
 SECTION_CHARS = Chunk._meta.get_field("section").max_length
@@ -65,11 +64,11 @@ def document_chunks_upsert(
     vectors: Sequence[bytes],
     model: str,
     places: Sequence[ChunkPlace] | None = None,
-) -> None:
+) -> list:
     """Write chunks `start`, `start + 1`, … of the current version under their stable ids,
     with the model that embedded them, how many numbers each vector holds (from its float32
     bytes) and where each comes from in the document (`places`, one a chunk; unknown when
-    not given); writing the same positions again overwrites them."""
+    not given); writing the same positions again overwrites them. Returns their ids."""
     places = places if places is not None else [ChunkPlace()] * len(texts)
     now = timezone.now()
     chunks = [
@@ -105,7 +104,7 @@ def document_chunks_upsert(
             "section",
         ],
     )
-    chunk_vectors_write(chunk_ids=[chunk.id for chunk in chunks], vectors=vectors, model=model)
+    return [chunk.id for chunk in chunks]
 
 
 @transaction.atomic(savepoint=False)

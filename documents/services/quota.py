@@ -138,7 +138,7 @@ def quota_settle(*, reservation: QuotaReservation, document: Document, pages: in
 def _charge_once(*, reservation: QuotaReservation, document: Document, pages: int):
     """The ledger entry for this document version, if no entry holds it yet; else None.
 
-    One statement (INSERT … ON CONFLICT DO NOTHING RETURNING, on PostgreSQL and SQLite):
+    One statement (INSERT … ON CONFLICT DO NOTHING RETURNING):
     a concurrent insert of the same version makes it wait for that transaction's end,
     then insert nothing; no savepoint is needed to survive the conflict.
     """
@@ -159,7 +159,7 @@ def _charge_once(*, reservation: QuotaReservation, document: Document, pages: in
             f"VALUES ({', '.join(['%s'] * len(fields))}) "
             "ON CONFLICT (organisation_id, document_id, document_version) DO NOTHING "
             "RETURNING id",
-            # As the ORM would send them (a UUID is text on SQLite, say).
+            # As the ORM would send them.
             [field.get_db_prep_save(getattr(entry, field.attname), connection) for field in fields],
         )
         row = cursor.fetchone()

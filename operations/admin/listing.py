@@ -29,10 +29,8 @@ class RecordAdmin(admin.ModelAdmin):
 
 def table_estimate(queryset: QuerySet) -> int | None:
     """PostgreSQL's own estimate of a table's rows (kept by ANALYZE and autovacuum),
-    or None elsewhere or before the table was first analysed."""
+    or None before the table was first analysed."""
     connection = connections[queryset.db]
-    if connection.vendor != "postgresql":
-        return None
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT reltuples FROM pg_class WHERE oid = %s::regclass",

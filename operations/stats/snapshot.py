@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection as db_connection
 from django.db.models import Count, DurationField, Min, Q
 from django.utils import timezone
 from redis.exceptions import RedisError
@@ -185,22 +184,17 @@ def _attempt_counts(now: datetime) -> dict[str, dict]:
         "done_60m": Count("id", filter=done),
         "failed_60m": Count("id", filter=failed),
     }
-    postgres = db_connection.vendor == "postgresql"
-    if postgres:
-        timed = Q(outcome__in=TIMED_OUTCOMES)
-        for name, fraction in (("p50", 0.5), ("p95", 0.95)):
-            aggregates[name] = PercentileCont(
-                attempt_duration(), fraction, filter=timed, output_field=DurationField()
-            )
+    timed = Q(outcome__in=TIMED_OUTCOMES)
+    for name, fraction in (("p50", 0.5), ("p95", 0.95)):
+        aggregates[name] = PercentileCont(
+            attempt_duration(), fraction, filter=timed, output_field=DurationField()
+        )
     last_hour = StageAttempt.objects.filter(finished_at__gte=now - timedelta(hours=1))
     rows = {
         row.pop("stage"): row for row in last_hour.values("stage").order_by().annotate(**aggregates)
     }
-    for stage, row in rows.items():
-        if postgres:
-            row["p50"], row["p95"] = _seconds(row["p50"]), _seconds(row["p95"])
-        else:  # SQLite (the demo): nearest-rank percentiles, sorted by the database
-            row["p50"], row["p95"] = _nearest_rank(last_hour.filter(stage=stage), (0.5, 0.95))
+    for row in rows.values():
+        row["p50"], row["p95"] = _seconds(row["p50"]), _seconds(row["p95"])
     return rows
 
 
@@ -208,19 +202,6 @@ def _seconds(value) -> float | None:
     if value is None:
         return None
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
-
-
-def _nearest_rank(attempts, fractions) -> list[float | None]:
-    durations = (
-        attempts.filter(outcome__in=TIMED_OUTCOMES)
-        .annotate(duration=attempt_duration())
-        .order_by("duration")
-        .values_list("duration", flat=True)
-    )
-    count = durations.count()
-    if not count:
-        return [None for _ in fractions]
-    return [_seconds(durations[round(f * (count - 1))]) for f in fractions]
 
 
 def _stuck_runs(now: datetime) -> tuple[StuckRun, ...]:

@@ -18,11 +18,10 @@ def stage_entered_from_history(apps, schema_editor):
     ImportRun.objects.update(stage_entered_at=Coalesce(Subquery(last_change), F("created_at")))
 
 
-# Searching error texts and document names for a word: trigram indexes, on PostgreSQL
-# only (the SQLite demo scans). Django's icontains compares UPPER(column::text), so the
-# indexes are on that expression. pg_trgm is a trusted extension (PostgreSQL 13+): the
-# database's owner may create it. A server built without the contrib extensions has
-# none: there the admin's word search scans, as on SQLite.
+# Searching error texts and document names for a word: trigram indexes. Django's
+# icontains compares UPPER(column::text), so the indexes are on that expression. pg_trgm
+# is a trusted extension (PostgreSQL 13+): the database's owner may create it. A server
+# built without the contrib extensions has none: there the admin's word search scans.
 TRIGRAM_INDEXES = {
     "run_error_trgm": "jobs_importrun USING gin (UPPER(error_message::text) gin_trgm_ops) "
     "WHERE error_message <> ''",
@@ -33,8 +32,6 @@ TRIGRAM_INDEXES = {
 
 
 def trigram_indexes(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'")
         if cursor.fetchone() is None:
@@ -45,8 +42,6 @@ def trigram_indexes(apps, schema_editor):
 
 
 def drop_trigram_indexes(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for name in TRIGRAM_INDEXES:
         schema_editor.execute(f"DROP INDEX IF EXISTS {name}")
 

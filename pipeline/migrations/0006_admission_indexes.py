@@ -22,15 +22,13 @@ INDEXES = {
 
 
 def create(apps, schema_editor):
-    concurrently = "CONCURRENTLY " if schema_editor.connection.vendor == "postgresql" else ""
     for name, definition in INDEXES.items():
-        schema_editor.execute(f"CREATE INDEX {concurrently}IF NOT EXISTS {name} ON {definition}")
+        schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {definition}")
 
 
 def drop(apps, schema_editor):
-    concurrently = "CONCURRENTLY " if schema_editor.connection.vendor == "postgresql" else ""
     for name in INDEXES:
-        schema_editor.execute(f"DROP INDEX {concurrently}IF EXISTS {name}")
+        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
 
 
 class Migration(migrations.Migration):

@@ -98,8 +98,7 @@ def _counts(
         **_ACTIVE,
         "interactive": RunPriority.INTERACTIVE,
         "backlog_limit": backlog_limit,
-        # As the ORM writes it (SQLite keeps text): compared with what it wrote.
-        "late_before": connection.ops.adapt_datetimefield_value(late_before or timezone.now()),
+        "late_before": late_before or timezone.now(),
         "late_limit": late_limit if late_before else 0,
         "organisation_id": organisation_id,
         "organisation_limit": organisation_limit,

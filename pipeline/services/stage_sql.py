@@ -1,12 +1,11 @@
-"""The claim and the completion of a stage as one PostgreSQL statement each.
+"""The claim and the completion of a stage as one statement each.
 
-What they write comes from services/transitions.py (the claim's and completion's
-changes, a succeeded attempt's fields, the history row) and the models (tables, and
-the columns of the rows inserted, each with the value `save()` would give it), shared
-with the step-by-step version services/workers.py writes on other databases (the
-SQLite demo). Here is only how PostgreSQL does each in one round trip, with
-data-modifying CTEs: no transaction of its own for the claim, and one statement fewer
-than three inside the stage's transaction for the completion.
+What they write comes from services/transitions.py (the claim's statuses, the
+completion's changes, a succeeded attempt's fields, the history row) and the models
+(tables, and the columns of the rows inserted, each with the value `save()` would give
+it). Each is one round trip, with data-modifying CTEs: no transaction of its own for the
+claim, and one statement where the ORM would take three inside the stage's transaction
+for the completion.
 """
 
 import uuid
@@ -22,6 +21,7 @@ from pipeline.models import ImportRun, RunStatus, RunTransition, StageAttempt
 from pipeline.services.transitions import (
     ATTEMPT_SUCCEEDED,
     CLAIMED_FROM,
+    CLAIMED_TO,
     Actor,
     transition_row,
 )
@@ -34,8 +34,7 @@ class ClaimTake:
     run_id: uuid.UUID
     stage: str
     owner: str
-    # transitions.claim_changes(): CLAIM_SQL writes the same, test_stage_sql.py checks.
-    changes: dict
+    expires: datetime
     now: datetime
     job_id: str
     worker: str
@@ -71,8 +70,8 @@ class StageDone:
 # claiming host's clock. workers.py's step-by-step claim says the same.
 DUE_SQL = "(run.due_at IS NULL OR run.due_at <= run.updated_at OR run.due_at <= %(now)s)"
 
-# The conditional UPDATE takes the stage, writing what transitions.claim_changes() says;
-# in the same statement the attempt is inserted, the queued -> processing change written
+# The conditional UPDATE takes the stage (only queued -> processing restarts the stage
+# clock); in the same statement the attempt is inserted, the queued -> processing change written
 # to the history, and the run returned with the document and reservation the stage
 # works on. `old` locks the row first, so its status is the one the UPDATE changed.
 CLAIM_SQL = """
@@ -175,10 +174,10 @@ def claim_statement(take: ClaimTake) -> tuple[ImportRun, int] | None:
         "run_id": take.run_id,
         "stage": take.stage,
         "owner": take.owner,
-        "expires": take.changes["lease_expires_at"],
+        "expires": take.expires,
         "now": take.now,
         "queued": RunStatus.QUEUED.value,
-        "processing": take.changes["status"],
+        "processing": CLAIMED_TO,
     }
     claimed_from = []
     for position, status in enumerate(sorted(CLAIMED_FROM)):
@@ -186,7 +185,7 @@ def claim_statement(take: ClaimTake) -> tuple[ImportRun, int] | None:
         claimed_from.append(f"%(from{position})s")
     attempt = StageAttempt(job_id=take.job_id, worker=take.worker, started_at=take.now)
     # The history row of a queued run's start, written only if the run was queued.
-    claimed = ImportRun(id=take.run_id, status=take.changes["status"], stage=take.stage)
+    claimed = ImportRun(id=take.run_id, status=CLAIMED_TO, stage=take.stage)
     started = transition_row(
         claimed,
         from_status=RunStatus.QUEUED,

@@ -8,9 +8,10 @@ the RunTransition (who, when, why), gives back the pages a run held when it ends
 enqueues what became due once the transaction commits. `run_begin` makes a run (the
 table's first move) the same way.
 
-A stage's claim and completion, the moves workers make most, are single statements on
-PostgreSQL (services/stage_sql.py): they take their changes from `claim_changes` and
-`completion_changes` here, which check them against the same table.
+A stage's claim and completion, the moves workers make most, are single statements
+(services/stage_sql.py): they take the claim's statuses (`CLAIMED_FROM`, `CLAIMED_TO`)
+and the completion's changes (`completion_changes`) from here, checked against the same
+table.
 """
 
 from dataclasses import dataclass
@@ -18,8 +19,6 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core.errors import Conflict
@@ -263,25 +262,11 @@ def _discard_unsettled_chunks(run: ImportRun) -> None:
         document_chunks_discard_unsettled(document_id=run.document_id)
 
 
-# --- The claim and the completion: what they write, for both ways of writing it ---------
+# --- The claim and the completion (services/stage_sql.py writes them) --------------------
 
-
-def claim_changes(*, owner: str, expires, now) -> dict[str, Any]:
-    """What claiming a due stage writes, as expressions over the run's row as it was
-    (services/workers.py applies them, services/stage_sql.py renders the same). Only
-    queued -> processing restarts the stage clock (`stage_entered_at`, set apart)."""
-    return {
-        "status": MOVES["claim"].to,
-        "lease_owner": owner,
-        "lease_expires_at": expires,
-        "stage_attempts": F("stage_attempts") + 1,
-        "total_attempts": F("total_attempts") + 1,
-        "started_at": Coalesce("started_at", Value(now)),
-        "updated_at": now,
-    }
-
-
+# The statuses a due stage is claimed from, and the one it is in once claimed.
 CLAIMED_FROM = MOVES["claim"].leaves
+CLAIMED_TO = MOVES["claim"].to
 
 
 def completion_changes(run: ImportRun, *, now) -> tuple[str, dict[str, Any]]:

@@ -1,8 +1,8 @@
 """What a stage worker does to a run: claim it, keep it, report, complete or fail the stage.
 
 Every change of status or stage is a move of the table in services/transitions.py. The
-claim and the completion are one statement each on PostgreSQL (services/stage_sql.py);
-elsewhere (the SQLite demo) the same changes are written step by step in a transaction.
+claim and the completion are one statement each (services/stage_sql.py): the form the
+cost benchmark found cheaper than the ORM's steps in a transaction (docs/benchmarks.md).
 """
 
 import copy
@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db import transaction
 from django.utils import timezone
 
 from pipeline.errors import LeaseLost
@@ -20,14 +19,10 @@ from pipeline.models import TERMINAL_STATUSES, ImportRun, RunStatus, RunTransiti
 from pipeline.retry import backoff_seconds, retries_left
 from pipeline.services.stage_sql import ClaimTake, StageDone, claim_statement, complete_statement
 from pipeline.services.transitions import (
-    ATTEMPT_SUCCEEDED,
-    CLAIMED_FROM,
     Actor,
     attempt_finish,
-    claim_changes,
     completion_changes,
     run_move,
-    transition_row,
 )
 
 Outcome = StageAttempt.Outcome
@@ -50,8 +45,7 @@ def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Cla
     One conditional UPDATE decides: a duplicate delivery, a late one, a run
     another worker holds, or a run that moved on all change zero rows. With it
     the attempt is recorded, a queued run's start written to the history, and
-    the run loaded with its document and reservation: on PostgreSQL in the same
-    statement, elsewhere (the SQLite demo) in one transaction.
+    the run loaded with its document and reservation, in the same statement.
     """
     now = timezone.now()
     owner = f"{job_id}@{worker}"
@@ -60,13 +54,13 @@ def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Cla
         run_id=run_id,
         stage=stage,
         owner=owner,
-        changes=claim_changes(owner=owner, expires=expires, now=now),
+        expires=expires,
         now=now,
         job_id=job_id,
         worker=worker,
         actor=Actor.worker(worker),
     )
-    taken = claim_statement(take) if connection.vendor == "postgresql" else _claim_steps(take)
+    taken = claim_statement(take)
     if taken is None:
         return None
     run, attempt_id = taken
@@ -82,49 +76,6 @@ def run_claim(*, run_id: uuid.UUID, stage: str, job_id: str, worker: str) -> Cla
     )
     attempt._state.adding = False
     return Claim(run=run, attempt=attempt, owner=take.owner)
-
-
-@transaction.atomic
-def _claim_steps(take: ClaimTake) -> tuple[ImportRun, int] | None:
-    # As stage_sql.DUE_SQL: due by the claiming host's clock or by the last writer's.
-    due = ImportRun.objects.filter(
-        Q(due_at__isnull=True) | Q(due_at__lte=F("updated_at")) | Q(due_at__lte=take.now),
-        id=take.run_id,
-        stage=take.stage,
-        lease_owner="",
-    )
-    # Only queued -> processing changes the status: only it restarts the stage clock.
-    entered = {RunStatus.QUEUED: {"stage_entered_at": take.now}, RunStatus.PROCESSING: {}}
-    claimed_from = next(
-        (
-            status
-            for status in (RunStatus.QUEUED, RunStatus.PROCESSING)
-            if status in CLAIMED_FROM
-            and due.filter(status=status).update(**take.changes, **entered[status]) == 1
-        ),
-        None,
-    )
-    if claimed_from is None:
-        return None
-    run = ImportRun.objects.select_related("document", "reservation").get(id=take.run_id)
-    attempt = StageAttempt.objects.create(
-        run=run,
-        stage=take.stage,
-        generation=run.generation,
-        number=run.stage_attempts,
-        job_id=take.job_id,
-        worker=take.worker,
-        started_at=take.now,
-    )
-    if claimed_from == RunStatus.QUEUED:
-        transition_row(
-            run,
-            from_status=claimed_from,
-            from_stage=take.stage,
-            actor=take.actor,
-            reason=take.reason,
-        ).save(force_insert=True)
-    return run, attempt.id
 
 
 def run_renew_lease(*, run_id: uuid.UUID, owner: str) -> bool:
@@ -201,7 +152,7 @@ def run_complete_stage(*, claim: Claim) -> ImportRun:
     """Mark the claimed stage done and the next one of its source due (or the run
     succeeded after its last), with its attempt and transition, in one statement: on
     its own it is atomic, and inside the stage's transaction it commits with the
-    stage's result (elsewhere than PostgreSQL, three statements in a transaction).
+    stage's result.
 
     Returns the run as the statement left it; `claim.run` stays the run as claimed.
     LeaseLost if the run is no longer this worker's."""
@@ -220,31 +171,10 @@ def run_complete_stage(*, claim: Claim) -> ImportRun:
         actor=claim.actor,
         now=now,
     )
-    if connection.vendor == "postgresql":
-        completed = complete_statement(done, finished)
-    else:
-        completed = _complete_steps(done, finished)
-    if not completed:
+    if not complete_statement(done, finished):
         raise LeaseLost(str(run.id))
     attempt.outcome, attempt.finished_at = Outcome.SUCCEEDED, now
     return finished
-
-
-@transaction.atomic
-def _complete_steps(done: StageDone, finished: ImportRun) -> bool:
-    if not ImportRun.objects.filter(id=done.run_id, lease_owner=done.owner).update(**done.changes):
-        return False
-    StageAttempt.objects.filter(id=done.attempt_id).update(
-        **ATTEMPT_SUCCEEDED, finished_at=done.now, cpu_ms=done.cpu_ms
-    )
-    transition_row(
-        finished,
-        from_status=RunStatus.PROCESSING,
-        from_stage=done.from_stage,
-        actor=done.actor,
-        reason=done.reason,
-    ).save(force_insert=True)
-    return True
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,13 @@ from core.provider_breaker import breaker
 from documents.services.content import (
     ChunkPlace,
     document_chunks_finish,
-    document_chunks_upsert,
     document_text_get,
 )
 from pipeline.errors import PermanentError, TransientError
 from pipeline.stages.context import StageContext
 from retrieval.chunking import chunk_document
 from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
+from retrieval.vector_index import chunks_write
 
 
 def _embed(embedder: Embedder, batch: list[str]) -> list[list[float]]:
@@ -82,12 +82,12 @@ def run(ctx: StageContext) -> None:
             # The last batch commits with the completion: one transaction fewer, and the
             # only one for most documents.
             with ctx.complete():
-                document_chunks_upsert(**chunks)
+                chunks_write(**chunks)
                 document_chunks_finish(document=document, count=len(pieces))
             return
         # Committed with the progress, only while the run is still ours: a run cancelled
         # (or its document deleted) meanwhile gets no chunk back from a late batch.
         with ctx.checkpoint(start + len(batch), len(pieces)):
-            document_chunks_upsert(**chunks)
+            chunks_write(**chunks)
     with ctx.complete():  # no text, no chunks
         document_chunks_finish(document=document, count=0)

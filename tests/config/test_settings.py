@@ -19,7 +19,8 @@ def _manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     }
     environment.update(
         DJANGO_SETTINGS_MODULE="config.settings",
-        DATABASE_URL="sqlite:///:memory:",
+        # Never connected to: `check` reads the settings only.
+        DATABASE_URL="postgres://postgres@127.0.0.1:1/paperlane",
         **env,
     )
     return subprocess.run(

@@ -2,14 +2,12 @@
 one by one on other databases: either way, what save() would have written."""
 
 import uuid
-from types import SimpleNamespace
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.models.functions import Now
 from django.test.utils import CaptureQueriesContext
 
-from core import inserts
 from core.inserts import rows_insert
 from documents.models import Document, QuotaReservation
 from pipeline.models import ImportRun, RunTransition
@@ -101,18 +99,6 @@ def test_what_save_would_write_otherwise_is_refused(org):
 
     with pytest.raises(TypeError, match="plain values only: pipeline.ImportRun.due_at"):
         rows_insert(reservation, document, run, transition)
-
-
-def test_other_databases_save_the_rows_one_by_one(org, monkeypatch):
-    monkeypatch.setattr(inserts, "connection", SimpleNamespace(vendor="sqlite"))
-    rows = _rows(org)
-    with CaptureQueriesContext(connection) as queries:
-        rows_insert(*rows)
-
-    assert len(queries.captured_queries) == 4
-    for obj in rows:
-        assert _stored(obj) == _held(obj)
-    assert rows[2].reservation_id == rows[0].id
 
 
 def test_rows_of_another_shape_get_their_own_statement(org):

@@ -215,7 +215,6 @@ def test_an_organisation_at_its_bound_is_refused_while_another_is_accepted(
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_uploads_of_one_organisation_never_pass_its_bound(media_files):
-    assert connection.vendor == "postgresql"
     org = organisation_create(slug="backfill", page_limit=1000)
     _, raw = api_token_create(organisation=org)
     pdf = make_pdf(2)

@@ -2,7 +2,6 @@
 the writer's; only a retry's time is read from the claiming host's clock."""
 
 from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -81,17 +80,9 @@ def found(request, api) -> tuple[ImportRun, str]:
 HAND_OFFS = [accepted, completed, released, taken_back, retried, found]
 
 
-@pytest.fixture(params=["one statement", "step by step"])
-def claim_path(request, monkeypatch):
-    """PostgreSQL's one-statement claim, and the one other databases (the demo) run."""
-    if request.param == "step by step":
-        monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
-    return request.param
-
-
 @pytest.mark.parametrize("hand_off", HAND_OFFS, ids=lambda f: f.__name__)
 def test_a_stage_made_due_now_is_claimed_by_a_worker_whose_clock_is_behind(
-    request, api, monkeypatch, claim_path, hand_off
+    request, api, monkeypatch, hand_off
 ):
     run, stage = hand_off(request, api)
 
@@ -112,7 +103,7 @@ def test_an_upload_goes_through_workers_each_further_behind_than_the_last(api, m
     assert ImportRun.objects.get(id=run.id).status == "succeeded"
 
 
-def test_a_retry_waits_for_its_time_by_the_claiming_hosts_clock(api, monkeypatch, claim_path):
+def test_a_retry_waits_for_its_time_by_the_claiming_hosts_clock(api, monkeypatch):
     monkeypatch.setattr(workers, "backoff_seconds", lambda **_: 30.0)
     run = accepted_run(api, make_pdf(1))
     failed = run_record_failure(

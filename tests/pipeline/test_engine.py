@@ -1,7 +1,6 @@
 """The stage engine in the test process: claims, duplicate deliveries, the history."""
 
 import time
-from types import SimpleNamespace
 
 import pytest
 from django.db import connection
@@ -14,7 +13,6 @@ from pipeline.dispatch import on_stage_job_success, stage_job_id
 from pipeline.engine import execute_stage
 from pipeline.errors import LeaseLost
 from pipeline.models import ImportRun, RunSource, RunTransition, StageAttempt
-from pipeline.services import workers
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import Actor
 from pipeline.services.workers import (
@@ -211,9 +209,7 @@ def test_a_short_stage_writes_no_progress_and_a_long_one_does(api, settings, mon
     assert progress_writes([q["sql"] for q in long.captured_queries]) >= batches - 1
 
 
-def test_other_databases_claim_and_complete_step_by_step_with_the_same_books(api, monkeypatch):
-    # The SQLite demo cannot run the one-statement versions; its path runs here instead.
-    monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
+def test_a_stage_given_back_is_claimed_again_and_the_books_show_both_tries(api):
     run = accepted_run(api, make_pdf(1))
     claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
     assert run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.2.{FIRST}") is None
@@ -231,8 +227,7 @@ def test_other_databases_claim_and_complete_step_by_step_with_the_same_books(api
     assert transitions(run) == SUCCEEDED_HISTORY
 
 
-def test_other_databases_complete_nothing_without_the_hold(api, monkeypatch):
-    monkeypatch.setattr(workers, "connection", SimpleNamespace(vendor="sqlite"))
+def test_a_stage_completes_nothing_without_the_hold(api):
     run = accepted_run(api, make_pdf(1))
     claim = run_claim(run_id=run.id, stage=FIRST, job_id="job-1", worker=f"host.1.{FIRST}")
     ImportRun.objects.filter(id=run.id).update(lease_owner=f"job-9@host.9.{FIRST}")

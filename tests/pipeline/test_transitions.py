@@ -11,10 +11,10 @@ from django.db import transaction
 from documents.models import QuotaReservation
 from pipeline.models import ImportRun, RunSource, RunStatus, RunTransition, Stage
 from pipeline.services.transitions import (
+    CLAIMED_TO,
     MOVES,
     Actor,
     DisallowedMove,
-    claim_changes,
     completion_changes,
     run_begin,
     run_move,
@@ -162,7 +162,7 @@ def test_a_new_run_is_due_at_its_sources_first_stage(org):
 def test_the_claim_and_the_completion_make_the_tables_moves(org):
     run = run_in(org, RunStatus.PROCESSING, Stage.EMBED)
 
-    assert claim_changes(owner="o", expires=None, now=None)["status"] == MOVES["claim"].to
+    assert CLAIMED_TO == MOVES["claim"].to == RunStatus.PROCESSING
     move_name, changes = completion_changes(run, now=None)
     assert (move_name, changes["status"], changes["stage"]) == ("advance", "processing", "settle")
     run.stage = Stage.SETTLE

@@ -11,7 +11,7 @@ from django.utils import timezone
 from core.provider_breaker import breaker
 from documents.models import Document
 from documents.services.content import document_chunks_upsert
-from retrieval import text_postgresql
+from retrieval import text
 from retrieval.embedding import PROVIDER, get_embedder, pack_vector
 from retrieval.query import parse
 from retrieval.search import MAX_QUERY_CHARS, _rank, marked_snippet, snippet
@@ -300,7 +300,7 @@ def test_a_common_word_alone_finds_as_many_documents_as_its_matches_read(
     api, org, settings, monkeypatch
 ):
     settings.PAPERLANE_SEARCH_MATCHES_RANKED = 8
-    monkeypatch.setattr(text_postgresql, "_COMMON_SAMPLE", 2)  # a word beside others: 2
+    monkeypatch.setattr(text, "_COMMON_SAMPLE", 2)  # a word beside others: 2
     documents = [
         document_with_chunks(org, f"{n}.pdf", [f"a tern {n}", f"the tern again {n}"])
         for n in range(8)

@@ -8,8 +8,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from documents.search_index import INDEX
 from retrieval.search import documents_search
+from retrieval.search_index import INDEX
 from tests.support.runs import document_with_chunks
 
 pytestmark = pytest.mark.django_db

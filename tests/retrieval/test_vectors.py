@@ -13,10 +13,14 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from documents import vectors_sql
 from documents.models import Chunk, Document
 from documents.services.organisations import organisation_create
-from documents.vectors_sql import (
+from pipeline.sweeper import sweep_once
+from retrieval import vector_index
+from retrieval.embedding import HashingEmbedder, pack_vector
+from retrieval.reembed import document_reembed
+from retrieval.search import documents_search
+from retrieval.vector_index import (
     chunk_vectors_backfill,
     vector_column_add,
     vector_column_ready,
@@ -24,14 +28,9 @@ from documents.vectors_sql import (
     vector_index_name,
     vector_text,
 )
-from pipeline.sweeper import sweep_once
-from retrieval.embedding import HashingEmbedder, pack_vector
-from retrieval.reembed import document_reembed
-from retrieval.search import documents_search
 from retrieval.vectors import nearest_chunks
 from tests.support.locks import another_connection
 from tests.support.pgvector_server import default_database, pgvector_server
-from tests.support.processes import python_json, sqlite_demo_env
 from tests.support.runs import document_with_chunks
 from tests.support.vector_embedders import SynonymEmbedder
 from tests.support.vector_world import vector_world
@@ -135,43 +134,6 @@ def test_beyond_the_bound_the_scan_says_its_answer_is_incomplete(db, synonyms, s
     neighbours = _nearest(world, synonyms, "car", limit=3)
 
     assert not neighbours.complete and neighbours.rows == () and neighbours.method == "none"
-
-
-SQLITE_SCRIPT = """
-import json
-import django
-
-django.setup()
-from django.core.management import call_command
-
-from retrieval.vectors import nearest_chunks
-from tests.support.vector_embedders import SynonymEmbedder
-from tests.support.vector_world import vector_world
-
-call_command("migrate", verbosity=0)
-embedder = SynonymEmbedder()
-world = vector_world(embedder)
-found = nearest_chunks(
-    organisation_id=world["org"].id, model=embedder.name, vector=embedder.embed(["car"])[0],
-    limit=50,
-)
-print(json.dumps({
-    "method": found.method,
-    "complete": found.complete,
-    "found": [str(chunk_id) for chunk_id in found.chunk_ids],
-    "allowed": {str(chunk_id): name for name, chunk_id in world["allowed"].items()},
-}))
-"""
-
-
-@pytest.mark.slow
-def test_the_sqlite_demo_scans_too(tmp_path, settings):
-    env = sqlite_demo_env(tmp_path, PAPERLANE_EMBEDDER=EMBEDDER, REDIS_URL=settings.REDIS_URL)
-    outcome = python_json("-c", SQLITE_SCRIPT, env=env)
-
-    assert (outcome["method"], outcome["complete"]) == ("scan", True)
-    assert set(outcome["found"]) == set(outcome["allowed"])
-    assert outcome["allowed"][outcome["found"][0]] == ["cars.pdf", 0]
 
 
 # --- With pgvector: the HNSW index ------------------------------------------------------
@@ -555,7 +517,7 @@ def test_the_housekeeping_fills_chunks_without_a_vector_in_bounded_passes(
     _drop_index(synonyms.name, synonyms.dimensions)
     settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
     assert _nearest(world, synonyms, "car", limit=3).method == "none"
-    monkeypatch.setattr(vectors_sql, "HOUSEKEEPING_BACKFILL_CHUNKS", 3)
+    monkeypatch.setattr(vector_index, "HOUSEKEEPING_BACKFILL_CHUNKS", 3)
 
     passes = []
     while not passes or passes[-1]:
@@ -575,7 +537,7 @@ def test_a_process_notices_the_column_added_after_it_asked(on_pgvector, monkeypa
         other.execute("ALTER TABLE documents_chunk DROP COLUMN embedding_vector")
     try:
         assert vector_column_ready()  # asked a moment ago
-        monkeypatch.setattr(vectors_sql, "READY_RECHECK_SECONDS", 0.0)
+        monkeypatch.setattr(vector_index, "READY_RECHECK_SECONDS", 0.0)
         assert not vector_column_ready()
     finally:
         vector_column_add()

@@ -1,6 +1,5 @@
 """Start real Paperlane processes (web server, workers) against the test database."""
 
-import json
 import os
 import signal
 import socket
@@ -52,15 +51,6 @@ def sqlite_demo_env(folder: Path, **extra: str) -> dict[str, str]:
         "MEDIA_ROOT": str(folder / "media"),
         **extra,
     }
-
-
-def python_json(*args: str, env: dict[str, str], timeout: float = 120):
-    """Run Python with `args` in the project's folder; the JSON its last line prints."""
-    done = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @contextmanager

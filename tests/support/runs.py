@@ -9,13 +9,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from documents.models import Document, Organisation, QuotaReservation
-from documents.services.content import document_chunks_upsert, document_make_searchable
+from documents.services.content import document_make_searchable
 from documents.services.quota import quota_take
 from documents.storage import document_storage_key, storage_delete, storage_put
 from pipeline.engine import execute_stage
 from pipeline.models import TERMINAL_STATUSES, ImportRun, RunSource
 from pipeline.stage_list import first_stage
 from retrieval.embedding import get_embedder, pack_vector
+from retrieval.vector_index import chunks_write
 
 
 def drive(run_id, *, max_steps: int = 50) -> ImportRun:
@@ -91,7 +92,7 @@ def document_with_chunks(
         page_count=len(texts),
     )
     embedder = embedder or get_embedder()
-    document_chunks_upsert(
+    chunks_write(
         document=document,
         start=0,
         texts=texts,

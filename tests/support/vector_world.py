@@ -4,9 +4,9 @@ that its searches must never return."""
 from django.utils import timezone
 
 from documents.models import Document
-from documents.services.content import document_chunks_upsert
 from documents.services.organisations import organisation_create
 from retrieval.embedding import pack_vector
+from retrieval.vector_index import chunks_write
 from tests.support.runs import document_with_chunks
 from tests.support.vector_embedders import OtherSynonymEmbedder, SynonymEmbedder
 
@@ -31,7 +31,7 @@ def vector_world(embedder: SynonymEmbedder) -> dict:
     pending.version = 2
     Document.objects.filter(id=pending.id).update(version=2)
     # Version 2's chunks, written by its embed stage; its run has not settled.
-    document_chunks_upsert(
+    chunks_write(
         document=pending,
         start=0,
         texts=["vehicle"],

@@ -1,11 +1,11 @@
 from core.commands import ServiceCommand
-from documents.vectors_sql import (
+from retrieval.embedding import get_embedder
+from retrieval.vector_index import (
     chunk_vectors_backfill,
     vector_column_add,
     vector_index_ensure,
     vector_indexes_build,
 )
-from retrieval.embedding import get_embedder
 
 
 class Command(ServiceCommand):

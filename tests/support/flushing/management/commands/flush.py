@@ -16,8 +16,7 @@ class Command(flush.Command):
             # Django's foreign keys are checked at commit, so the order of the deletes
             # does not matter. A DELETE of a few rows costs a fraction of a TRUNCATE,
             # which gives each table (and each of its indexes) a new file.
-            if connection.vendor == "postgresql":
-                cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
             for table in sorted(_tables_with_rows(connection) - KEPT):
                 cursor.execute(f"DELETE FROM {quote(table)}")
 

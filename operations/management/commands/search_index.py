@@ -1,5 +1,5 @@
 from core.commands import ServiceCommand
-from documents.services.search_index import chunks_search_index_refresh
+from retrieval.search_index import chunks_search_index_refresh
 
 
 class Command(ServiceCommand):

@@ -1,5 +1,6 @@
-"""Text candidates on PostgreSQL, through the chunks' stored `search_vector` and its GIN
-index (documents/search_index.py).
+"""Text candidates: the chunks that hold a query's words, found through their stored
+`search_vector` and its GIN index (retrieval/search_index.py), with a text score, and
+which of the query's clauses each matching document holds, over all its chunks.
 
 Each clause of the query is looked up on its own: of the organisation's chunks holding
 it, at most PER_DOCUMENT of each document and PAPERLANE_SEARCH_MATCHES_RANKED in all
@@ -20,13 +21,44 @@ one document at a time to test each. The price: a clause's matches are read in e
 organisation before the organisation's are kept (bounded by the statement timeout).
 """
 
+import math
+from dataclasses import dataclass, field
+
 from django.conf import settings
 from django.db import connection
 
 from documents.models import Chunk, Document
-from documents.search_index import check_language
 from retrieval.query import Phrase, Query
-from retrieval.text_candidates import TextCandidates, TextMatch, idf
+from retrieval.search_index import check_language
+
+
+@dataclass(frozen=True)
+class TextMatch:
+    chunk_id: object
+    document_id: object
+    index: int
+    # BM25-like: the sum over the clauses the chunk holds of their weight (rarer: more)
+    # times a saturating function of how often it holds them; double for the words side
+    # by side in the order typed.
+    score: float
+    clauses: frozenset[int]
+
+
+@dataclass
+class TextCandidates:
+    # Best first by score.
+    matches: list[TextMatch]
+    # The clauses (their positions in the query) each document holds in any chunk.
+    holds: dict[object, frozenset[int]] = field(default_factory=dict)
+    # The query's clauses an index can look for (a clause of stop words alone cannot).
+    clauses: int = 0
+
+
+def idf(total: int, found: int) -> float:
+    """BM25's weight of a word found in `found` of `total` chunks: rarer words weigh more."""
+    total = max(total, found)
+    return math.log(1 + (total - found + 0.5) / (found + 0.5))
+
 
 _CHUNKS = Chunk._meta.db_table
 _DOCUMENTS = Document._meta.db_table

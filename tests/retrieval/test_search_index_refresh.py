@@ -4,9 +4,8 @@ built again, not passed over by CREATE INDEX ... IF NOT EXISTS."""
 import pytest
 from django.db import connection
 
-from documents.search_index import INDEX
-from documents.services.search_index import chunks_search_index_refresh
 from retrieval.search import documents_search
+from retrieval.search_index import INDEX, chunks_search_index_refresh
 from tests.support.runs import document_with_chunks
 
 pytestmark = pytest.mark.django_db(transaction=True)  # CONCURRENTLY: no transaction around

@@ -1,7 +1,7 @@
 """The chunks' embeddings in a pgvector column, where PostgreSQL has the `vector` extension.
 
-`Chunk.embedding` (float32 little-endian bytes) stays the record on every database. Where
-the extension is available, migration 0017 (or `manage.py chunk_vectors`) adds the column
+`Chunk.embedding` (float32 little-endian bytes) stays the record. Where the extension is
+available, migration documents 0017 (or `manage.py chunk_vectors`) adds the column
 `documents_chunk.embedding_vector vector`, with no fixed dimensions because models differ;
 the embed stage fills it beside the bytes (`chunk_vectors_write`), and search's
 k-nearest-neighbour query reads it (retrieval/vectors.py).
@@ -20,8 +20,8 @@ repeats the expression and the predicate word for word (`knn_expression`,
 in the predicate (quoted by the driver, never formatted in): a parameter would keep a
 generic plan from proving that the index applies.
 
-Without the extension (PostgreSQL without it, the SQLite demo) every function here does
-nothing and search scans the bytes (retrieval/vectors.py).
+Without the extension every function here does nothing and search scans the bytes, up
+to a bound (retrieval/vectors.py).
 """
 
 import functools
@@ -33,14 +33,15 @@ from collections.abc import Iterable, Sequence
 
 from django.db import connection, transaction
 
-from documents.models import FLOAT32_BYTES
+from documents.models import FLOAT32_BYTES, Document
+from documents.services.content import ChunkPlace, document_chunks_upsert
 
 logger = logging.getLogger(__name__)
 
 COLUMN = "embedding_vector"
 TABLE = "documents_chunk"
 
-# Per database (host, port, name): whether the column is there, and when that was asked
+# Per database (host or socket, port, name): whether the column is there, and when that was asked
 # (time.monotonic()); asked again after READY_RECHECK_SECONDS, so a worker started before
 # `migrate` added the column (or the extension was enabled) notices it without a restart.
 _ready: dict[tuple, tuple[bool, float]] = {}
@@ -49,17 +50,15 @@ READY_RECHECK_SECONDS = 300.0
 HOUSEKEEPING_BACKFILL_CHUNKS = 10_000
 
 
-def _database_key(conn=None) -> tuple:
-    conn = conn or connection
-    settings = conn.settings_dict
-    return (conn.vendor, settings.get("HOST"), settings.get("PORT"), settings.get("NAME"))
+def _database_key() -> tuple:
+    settings = connection.settings_dict
+    host = settings.get("HOST") or settings.get("OPTIONS", {}).get("host")  # or a socket's
+    return (host, settings.get("PORT"), settings.get("NAME"))
 
 
 def vector_column_ready() -> bool:
     """Whether this database holds the pgvector column (PostgreSQL with the extension,
     migrated): the index path of search. Cached per process for READY_RECHECK_SECONDS."""
-    if connection.vendor != "postgresql":
-        return False
     key = _database_key()
     cached = _ready.get(key)
     now = time.monotonic()
@@ -75,36 +74,25 @@ def vector_column_ready() -> bool:
     return cached[0]
 
 
-def vector_column_add(*, schema_connection=None) -> bool:
-    """Enable the `vector` extension where the server offers it and add the column.
-    Returns whether the column is there. A role that may not create the extension (a
-    managed database's) leaves search on its exact scan, with a warning."""
-    conn = schema_connection or connection
-    if conn.vendor != "postgresql":
-        return False
-    with conn.cursor() as cursor:
+def vector_column_add() -> bool:
+    """Enable the `vector` extension where the server offers it and add the column (as
+    migration documents 0017 does, for a server that gained pgvector since). Returns
+    whether the column is there. A role that may not create the extension (a managed
+    database's) leaves search on its exact scan, with a warning."""
+    with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
         if cursor.fetchone() is None:
             return False
         try:
-            # A savepoint: a refusal (no privilege) must not end the migration's transaction.
-            with transaction.atomic(using=conn.alias):
+            # A savepoint: a refusal (no privilege) must not end a caller's transaction.
+            with transaction.atomic():
                 cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except Exception as exc:  # the driver's refusal, whatever its class
             logger.warning("The vector extension could not be created: %s", exc)
             return False
         cursor.execute(f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS {COLUMN} vector")
-    _ready.pop(_database_key(conn), None)
+    _ready.pop(_database_key(), None)
     return True
-
-
-def vector_column_drop(*, schema_connection=None) -> None:
-    """The column goes (the migration's reverse); the extension stays for others' use."""
-    conn = schema_connection or connection
-    if conn.vendor == "postgresql":
-        with conn.cursor() as cursor:
-            cursor.execute(f"ALTER TABLE {TABLE} DROP COLUMN IF EXISTS {COLUMN}")
-    _ready.pop(_database_key(conn), None)
 
 
 def vector_index_name(*, model: str, dimensions: int) -> str:
@@ -246,6 +234,25 @@ def chunk_vectors_write(*, chunk_ids: Sequence, vectors: Sequence[bytes], model:
             [list(chunk_ids), [vector_text(vector) for vector in vectors]],
         )
     _index_after_commit(model=model, vectors=vectors)
+
+
+def chunks_write(
+    *,
+    document: Document,
+    start: int,
+    texts: Sequence[str],
+    vectors: Sequence[bytes],
+    model: str,
+    places: Sequence[ChunkPlace] | None = None,
+) -> list:
+    """Write chunks `start`, `start + 1`, … of the document's current version with their
+    vectors (documents' `document_chunks_upsert`) and fill their vector column; returns
+    their ids. Inside the caller's transaction: both commit together or neither does."""
+    ids = document_chunks_upsert(
+        document=document, start=start, texts=texts, vectors=vectors, model=model, places=places
+    )
+    chunk_vectors_write(chunk_ids=ids, vectors=vectors, model=model)
+    return ids
 
 
 def chunk_vectors_backfill(
