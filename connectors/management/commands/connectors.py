@@ -25,14 +25,23 @@ class Command(BaseCommand):
             connectors_maintain()
             self.stdout.write(f"connectors: {connectors_sync_due()} synced")
             return
-        maintain_due = time.monotonic()
-        while True:
-            try:
-                close_old_connections()
-                if time.monotonic() >= maintain_due:
-                    maintain_due = time.monotonic() + settings.PAPERLANE_CONNECTOR_MAINTAIN_SECONDS
-                    connectors_maintain()
-                connectors_sync_due()
-            except Exception:  # keep syncing through database hiccups
-                logger.exception("connectors pass failed; trying again")
-            time.sleep(settings.PAPERLANE_CONNECTOR_LOOP_SECONDS)
+        try:
+            _loop()
+        except KeyboardInterrupt:  # Ctrl+C reaches run_workers' children too: stop quietly
+            return
+
+
+def _loop() -> None:
+    """Sync the due connections every loop interval, providers' upkeep every maintain
+    interval, until stopped."""
+    maintain_due = time.monotonic()
+    while True:
+        try:
+            close_old_connections()
+            if time.monotonic() >= maintain_due:
+                maintain_due = time.monotonic() + settings.PAPERLANE_CONNECTOR_MAINTAIN_SECONDS
+                connectors_maintain()
+            connectors_sync_due()
+        except Exception:  # keep syncing through database hiccups
+            logger.exception("connectors pass failed; trying again")
+        time.sleep(settings.PAPERLANE_CONNECTOR_LOOP_SECONDS)

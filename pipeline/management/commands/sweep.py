@@ -29,22 +29,30 @@ class Command(BaseCommand):
         if not loop:
             self.stdout.write(f"sweep: {sweep_once(housekeeping=True)}")
             return
-        # The housekeeping walks a share of the storage: once at start, then every interval.
-        housekeeping_due = time.monotonic()
-        _redis_lost_data()  # sets the marker: this pass covers whatever came before
-        while True:
-            housekeeping = time.monotonic() >= housekeeping_due
-            if housekeeping:
-                interval = settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS
-                housekeeping_due = time.monotonic() + interval
-            try:
-                close_old_connections()
-                sweep_once(housekeeping=housekeeping, one_of_many=True)
-                # Once a minute, each stage's lag for the dashboard's chart.
-                lag_sample_record(read_lags=stage_lags)
-            except Exception:  # keep sweeping through database or Redis hiccups
-                logger.exception("sweep failed; trying again")
-            _wait_for_next_pass(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)
+        try:
+            _loop()
+        except KeyboardInterrupt:  # Ctrl+C reaches run_workers' children too: stop quietly
+            return
+
+
+def _loop() -> None:
+    """Sweep every interval, the housekeeping every orphan interval, until stopped."""
+    # The housekeeping walks a share of the storage: once at start, then every interval.
+    housekeeping_due = time.monotonic()
+    _redis_lost_data()  # sets the marker: this pass covers whatever came before
+    while True:
+        housekeeping = time.monotonic() >= housekeeping_due
+        if housekeeping:
+            interval = settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS
+            housekeeping_due = time.monotonic() + interval
+        try:
+            close_old_connections()
+            sweep_once(housekeeping=housekeeping, one_of_many=True)
+            # Once a minute, each stage's lag for the dashboard's chart.
+            lag_sample_record(read_lags=stage_lags)
+        except Exception:  # keep sweeping through database or Redis hiccups
+            logger.exception("sweep failed; trying again")
+        _wait_for_next_pass(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS)
 
 
 def _wait_for_next_pass(interval: float) -> None:
