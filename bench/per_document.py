@@ -71,8 +71,9 @@ from rq.worker import SimpleWorker  # noqa: E402
 from core.redis import redis_connection  # noqa: E402
 from documents.services.organisations import organisation_create  # noqa: E402
 from documents.services.tokens import api_token_create  # noqa: E402
+from pipeline.broker import get_queue  # noqa: E402
 from pipeline.models import ImportRun, RunSource, StageAttempt  # noqa: E402
-from pipeline.queues import all_queue_names, get_queue  # noqa: E402
+from pipeline.queues import all_queue_names  # noqa: E402
 from pipeline.stage_list import STAGES, first_stage  # noqa: E402
 from pipeline.sweeper import sweep_once  # noqa: E402
 from tests.support.files import make_pdf  # noqa: E402

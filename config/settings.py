@@ -390,11 +390,11 @@ PAPERLANE_HOST_NAME = env("PAPERLANE_HOST_NAME", default=socket.gethostname())
 # told to give the stage back.
 PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", default=30)
 
-# pipeline.lanes.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
-# (no fork per job); pipeline.lanes.ForkingLaneWorker (an rq.Worker) forks a work horse per
+# pipeline.rq_workers.LaneWorker (an rq.worker.SimpleWorker) runs stages in the worker process
+# (no fork per job); pipeline.rq_workers.ForkingLaneWorker (an rq.Worker) forks a work horse per
 # job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane
-# order (pipeline.lanes.LaneOrder) and a prompt stop (pipeline.worker_stop) mixed in.
-PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="pipeline.lanes.LaneWorker")
+# order (pipeline.rq_workers.LaneOrder) and a prompt stop (pipeline/rq_workers.py) mixed in.
+PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="pipeline.rq_workers.LaneWorker")
 
 
 # ======================================================================================

@@ -27,9 +27,9 @@ from rq.job import Job, JobStatus
 
 from core.redis import redis_connection, stats_connection
 from documents.models import Organisation
+from pipeline.broker import get_queue
 from pipeline.lanes import lane_choose
 from pipeline.models import RunPriority, Stage
-from pipeline.queues import get_queue
 from pipeline.stage_list import stage_spec
 from retrieval.embedding import get_embedder
 from retrieval.reembed import document_reembed, documents_to_reembed

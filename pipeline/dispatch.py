@@ -14,23 +14,18 @@ them.
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
 from redis import Redis
 from redis.exceptions import RedisError
-from rq.exceptions import DuplicateJobError
-from rq.intermediate_queue import IntermediateQueue
-from rq.job import Callback, Job
-from rq.registry import ScheduledJobRegistry
-from rq.utils import utcparse
-from rq.worker import Worker
 
 from core.redis import redis_connection, request_breaker, request_connection
+from pipeline import broker
 from pipeline.lanes import lane_choose
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority
-from pipeline.queues import get_queue, is_served_queue, run_priority
+from pipeline.queues import is_served_queue, run_priority
 from pipeline.stage_list import stage_spec
 
 logger = logging.getLogger(__name__)
@@ -43,20 +38,6 @@ ON_FAILURE = "pipeline.dispatch.on_stage_job_failure"
 
 def stage_job_id(*, run_id: uuid.UUID | str, stage: str, attempt: int, generation: int = 0) -> str:
     return f"run-{run_id}-{generation}-{stage}-{attempt}"
-
-
-def _job_options(stage: str, job_id: str) -> dict:
-    spec = stage_spec(stage)
-    return {
-        "job_id": job_id,
-        # RQ's hard limit; the engine records a timeout as a failed attempt.
-        "job_timeout": spec.timeout,
-        # The outcome lives in StageAttempt rows; RQ need not keep job results.
-        "result_ttl": 0,
-        "failure_ttl": 7 * 24 * 3600,
-        "on_success": Callback(ON_SUCCESS),
-        "on_failure": Callback(ON_FAILURE),
-    }
 
 
 def stage_enqueue(
@@ -89,24 +70,24 @@ def stage_enqueue(
             priority=priority,
             organisation_id=str(organisation_id) if organisation_id else None,
         )
-        queue = get_queue(lane, connection=connection)
-        if at is not None and at > timezone.now():
-            if Job.exists(job_id, connection=queue.connection):
-                return False
-            # RQ keeps whole seconds for scheduled times; round up so the job is
-            # never delivered before the run is due (the claim would drop it).
-            at = at.replace(microsecond=0) + timedelta(seconds=1)
-            queue.enqueue_at(at, EXECUTE, str(run_id), stage, **_job_options(stage, job_id))
-        else:
-            queue.enqueue(EXECUTE, str(run_id), stage, unique=True, **_job_options(stage, job_id))
-    except DuplicateJobError:
-        return False
+        # A retry's time is rounded up to RQ's whole seconds: never delivered before the
+        # run is due (the claim would drop it).
+        return broker.enqueue(
+            connection=connection,
+            lane=lane,
+            job_id=job_id,
+            func=EXECUTE,
+            args=(str(run_id), stage),
+            timeout=stage_spec(stage).timeout,
+            on_success=ON_SUCCESS,
+            on_failure=ON_FAILURE,
+            at=at,
+        )
     except RedisError:
         if breaker is not None:
             breaker.trip(f"enqueuing {job_id}")
         logger.warning("could not enqueue %s; the sweeper will retry", job_id, exc_info=True)
         return False
-    return True
 
 
 def current_job_id(run: ImportRun) -> str:
@@ -154,7 +135,7 @@ def next_delivery(run: ImportRun) -> dict | None:
     return delivery_of(run)
 
 
-def on_stage_job_success(job: Job, connection: Redis, result, *args, **kwargs) -> None:
+def on_stage_job_success(job: broker.RQJob, connection: Redis, result, *args, **kwargs) -> None:
     """RQ's `on_success` callback of a stage job, run in its worker once the job has
     returned: enqueue what the job says the run waits for next (the next stage now, or
     the retry at its time). Never raises, which would mark the job failed; a delivery
@@ -164,7 +145,7 @@ def on_stage_job_success(job: Job, connection: Redis, result, *args, **kwargs) -
         _deliver(delivery)
 
 
-def on_stage_job_failure(job: Job, connection: Redis, *exc_info) -> None:
+def on_stage_job_failure(job: broker.RQJob, connection: Redis, *exc_info) -> None:
     """RQ's `on_failure` callback of a stage job that raised instead of returning (its
     worker, being stopped, gave the stage back): deliver what the run is due for now,
     as the sweeper would later. Never raises."""
@@ -284,11 +265,6 @@ def _local(value: datetime) -> str:
     return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-def rq_time(value: bytes | None) -> datetime | None:
-    """A time as RQ stores it in a job's hash (None when absent)."""
-    return utcparse(value.decode()) if value else None
-
-
 def _awaited_job_id(run: ImportRun) -> str:
     # A worker holding the stage runs the job named in its lease; otherwise the run
     # waits for the delivery of its current try.
@@ -297,68 +273,41 @@ def _awaited_job_id(run: ImportRun) -> str:
     return current_job_id(run)
 
 
-_JOB_FIELDS = ("status", "enqueued_at", "started_at", "ended_at", "worker_name", "origin")
-
-
-def job_origin(connection: Redis, job_id: str) -> str | None:
-    """The queue (lane) a job was enqueued to, from its hash; None when Redis has no job."""
-    origin = connection.hget(Job.redis_job_namespace_prefix + job_id, "origin")
-    return origin.decode() if origin else None
-
-
-def job_delete(connection: Redis, job_id: str) -> None:
-    """Delete a job and take its id out of its lane and registries (found from its hash)."""
-    job = Job(job_id, connection=connection)
-    job.origin = job_origin(connection, job_id) or ""
-    job.delete(remove_from_queue=bool(job.origin))
-
-
 def _read_state(connection: Redis, job_id: str, stage: str, *, again: bool = True) -> JobState:
-    # The job's lane is in its hash; a job is never moved to another lane, so the
-    # MULTI below (a worker moving the job between lists cannot make it look lost)
-    # reads the lists of the lane it was found in.
-    origin = job_origin(connection, job_id)
-    queue = get_queue(origin or stage, connection=connection)
-    scheduled = ScheduledJobRegistry(queue=queue)
-    with connection.pipeline(transaction=True) as pipe:
-        pipe.hmget(Job.redis_job_namespace_prefix + job_id, *_JOB_FIELDS)
-        pipe.lpos(queue.key, job_id)
-        pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue.key), job_id)
-        pipe.zscore(scheduled.key, job_id)
-        (status, enqueued, started, ended, worker, now_origin), index, taking, at = pipe.execute()
-    if (now_origin.decode() if now_origin else None) != origin and again:
+    # The job's lane is in its hash; a job is never moved to another lane, so the read
+    # of its lists (one MULTI) is of the lane it was found in.
+    origin = broker.job_origin(connection, job_id)
+    lane = origin or stage
+    record = broker.job_record(connection, job_id, lane=lane)
+    if record.origin != origin and again:
         # Deleted or enqueued again between the two reads: read the new job's lane.
         return _read_state(connection, job_id, stage, again=False)
-    status = status.decode() if status else "missing"
-    worker = worker.decode() if worker else ""
-    enqueued_at = rq_time(enqueued)
     # In no list a worker reads: a queue no worker reads (named after a stage alone, or a
     # lane beyond a lowered PAPERLANE_LANES), or neither of its lane's lists for longer
     # than a worker that popped it takes to start it.
-    in_no_list = status == "queued" and index is None and taking is None
-    unserved = status == "queued" and not is_served_queue(queue.name)
-    stranded = unserved or (in_no_list and _queued_long(enqueued_at))
-    held = status == "started" and bool(worker) and _current_job_of(connection, worker) == job_id
+    queued = record.status == "queued"
+    in_no_list = queued and record.position is None and not record.being_taken
+    unserved = queued and not is_served_queue(lane)
+    stranded = unserved or (in_no_list and _queued_long(record.enqueued_at))
+    held = (
+        record.status == "started"
+        and bool(record.worker)
+        and broker.worker_current_job(connection, record.worker) == job_id
+    )
     return JobState(
         job_id=job_id,
-        queue=queue.name,
-        status=status,
-        position=None if index is None else index + 1,
+        queue=lane,
+        status=record.status,
+        position=record.position,
         stranded=stranded,
         being_taken=in_no_list and not stranded,
         held=held,
-        worker=worker,
-        scheduled_for=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
-        enqueued_at=enqueued_at,
-        started_at=rq_time(started),
-        ended_at=rq_time(ended),
+        worker=record.worker,
+        scheduled_for=record.scheduled_for,
+        enqueued_at=record.enqueued_at,
+        started_at=record.started_at,
+        ended_at=record.ended_at,
     )
-
-
-def _current_job_of(connection: Redis, worker: str) -> str | None:
-    """The job a worker says it is running (its RQ registration), None if it is gone."""
-    current = connection.hget(Worker.redis_worker_namespace_prefix + worker, "current_job")
-    return current.decode() if current else None
 
 
 def job_state(run: ImportRun) -> JobState:
@@ -376,10 +325,7 @@ def job_states(runs: list[ImportRun]) -> list[JobState]:
     if not runs:
         return []
     job_ids = [_awaited_job_id(run) for run in runs]
-    with redis_connection().pipeline(transaction=False) as pipe:
-        for job_id in job_ids:
-            pipe.hmget(Job.redis_job_namespace_prefix + job_id, *_JOB_FIELDS)
-        answers = pipe.execute()
+    answers = broker.jobs_fields(redis_connection(), job_ids, broker.JOB_FIELDS)
     return [
         JobState(
             job_id=job_id,
@@ -388,9 +334,9 @@ def job_states(runs: list[ImportRun]) -> list[JobState]:
             worker=worker.decode() if worker else "",
             # A retry is scheduled for the run's due time (rounded up to a second).
             scheduled_for=run.due_at,
-            enqueued_at=rq_time(enqueued),
-            started_at=rq_time(started),
-            ended_at=rq_time(ended),
+            enqueued_at=broker.time_of(enqueued),
+            started_at=broker.time_of(started),
+            ended_at=broker.time_of(ended),
         )
         for run, job_id, (status, enqueued, started, ended, worker, origin) in zip(
             runs, job_ids, answers, strict=True
@@ -432,7 +378,7 @@ def stage_redeliver(*, delivery: dict) -> Redelivery:
         if state.waiting:
             return Redelivery(False, f"its job is {state.describe()}: left to run")
         if state.status != "missing":
-            job_delete(connection, job_id)
+            broker.job_delete(connection, job_id)
     except RedisError as exc:
         logger.warning("could not redeliver %s; the sweeper will retry", job_id, exc_info=True)
         return Redelivery(False, f"Redis did not answer ({exc}); nothing was enqueued")
@@ -444,7 +390,7 @@ def stage_redeliver(*, delivery: dict) -> Redelivery:
             "or Redis did not answer); the sweeper delivers it if it is lost",
         )
     try:
-        lane = job_origin(connection, job_id) or delivery["stage"]
+        lane = broker.job_origin(connection, job_id) or delivery["stage"]
     except RedisError:
         lane = delivery["stage"]
     when = " for its retry time" if delivery.get("at") and delivery["at"] > timezone.now() else ""

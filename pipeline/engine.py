@@ -25,12 +25,11 @@ from django.db import (
     transaction,
 )
 from redis.exceptions import RedisError
-from rq import get_current_job
-from rq.timeouts import JobTimeoutException
 
 from core.errors import ServiceError
 from core.isolation import isolated_cpu_seconds
 from core.text import storable
+from pipeline import broker
 from pipeline.dispatch import next_delivery
 from pipeline.errors import LeaseLost, PermanentError, TransientError
 from pipeline.hosts import process_name
@@ -163,9 +162,9 @@ class ClaimedStage:
 
 
 def worker_name() -> str:
-    job = get_current_job()
-    if job is not None and job.worker_name:
-        return job.worker_name
+    job = broker.current_job()
+    if job is not None and job[1]:
+        return job[1]
     return process_name()
 
 
@@ -184,8 +183,8 @@ def execute_stage(run_id: str, stage: str) -> dict:
 
 def _execute_stage(run_id: str, stage: str) -> dict:
     _connection_for_job()
-    job = get_current_job()
-    job_id = job.id if job is not None else f"direct-{uuid.uuid4()}"
+    job = broker.current_job()
+    job_id = job[0] if job is not None else f"direct-{uuid.uuid4()}"
     claim = _claim(run_id=uuid.UUID(run_id), stage=stage, job_id=job_id, worker=worker_name())
     if claim is None:
         logger.info(
@@ -269,7 +268,7 @@ def _handle_error(
         )
         code = "unstorable_data"
         return _fail(claim, exc, Outcome.PERMANENT_ERROR, code, message, permanent=True)
-    if isinstance(exc, JobTimeoutException):
+    if isinstance(exc, broker.JobTimeout):
         message = f"The {spec.name} step took longer than its limit of {spec.timeout} seconds."
         return _fail(claim, exc, Outcome.TIMEOUT, "timeout", message, permanent=False)
     message = f"A temporary problem interrupted the {spec.name} step; it will be tried again."

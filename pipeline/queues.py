@@ -10,10 +10,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from redis import Redis
-from rq import Queue
 
-from core.redis import redis_connection
 from pipeline.models import RunPriority, RunSource, Stage
 from pipeline.stage_list import STAGES
 
@@ -92,7 +89,3 @@ def rq_queue_settings() -> dict[str, dict]:
         for spec in STAGES
         for name in stage_queue_names(spec.name)
     }
-
-
-def get_queue(name: str, *, connection: Redis | None = None) -> Queue:
-    return Queue(name, connection=connection or redis_connection())

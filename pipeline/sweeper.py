@@ -35,23 +35,14 @@ from django.conf import settings
 from django.utils import timezone
 from redis import Redis
 from redis.exceptions import RedisError
-from rq.intermediate_queue import IntermediateQueue
-from rq.job import Job
-from rq.queue import Queue
 
 from core.redis import redis_connection
 from documents.models import QuotaReservation
 from documents.services.orphans import stored_orphans_remove
 from documents.services.pending_uploads import pending_uploads_remove_expired
 from documents.services.quota import quota_release
-from pipeline.dispatch import (
-    DISPATCH_FIELDS,
-    WAITING_STATUSES,
-    current_job_id,
-    enqueue_current,
-    job_delete,
-    rq_time,
-)
+from pipeline import broker
+from pipeline.dispatch import DISPATCH_FIELDS, WAITING_STATUSES, current_job_id, enqueue_current
 from pipeline.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
 from pipeline.queues import is_served_queue
 from pipeline.services.take_back import attempts_abandon_unreported, run_abandon_expired
@@ -208,11 +199,8 @@ def _redeliver_batch(
     connection: Redis, runs: list[ImportRun], stale_before: datetime, stranded_before: datetime
 ) -> int:
     job_ids = [current_job_id(run) for run in runs]
-    with connection.pipeline(transaction=False) as pipe:
-        for job_id in job_ids:
-            key = Job.redis_job_namespace_prefix + job_id
-            pipe.hmget(key, "status", "enqueued_at", "started_at", "origin")
-        states = pipe.execute()
+    fields = ("status", "enqueued_at", "started_at", "origin")
+    states = broker.jobs_fields(connection, job_ids, fields)
     # LPOS walks the list, so only jobs queued longer than PAPERLANE_STRANDED_AFTER_SECONDS
     # are looked for: in a healthy system none, in a backlog the oldest, which LPOS finds
     # near the head. A worker killed between taking a job off its lanes and starting it
@@ -220,80 +208,41 @@ def _redeliver_batch(
     long_queued = [
         (job_id, origin.decode())
         for job_id, (status, enqueued, _, origin) in zip(job_ids, states, strict=True)
-        if status == b"queued" and enqueued and rq_time(enqueued) < stranded_before and origin
+        if status == b"queued"
+        and origin
+        and enqueued
+        and broker.time_of(enqueued) < stranded_before
     ]
-    stranded = _in_no_queue(connection, long_queued)
+    stranded = broker.jobs_in_no_list(
+        connection,
+        long_queued,
+        served=is_served_queue,
+        # A sweep interval after a pass first saw it half taken.
+        first_seen_for=timedelta(seconds=max(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS, 1.0)),
+    )
     redelivered = 0
     for run, job_id, (status, enqueued, started, _) in zip(runs, job_ids, states, strict=True):
         if status == b"scheduled" and run.due_at and run.due_at < stale_before:
             # A retry whose time passed long ago: the scheduler is not running,
             # so deliver it straight to its queue instead of scheduling it again.
-            job_delete(connection, job_id)
+            broker.job_delete(connection, job_id)
             run.due_at = None
         elif job_id in stranded:
             # Marked queued but in no list a worker reads, or left half taken by a
             # worker that died: nothing would ever run it.
-            job_delete(connection, job_id)
+            broker.job_delete(connection, job_id)
         elif status is not None and status.decode() in WAITING_STATUSES:
             continue
         elif status is not None:
             # The job ran or started without moving the run on (a worker
             # died before claiming): only redeliver once it is clearly stale.
             stamp = started or enqueued
-            if stamp and rq_time(stamp) > stale_before:
+            if stamp and broker.time_of(stamp) > stale_before:
                 continue
-            job_delete(connection, job_id)
+            broker.job_delete(connection, job_id)
         if enqueue_current(run):
             redelivered += 1
     return redelivered
-
-
-def _in_no_queue(connection: Redis, queued: list[tuple[str, str]]) -> set[str]:
-    """The job ids, of those given with the lane they were enqueued to, that Redis
-    marks queued but that sit in no list a worker reads: neither in their lane nor in
-    the list a worker moves a job to while taking it, or in a queue that is no lane."""
-    if not queued:
-        return set()
-    # One MULTI: a worker moving the id between the two lists (and marking the job
-    # started) cannot fall between the reads and make a taken job look lost.
-    with connection.pipeline(transaction=True) as pipe:
-        for job_id, origin in queued:
-            queue_key = Queue.redis_queue_namespace_prefix + origin
-            pipe.hmget(Job.redis_job_namespace_prefix + job_id, "status", "origin")
-            pipe.lpos(queue_key, job_id)
-            pipe.lpos(IntermediateQueue.get_intermediate_queue_key(queue_key), job_id)
-        answers = pipe.execute()
-    stranded = set()
-    for (job_id, origin), (status, now_origin), in_queue, being_taken in zip(
-        queued, answers[0::3], answers[1::3], answers[2::3], strict=True
-    ):
-        # A job enqueued again (to another lane) between the reads is left for the next pass.
-        if status != b"queued" or now_origin != origin.encode():
-            continue
-        if not is_served_queue(origin):
-            stranded.add(job_id)
-        elif in_queue is None and (
-            being_taken is None or _left_half_taken(connection, origin, job_id)
-        ):
-            stranded.add(job_id)
-    return stranded
-
-
-def _left_half_taken(connection: Redis, origin: str, job_id: str) -> bool:
-    """A live worker moves a job out of the list it takes it into within milliseconds;
-    one still there a sweep interval after a pass first saw it belonged to a worker
-    that died between taking it and starting it (a host lost)."""
-    taking = IntermediateQueue(Queue.redis_queue_namespace_prefix + origin, connection=connection)
-    if taking.set_first_seen(job_id):
-        return False
-    first_seen = taking.get_first_seen(job_id)
-    interval = timedelta(seconds=max(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS, 1.0))
-    if first_seen is None or timezone.now() - first_seen < interval:
-        return False
-    # Out of RQ's list too: its own clean-up would otherwise fail the job delivered again.
-    taking.remove(job_id)
-    connection.delete(taking.get_first_seen_key(job_id))
-    return True
 
 
 def _release_ended_reservations() -> int:

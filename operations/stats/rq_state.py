@@ -1,9 +1,9 @@
-"""RQ's side of the pipeline, read straight from Redis: queues, registries, workers.
+"""RQ's side of the pipeline for the dashboard: queues, registries, workers.
 
-Every lane of every stage, its started and scheduled registries, the
-suspension flag and every registered worker are read in two pipelined round
-trips, whatever the number of jobs. Key names come from RQ's own classes.
-Lanes are summed per stage and per stage and priority.
+Every lane of every stage, its started and scheduled registries, the suspension flag
+and every registered worker come from pipeline/broker.py (the one module that knows
+RQ's keys), in two pipelined round trips whatever the number of jobs. Lanes are summed
+per stage and per stage and priority.
 """
 
 import re
@@ -11,15 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from redis import Redis
-from rq.job import Job
-from rq.queue import Queue
-from rq.registry import ScheduledJobRegistry, StartedJobRegistry
-from rq.suspension import WORKERS_SUSPENDED
-from rq.utils import utcparse
-from rq.worker import Worker
-from rq.worker_registration import REDIS_WORKER_KEYS
 
 from core.provider_breaker import breaker
+from pipeline.broker import rq_state, time_of
 from pipeline.models import StageAttempt
 from pipeline.queues import PRIORITIES, priority_queue_names, queue_lane
 from pipeline.stage_list import STAGES
@@ -94,72 +88,44 @@ class RedisState:
 
 
 def read_redis_state(connection: Redis, now: datetime) -> RedisState:
-    """Every lane, registry and worker: two pipelined round trips."""
-    now_ts = now.timestamp()
+    """Every lane, registry and worker (pipeline/broker.py: two pipelined round trips),
+    and the pause of each stage's provider (one more)."""
     lanes = [
         (spec.name, priority, name)
         for spec in STAGES
         for priority in PRIORITIES
         for name in priority_queue_names(spec.name, priority)
     ]
-    names = [name for _, _, name in lanes]
+    state = rq_state(connection, [name for _, _, name in lanes], now=now)
+    providers = [spec for spec in STAGES if spec.provider]
     with connection.pipeline(transaction=False) as pipe:
-        for name in names:
-            pipe.llen(Queue.redis_queue_namespace_prefix + name)
-            pipe.lindex(Queue.redis_queue_namespace_prefix + name, 0)
-            # Entries of the started registry are scored by when they expire.
-            pipe.zcount(StartedJobRegistry.key_template.format(name), now_ts, "+inf")
-            pipe.zcard(ScheduledJobRegistry.key_template.format(name))
-        providers = [spec for spec in STAGES if spec.provider]
         for spec in providers:
             pipe.hget(breaker(spec.provider).key, "until")
-        pipe.exists(WORKERS_SUSPENDED)
-        pipe.smembers(REDIS_WORKER_KEYS)
-        replies = pipe.execute()
-    per_queue = [replies[i : i + 4] for i in range(0, 4 * len(names), 4)]
-    suspended, worker_keys = bool(replies[-2]), sorted(k.decode() for k in replies[-1])
+        untils = pipe.execute()
     paused_until = {
         spec.name: float(until)
-        for spec, until in zip(providers, replies[4 * len(names) : -2], strict=True)
+        for spec, until in zip(providers, untils, strict=True)
         if until is not None
     }
-    heads = [head.decode() if head else None for _, head, _, _ in per_queue]
-    with connection.pipeline(transaction=False) as pipe:
-        for head in heads:
-            pipe.hget(Job.redis_job_namespace_prefix + (head or "-"), "enqueued_at")
-        for key in worker_keys:
-            pipe.hgetall(key)
-        replies = pipe.execute()
     queues = {spec.name: QueueState() for spec in STAGES}
     priorities = {(spec.name, p): QueueState() for spec in STAGES for p in PRIORITIES}
-    for (stage, priority, _), (waiting, _, started, scheduled), enqueued in zip(
-        lanes, per_queue, replies[: len(names)], strict=True
-    ):
+    for stage, priority, name in lanes:
+        counts = state.lanes[name]
         lane = QueueState(
-            waiting=waiting,
-            started=started,
-            scheduled=scheduled,
-            head_enqueued_at=utcparse(enqueued.decode()) if enqueued else None,
+            waiting=counts.waiting,
+            started=counts.started,
+            scheduled=counts.scheduled,
+            head_enqueued_at=counts.head_enqueued_at,
         )
         queues[stage] += lane
         priorities[stage, priority] += lane
-    workers = []
-    for key, data in zip(worker_keys, replies[len(names) :], strict=True):
-        if data:  # an expired worker key: RQ forgets the worker
-            fields = {k.decode(): v.decode() for k, v in data.items()}
-            name = key.removeprefix(Worker.redis_worker_namespace_prefix)
-            workers.append({"name": name, **fields})
     return RedisState(
         queues=queues,
         priorities=priorities,
-        workers=workers,
-        suspended=suspended,
+        workers=state.workers,
+        suspended=state.suspended,
         paused_until=paused_until,
     )
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    return utcparse(value) if value else None
 
 
 def workers_from(raw: list[dict]) -> tuple[WorkerState, ...]:
@@ -190,8 +156,8 @@ def workers_from(raw: list[dict]) -> tuple[WorkerState, ...]:
                 stage=match["stage"] if match else None,
                 attempt=number,
                 attempt_started_at=started,
-                last_heartbeat=_parse_time(data.get("last_heartbeat")),
-                started_at=_parse_time(data.get("birth")),
+                last_heartbeat=time_of(data.get("last_heartbeat")),
+                started_at=time_of(data.get("birth")),
             )
         )
     return tuple(workers)

@@ -9,9 +9,10 @@ import pytest
 
 from core.provider_breaker import KEY, breaker
 from core.redis import redis_connection
-from pipeline.lanes import LaneWorker
+from pipeline.broker import get_queue
 from pipeline.models import RunPriority
-from pipeline.queues import get_queue, priority_queue_names
+from pipeline.queues import priority_queue_names
+from pipeline.rq_workers import LaneWorker
 from retrieval.embedding import PROVIDER
 from tests.pipeline.test_lanes import enqueue_pick
 from tests.support.lanes import picks

@@ -20,11 +20,12 @@ from documents.models import Organisation, QuotaReservation, UsageEntry
 from documents.services.quota import quota_settle
 from operations.admin import run_actions as admin_actions
 from operations.admin import runs as jobs_admin
+from pipeline.broker import get_queue
 from pipeline.dispatch import stage_enqueue, stage_job_id
 from pipeline.engine import execute_stage
 from pipeline.errors import LeaseLost
 from pipeline.models import ImportRun, RunSource, RunTransition, StageAttempt
-from pipeline.queues import get_queue, stage_queue_names
+from pipeline.queues import stage_queue_names
 from pipeline.services.workers import (
     Failure,
     run_claim,

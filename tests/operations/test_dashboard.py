@@ -11,8 +11,9 @@ from rq.worker import SimpleWorker
 
 from core.provider_breaker import breaker
 from core.redis import redis_connection
+from pipeline.broker import get_queue
 from pipeline.models import ImportRun, StageAttempt
-from pipeline.queues import get_queue, stage_queue_names
+from pipeline.queues import stage_queue_names
 from pipeline.stage_list import STAGES
 from retrieval.embedding import PROVIDER
 from tests.support.files import make_pdf

@@ -24,8 +24,9 @@ from rq.worker import Worker
 from core.redis import redis_connection
 from documents.models import Organisation
 from documents.services.organisations import member_add
+from pipeline.broker import get_queue
 from pipeline.models import ACTIVE_STATUSES, ImportRun, StageAttempt
-from pipeline.queues import get_queue, queue_stage, stage_queue_names
+from pipeline.queues import queue_stage, stage_queue_names
 from pipeline.stage_list import STAGES
 from tests.support.files import make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal

@@ -14,10 +14,11 @@ from documents.services.organisations import organisation_create
 from operations.stats.history import throughput_by_minute
 from operations.stats.snapshot import pipeline_snapshot
 from operations.stats.totals import ROLLUP_KEY, attempt_totals
+from pipeline.broker import get_queue
 from pipeline.dispatch import stage_enqueue, stage_job_id
 from pipeline.lag import lag_history, lag_sample_record, stage_lags
 from pipeline.models import ImportRun, StageAttempt
-from pipeline.queues import get_queue, queue_for, stage_queue_names
+from pipeline.queues import queue_for, stage_queue_names
 from tests.support.files import make_pdf
 from tests.support.runs import unchecked_run
 

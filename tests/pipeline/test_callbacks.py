@@ -8,12 +8,13 @@ from rq.queue import Queue
 
 from core.redis import redis_connection
 from pipeline import dispatch
+from pipeline.broker import get_queue
 from pipeline.dispatch import delivery_of, stage_job_id
 from pipeline.engine import execute_stage
 from pipeline.errors import TransientError
-from pipeline.lanes import LaneWorker
 from pipeline.models import ImportRun, RunSource, StageAttempt
-from pipeline.queues import all_queue_names, get_queue
+from pipeline.queues import all_queue_names
+from pipeline.rq_workers import LaneWorker
 from pipeline.stage_list import first_stage
 from tests.support.files import make_pdf
 from tests.support.lanes import scheduled_job_ids, waiting_job_ids

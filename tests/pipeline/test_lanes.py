@@ -11,16 +11,12 @@ from rq.job import Job
 from rq.worker import SimpleWorker
 
 from core.redis import redis_connection
+from pipeline.broker import get_queue
 from pipeline.dispatch import delivery_of, enqueue_current, job_state, stage_redeliver
-from pipeline.lanes import ForkingLaneWorker, LaneWorker, lane_choose, lane_worker_class
+from pipeline.lanes import lane_choose
 from pipeline.models import ImportRun, RunPriority, RunSource
-from pipeline.queues import (
-    get_queue,
-    priority_queue_names,
-    queue_for,
-    queue_lane,
-    stage_queue_names,
-)
+from pipeline.queues import priority_queue_names, queue_for, queue_lane, stage_queue_names
+from pipeline.rq_workers import ForkingLaneWorker, LaneWorker, lane_worker_class
 from pipeline.services.accept import document_accept
 from pipeline.stage_list import first_stage
 from pipeline.supervisor import default_children

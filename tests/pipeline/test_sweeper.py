@@ -20,9 +20,10 @@ from connectors.services import SYNCS_ALWAYS_KEPT, connection_create_local
 from core.redis import redis_connection
 from documents.models import Document, QuotaReservation
 from documents.storage import document_storage_key, storage_delete, storage_put
+from pipeline.broker import get_queue
 from pipeline.dispatch import stage_job_id
 from pipeline.models import ImportRun, RunSource, StageAttempt
-from pipeline.queues import get_queue, queue_for
+from pipeline.queues import queue_for
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import Actor
 from pipeline.services.workers import run_claim

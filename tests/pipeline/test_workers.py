@@ -15,10 +15,11 @@ import pytest
 
 from core.redis import redis_connection
 from documents.models import Chunk, Organisation, QuotaReservation, UsageEntry
+from pipeline.broker import get_queue
 from pipeline.dispatch import stage_job_id
 from pipeline.engine import execute_stage
 from pipeline.models import ImportRun, RunSource, StageAttempt
-from pipeline.queues import get_queue, stage_queue_names
+from pipeline.queues import stage_queue_names
 from pipeline.stage_list import first_stage
 from tests.support import hostile
 from tests.support.files import make_pdf

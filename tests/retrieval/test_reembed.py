@@ -14,8 +14,9 @@ from django.core.management import call_command
 from core.redis import redis_connection
 from documents.models import Chunk
 from operations.reembed import BEAT, reembed_in_progress, reembed_job_id, reembed_resume
+from pipeline.broker import get_queue
 from pipeline.models import ImportRun, RunPriority
-from pipeline.queues import get_queue, priority_queue_names
+from pipeline.queues import priority_queue_names
 from retrieval.embedding import HashingEmbedder, pack_vector, unpack_vector
 from retrieval.reembed import document_reembed, embedding_coverage
 from retrieval.search import documents_search

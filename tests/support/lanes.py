@@ -3,8 +3,8 @@
 from rq import Queue
 
 from core.redis import redis_connection
-from pipeline.dispatch import job_origin
-from pipeline.queues import get_queue, stage_queue_names
+from pipeline.broker import get_queue, job_origin
+from pipeline.queues import stage_queue_names
 
 
 def waiting_job_ids(stage: str) -> list[str]:

@@ -1,8 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from rq.scheduler import RQScheduler
 
-from core.redis import redis_connection
+from pipeline.broker import scheduler_run
 from pipeline.hosts import host_name
 from pipeline.queues import all_queue_names
 
@@ -14,12 +13,9 @@ class Command(BaseCommand):
         parser.add_argument("--interval", type=int, default=1, help="seconds between checks")
 
     def handle(self, *args, interval, **options):
-        scheduler = RQScheduler(
+        scheduler_run(
             all_queue_names(),
-            connection=redis_connection(),
             interval=interval,
-            logging_level=settings.LOGGING["root"]["level"],
+            hostname=host_name(),
+            level=settings.LOGGING["root"]["level"],
         )
-        scheduler.hostname = host_name()
-        scheduler.acquire_locks()
-        scheduler.work()

@@ -4,10 +4,11 @@ from django.utils.module_loading import import_string
 
 from core.isolation import close_kept_child
 from core.redis import redis_connection
+from pipeline.broker import get_queue
 from pipeline.hosts import host_name, process_name
-from pipeline.lanes import lane_worker_class
 from pipeline.logcontext import install_worker_logging
-from pipeline.queues import PRIORITIES, get_queue, priority_queue_names
+from pipeline.queues import PRIORITIES, priority_queue_names
+from pipeline.rq_workers import lane_worker_class
 from pipeline.stage_list import STAGES, stage_spec
 
 # RQ's registration of a worker lasts this + 60 s past its last heartbeat, and an idle

@@ -7,9 +7,15 @@ import pytest
 from rq.worker import SimpleWorker
 
 from core.redis import redis_connection
-from pipeline.lanes import ForkingLaneWorker, LaneOrder, LaneWorker, lane_worker_class
-from pipeline.queues import get_queue, stage_queue_names
-from pipeline.worker_stop import PromptStop
+from pipeline.broker import get_queue
+from pipeline.queues import stage_queue_names
+from pipeline.rq_workers import (
+    ForkingLaneWorker,
+    LaneOrder,
+    LaneWorker,
+    PromptStop,
+    lane_worker_class,
+)
 from tests.support.pipeline import wait_for
 
 

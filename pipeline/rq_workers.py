@@ -1,0 +1,173 @@
+"""The stage workers' RQ classes: RQ's own, with the lanes taken in turn and a prompt stop.
+
+**Lanes in turn.** A worker reads every lane of its stages with one BLPOP (RQ's
+`dequeue_any` over a fixed list of keys), so a new job is taken the moment it is pushed;
+after each job it reorders that list: its own priority's lanes first, rotated so the lane
+after the one just served comes first (lanes take turns), the other priority's lanes
+after them (no idle worker while there is work), and every PAPERLANE_BULK_EVERY-th pick an
+interactive-first worker puts the bulk lanes first (bulk work never starves). While the
+provider a stage calls keeps failing (core/provider_breaker.py), the worker takes none of
+that stage's jobs until the pause ends.
+
+**A prompt stop.** RQ listens for its commands (shut down, stop or kill the job) in a
+pub/sub thread that waits up to `sleep_time` for a message; RQ asks for 60 s. Once that
+thread has read the reply to the worker's unsubscribe, it waits that long for a
+subscription that never comes, and since redis-py 8 stopping the thread waits for it. A
+warm shutdown of an idle worker then took up to a minute: past the supervisor's 30 s
+grace, so it ended cold. Listening in waits of a second bounds it, for a wake-up a second
+per idle worker.
+"""
+
+import math
+import time
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from redis.exceptions import ConnectionError as RedisConnectionError
+from rq import Queue
+from rq.exceptions import DequeueTimeout
+from rq.worker import BaseWorker, SimpleWorker, Worker, WorkerStatus
+
+from core.provider_breaker import breaker
+from pipeline.models import RunPriority
+from pipeline.queues import PRIORITIES, queue_lane, queue_stage
+from pipeline.stage_list import stage_spec
+
+LISTEN_SECONDS = 1.0
+
+
+class PromptStop:
+    """Mixed into an RQ worker class: its command listener waits at most LISTEN_SECONDS."""
+
+    def subscribe(self: BaseWorker) -> None:
+        self.log.info("Worker %s: subscribing to channel %s", self.name, self.pubsub_channel_name)
+        self.pubsub = self.connection.pubsub()
+        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
+        self.pubsub_thread = self.pubsub.run_in_thread(
+            sleep_time=LISTEN_SECONDS,
+            daemon=True,
+            exception_handler=self._pubsub_exception_handler,
+        )
+
+
+# A worker waiting for a paused provider looks again (and beats) at least this often.
+PAUSE_BEAT_SECONDS = 2.0
+
+
+def bulk_every() -> int:
+    every = settings.PAPERLANE_BULK_EVERY
+    if not isinstance(every, int) or every < 1:
+        raise ImproperlyConfigured(
+            f"PAPERLANE_BULK_EVERY must be a whole number >= 1, not {every!r}"
+        )
+    return every
+
+
+class LaneOrder:
+    """Mixed into an RQ worker class: orders the worker's lanes before each pick.
+
+    `prefers` is the priority whose lanes come first. Queues that are no stage's
+    lanes are read last, in the order given.
+    """
+
+    def __init__(self, queues, *args, prefers: str = RunPriority.INTERACTIVE, **kwargs) -> None:
+        super().__init__(queues, *args, **kwargs)
+        if prefers not in PRIORITIES:
+            raise ValueError(f"unknown priority {prefers!r}; use one of {', '.join(PRIORITIES)}")
+        self.prefers = prefers
+        self.bulk_every = bulk_every()
+        self.picks = 0
+        self._lanes: dict[str, list[Queue]] = {priority: [] for priority in PRIORITIES}
+        self._others: list[Queue] = []
+        for queue in self.queues:
+            lane = queue_lane(queue.name)
+            (self._lanes[lane.priority] if lane else self._others).append(queue)
+        # Per priority, the index of the lane that comes first at the next pick.
+        self._next = dict.fromkeys(PRIORITIES, 0)
+        self._ordered_queues = self.lane_order()
+        # Stage -> the breaker of the provider it calls, for the stages read here that call one.
+        self._providers = {}
+        for queue in self.queues:
+            lane = queue_lane(queue.name)
+            if lane and (provider := stage_spec(lane.stage).provider):
+                self._providers[lane.stage] = breaker(provider)
+
+    def first_priority(self) -> str:
+        """The priority whose lanes the next pick looks at first."""
+        if self.prefers == RunPriority.INTERACTIVE and self.picks % self.bulk_every == (
+            self.bulk_every - 1
+        ):
+            return RunPriority.BULK
+        return self.prefers
+
+    def lane_order(self) -> list[Queue]:
+        first = self.first_priority()
+        order = []
+        for priority in (first, *(p for p in PRIORITIES if p != first)):
+            lanes, start = self._lanes[priority], self._next[priority]
+            order += lanes[start:] + lanes[:start]
+        return order + self._others
+
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        # While a stage's provider keeps failing, its jobs wait in their queues: the
+        # worker takes its other stages' jobs, or waits (beating) until the pause ends.
+        while paused := self._paused_stages():
+            self.set_state(WorkerStatus.IDLE)  # a stop request now ends the worker at once
+            self.heartbeat()
+            wait = min(paused.values())
+            others = [q for q in self._ordered_queues if queue_stage(q.name) not in paused]
+            if not others:
+                self.procline(f"Paused while {', '.join(sorted(paused))} waits for its provider")
+                time.sleep(min(wait, PAUSE_BEAT_SECONDS))
+                continue
+            try:
+                result = self.queue_class.dequeue_any(
+                    others,
+                    max(1, math.ceil(min(wait, PAUSE_BEAT_SECONDS))),  # BLPOP: whole seconds
+                    connection=self.connection,
+                    job_class=self.job_class,
+                    serializer=self.serializer,
+                    death_penalty_class=self.death_penalty_class,
+                )
+            except DequeueTimeout:
+                continue
+            except RedisConnectionError:
+                break  # RQ's own loop waits for Redis
+            if result is not None:
+                self.reorder_queues(reference_queue=result[1])
+                return result
+        return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+
+    def _paused_stages(self) -> dict[str, float]:
+        """Stage -> seconds its jobs still wait, for the stages whose provider is paused."""
+        paused = {}
+        for stage, provider in self._providers.items():
+            if (wait := provider.paused_for()) > 0:
+                paused[stage] = wait
+        return paused
+
+    def reorder_queues(self, reference_queue: Queue) -> None:
+        # RQ calls this after each job it took, with the queue the job came from.
+        lane = queue_lane(reference_queue.name)
+        if lane is not None:
+            names = [queue.name for queue in self._lanes[lane.priority]]
+            if reference_queue.name in names:
+                self._next[lane.priority] = (names.index(reference_queue.name) + 1) % len(names)
+        self.picks += 1
+        self._ordered_queues = self.lane_order()
+
+
+class LaneWorker(PromptStop, LaneOrder, SimpleWorker):
+    """Runs stages in the worker process, taking lanes in turn (the default)."""
+
+
+class ForkingLaneWorker(PromptStop, LaneOrder, Worker):
+    """Forks a work horse per job, taking lanes in turn."""
+
+
+def lane_worker_class(base: type[Worker]) -> type[Worker]:
+    """`base` with lanes taken in turn and a prompt stop (itself if it already has them)."""
+    missing = tuple(mixin for mixin in (PromptStop, LaneOrder) if not issubclass(base, mixin))
+    if not missing:
+        return base
+    return type(f"Lane{base.__name__}", (*missing, base), {})
