@@ -9,8 +9,8 @@ from docx.enum.style import WD_STYLE_TYPE
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 
-from documents.formats import extract_limits
-from documents.formats.docx import extract
+from documents.reading import extract_limits
+from formats.docx import extract
 
 
 @pytest.fixture

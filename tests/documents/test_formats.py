@@ -14,15 +14,9 @@ from rq.timeouts import JobTimeoutException
 
 from core.errors import UnreadableDocument, UnsupportedFileType, caused_by
 from core.isolation import warm_up
-from documents.formats import (
-    accept_limits,
-    docx,
-    extract,
-    extract_limits,
-    inspect_upload,
-    pdf,
-)
-from documents.formats.base import Deadline, Inspection, PagesOverBudget, clean_extracted
+from documents.reading import accept_limits, extract_limits, inspect_upload
+from formats import docx, extract, pdf
+from formats.base import Deadline, Inspection, PagesOverBudget, clean_extracted
 from tests.support import hostile, real_world
 from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf, make_pdf
 

@@ -4,8 +4,9 @@ PDFs, pypdf those PDFium cannot open; a Word file's every part is read."""
 
 import pytest
 
-from documents.formats import docx, extract_limits, pdf
-from documents.formats.base import Heading
+from documents.reading import extract_limits
+from formats import docx, pdf
+from formats.base import Heading
 from tests.support import hostile
 from tests.support.files import make_overprinted_pdf, make_pdf
 from tests.support.real_world import FOLDER

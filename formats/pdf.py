@@ -15,7 +15,7 @@ before they are read, a cross-reference stream may inflate only to the rows
 it declares, the sections and the objects of an object stream are counted
 before they are read, and every other stream it inflates is capped. A file
 over one of these bounds is refused as too complex; the accept path also runs
-this in a child process under a wall clock (documents.formats). The page
+this in a child process under a wall clock (documents.reading). The page
 tree's /Count is what the file states; extraction counts the pages there
 really are, and that is what is charged.
 """
@@ -35,7 +35,7 @@ from pypdf.generic import IndirectObject
 from rq.timeouts import BaseTimeoutException
 
 from core.errors import UnreadableDocument, caused_by
-from documents.formats.base import (
+from formats.base import (
     MAX_OUTLINE_ENTRIES,
     MAX_TITLE_CHARS,
     PDF,

@@ -31,7 +31,7 @@ from xml.parsers import expat
 from rq.timeouts import BaseTimeoutException
 
 from core.errors import UnreadableDocument, UnsupportedFileType
-from documents.formats.base import (
+from formats.base import (
     DOCX,
     MAX_OUTLINE_ENTRIES,
     MAX_TITLE_CHARS,

@@ -3,7 +3,7 @@
 Pure: no models, no database, no Django settings read here, so extraction can
 run in a child process that has nothing but these modules loaded. Limits come
 in as arguments (`ExtractLimits`, `AcceptLimits`), built from the settings by
-`documents.formats.limits_from_settings`.
+`documents.reading`.
 """
 
 import re
