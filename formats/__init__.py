@@ -18,6 +18,7 @@ from formats import docx, pdf
 from formats.base import (
     AcceptLimits,
     Deadline,
+    DeadlinePassed,
     Extracted,
     ExtractLimits,
     Inspection,
@@ -27,6 +28,7 @@ from formats.base import (
 
 __all__ = [
     "AcceptLimits",
+    "DeadlinePassed",
     "Extracted",
     "ExtractLimits",
     "Inspection",
@@ -66,7 +68,7 @@ def recognise(stream: BinaryIO) -> str:
 
 def inspect_file(kind: str, limits: AcceptLimits, *, file: BinaryIO, progress) -> Inspection:
     """The pages of a file of `kind` as the accept path counts (or estimates) them, within
-    `limits.seconds` (UnreadableDocument after): `file` is the upload, read from its start.
+    `limits.seconds` (DeadlinePassed after): `file` is the upload, read from its start.
     Called in the inspection's child (documents.reading), which passes `progress`."""
     module = pdf if kind == pdf.KIND else docx
     return module.inspect(file, limits=limits, deadline=Deadline(limits.seconds))

@@ -10,13 +10,19 @@ import zipfile
 import pytest
 from pypdf import PageObject, PdfWriter
 from pypdf.generic import NameObject, NumberObject
-from rq.timeouts import JobTimeoutException
 
 from core.errors import UnreadableDocument, UnsupportedFileType, caused_by
 from core.isolation import warm_up
 from documents.reading import accept_limits, extract_limits, inspect_upload
 from formats import docx, extract, pdf
-from formats.base import Deadline, Inspection, PagesOverBudget, clean_extracted
+from formats.base import (
+    Deadline,
+    DeadlinePassed,
+    Inspection,
+    PagesOverBudget,
+    clean_extracted,
+    too_slow,
+)
 from tests.support import hostile, real_world
 from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf, make_pdf
 
@@ -107,14 +113,24 @@ def test_docx_garbage_is_unreadable(limits):
         docx.extract(b"PK\x03\x04 not really a zip", limits=limits)
 
 
-def test_a_timeout_during_extraction_is_not_mistaken_for_damage(monkeypatch, limits):
+def test_a_passed_deadline_during_extraction_is_not_mistaken_for_damage(monkeypatch, limits):
     def slow(self, *args, **kwargs):
-        raise JobTimeoutException("took too long")
+        raise too_slow(0.5)  # what Deadline.check raises
 
     monkeypatch.setattr(PageObject, "extract_text", slow)
 
-    with pytest.raises(JobTimeoutException):
+    with pytest.raises(DeadlinePassed):
         pdf.read_with_pypdf(make_pdf(2), limits=limits)
+
+
+@pytest.mark.parametrize("data", [make_pdf(3), make_docx(3)], ids=["pdf", "docx"])
+def test_an_inspection_past_its_deadline_is_refused_as_too_slow_not_as_damage(data):
+    kind = pdf if data.startswith(b"%PDF") else docx
+
+    with pytest.raises(DeadlinePassed) as refused:
+        kind.inspect(io.BytesIO(data), limits=accept_limits(), deadline=Deadline(-1))
+
+    assert (refused.value.status_code, refused.value.code) == (422, "inspection_too_slow")
 
 
 def test_extracted_text_keeps_no_nul_or_control_characters(limits):
