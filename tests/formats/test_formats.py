@@ -1,6 +1,6 @@
-"""File formats: what accept learns within its budget, and what extraction counts and keeps.
-
-Pure functions on generated, crafted and real-world files; no database.
+"""File formats at accept: what the inspection of an upload learns within its budget,
+in its bounded child (documents.reading.inspect_upload, as the accept path calls it);
+and public documents made by real software, from accept to extraction. No database.
 """
 
 import io
@@ -8,28 +8,14 @@ import time
 import zipfile
 
 import pytest
-from pypdf import PageObject, PdfWriter
-from pypdf.generic import NameObject, NumberObject
 
-from core.errors import UnreadableDocument, UnsupportedFileType, caused_by
+from core.errors import UnreadableDocument, UnsupportedFileType
 from core.isolation import warm_up
-from documents.reading import accept_limits, extract_limits, inspect_upload
+from documents.reading import accept_limits, inspect_upload
 from formats import docx, extract, pdf
-from formats.base import (
-    Deadline,
-    DeadlinePassed,
-    Inspection,
-    PagesOverBudget,
-    clean_extracted,
-    too_slow,
-)
+from formats.base import Deadline, DeadlinePassed, Inspection, clean_extracted
 from tests.support import hostile, real_world
-from tests.support.files import make_damaged_pdf, make_docx, make_encrypted_pdf, make_pdf
-
-
-@pytest.fixture
-def limits():
-    return extract_limits()
+from tests.support.files import make_docx, make_pdf
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -39,88 +25,7 @@ def _fork_server():
     warm_up()
 
 
-# --- Extraction ----------------------------------------------------------------------------
-
-
-def test_pdf_extraction_reads_every_page_and_counts_them(limits):
-    seen = []
-
-    extracted = pdf.extract(make_pdf(5), limits=limits, on_page=lambda *p: seen.append(p))
-
-    assert extracted.page_count == 5
-    assert all(f"Page {n}" in extracted.text for n in range(1, 6))
-    assert seen[-1] == (5, 5)
-
-
-def test_an_encrypted_pdf_is_unreadable_with_a_plain_reason(limits):
-    with pytest.raises(UnreadableDocument, match="password"):
-        pdf.extract(make_encrypted_pdf(), limits=limits)
-
-
-def test_pdfium_reads_a_cut_off_page_as_far_as_it_goes(limits):
-    extracted = pdf.extract(make_pdf(4, broken_pages={2, 4}), limits=limits)
-
-    assert (extracted.page_count, extracted.unreadable_pages, extracted.engine) == (4, (), "pdfium")
-    assert all(f"Page {n}" in extracted.text for n in range(1, 5))
-
-
-def test_a_file_pdfium_cannot_open_is_read_by_pypdf(limits):
-    extracted = pdf.extract(make_pdf(3, trailer_root=False), limits=limits)
-
-    assert (extracted.page_count, extracted.engine) == (3, "pypdf")
-    assert all(f"Page {n}" in extracted.text for n in range(1, 4))
-
-
-def test_a_page_that_cannot_be_read_is_left_out_and_named_and_the_rest_is_read(limits):
-    data = make_pdf(4, broken_pages={2, 4}, trailer_root=False)  # read by pypdf
-
-    extracted = pdf.extract(data, limits=limits)
-
-    assert (extracted.page_count, extracted.unreadable_pages) == (4, (2, 4))
-    assert "Page 1" in extracted.text and "Page 3" in extracted.text
-    assert "Page 2" not in extracted.text
-
-
-def test_a_pdf_none_of_whose_pages_can_be_read_is_damaged(limits):
-    with pytest.raises(UnreadableDocument, match="pages could not be read") as refused:
-        pdf.extract(make_pdf(2, broken_pages={1, 2}, trailer_root=False), limits=limits)
-
-    assert refused.value.code == "damaged_pdf"
-
-
-def test_running_out_of_memory_on_a_page_is_not_taken_for_a_damaged_page(limits, monkeypatch):
-    def out_of_memory(page, *args, **kwargs):
-        try:
-            raise MemoryError
-        except MemoryError as exc:
-            raise ValueError("the parser wraps what it meets") from exc
-
-    monkeypatch.setattr(PageObject, "extract_text", out_of_memory)
-
-    with pytest.raises(ValueError) as raised:
-        pdf.read_with_pypdf(make_pdf(2), limits=limits)
-
-    assert caused_by(raised.value, MemoryError)
-
-
-def test_a_pdf_with_a_broken_page_tree_is_unreadable(limits):
-    with pytest.raises(UnreadableDocument, match="damaged"):
-        pdf.extract(make_damaged_pdf(3), limits=limits)
-
-
-def test_docx_garbage_is_unreadable(limits):
-    with pytest.raises(UnreadableDocument):
-        docx.extract(b"PK\x03\x04 not really a zip", limits=limits)
-
-
-def test_a_passed_deadline_during_extraction_is_not_mistaken_for_damage(monkeypatch, limits):
-    def slow(self, *args, **kwargs):
-        raise too_slow(0.5)  # what Deadline.check raises
-
-    monkeypatch.setattr(PageObject, "extract_text", slow)
-
-    with pytest.raises(DeadlinePassed):
-        pdf.read_with_pypdf(make_pdf(2), limits=limits)
+# --- Accept: bounded inspection ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("data", [make_pdf(3), make_docx(3)], ids=["pdf", "docx"])
@@ -131,135 +36,6 @@ def test_an_inspection_past_its_deadline_is_refused_as_too_slow_not_as_damage(da
         kind.inspect(io.BytesIO(data), limits=accept_limits(), deadline=Deadline(-1))
 
     assert (refused.value.status_code, refused.value.code) == (422, "inspection_too_slow")
-
-
-def test_extracted_text_keeps_no_nul_or_control_characters(limits):
-    extracted = pdf.extract(hostile.pdf_with_nul_text(2), limits=limits)
-
-    assert "Page" in extracted.text
-    assert not any(ord(c) < 32 and c not in "\n\t" for c in extracted.text)
-    assert "\x7f" not in extracted.text
-
-
-def test_a_pdf_is_counted_by_its_real_pages_whatever_its_count_says(limits):
-    lying = hostile.pdf_with_lying_count(real_pages=40, stated=1)
-
-    assert pdf.inspect(io.BytesIO(lying), limits=accept_limits(), deadline=_ample()).pages == 1
-    assert pdf.extract(lying, limits=limits).page_count == 40
-
-
-def _saved_over_itself(data: bytes) -> bytes:
-    """`data` with its second page rotated and written again (an incremental update)."""
-    writer = PdfWriter(io.BytesIO(data), incremental=True)
-    writer.pages[1][NameObject("/Rotate")] = NumberObject(90)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
-@pytest.mark.parametrize(
-    "data, pages",
-    [
-        (hostile.pdf_with_pages_in_an_object_stream(real_pages=40), 40),
-        (_saved_over_itself(make_pdf(3)), 3),
-    ],
-    ids=["pages-in-an-object-stream", "a-page-written-twice"],
-)
-def test_a_count_its_page_objects_confirm_stands_without_walking_the_tree(
-    data, pages, limits, monkeypatch
-):
-    class Walked(BaseException):  # not an Exception: pypdf's failures are caught
-        pass
-
-    def walk(*args, **kwargs):
-        raise Walked("the page tree was walked")
-
-    monkeypatch.setattr(pdf, "PdfReader", walk)
-
-    extracted = pdf.extract(data, limits=limits)
-
-    assert (extracted.page_count, extracted.engine) == (pages, "pdfium")
-
-
-def test_a_lying_count_is_found_when_the_pages_are_in_an_object_stream(limits):
-    lying = hostile.pdf_with_pages_in_an_object_stream(real_pages=40, stated=1)
-
-    extracted = pdf.extract(lying, limits=limits)
-
-    assert (extracted.page_count, extracted.engine) == (40, "pypdf")
-    assert extracted.text.split("\n\n")[-1] == "Page 40"
-
-
-def test_a_docx_is_charged_by_its_words_when_it_states_fewer_pages(settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 500
-
-    extracted = docx.extract(hostile.docx_many_words(20_000, stated_pages=1), limits=_limits())
-
-    assert extracted.page_count == 40
-
-
-def test_a_docx_is_charged_what_it_states_when_that_is_more(limits):
-    extracted = docx.extract(make_docx(4, pages_property=3), limits=limits)
-
-    assert extracted.page_count == 3
-    assert extracted.text.startswith("Paragraph 1.")
-
-
-def test_the_page_limit_applies_to_docx_at_extract(settings):
-    settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 5
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
-
-    with pytest.raises(UnreadableDocument, match="the most we accept is 5") as refused:
-        docx.extract(hostile.docx_with_prefix(words=3000, prefix="ns0"), limits=_limits())
-    assert refused.value.code == "too_many_pages"
-
-
-def test_more_pages_than_allowed_is_unreadable_even_if_the_file_claimed_fewer(settings):
-    settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 3
-
-    with pytest.raises(UnreadableDocument, match="the most we accept is 3"):
-        pdf.extract(hostile.pdf_with_lying_count(real_pages=5, stated=1), limits=_limits())
-
-
-def test_a_page_with_more_text_than_the_limit_is_refused_naming_it(settings):
-    settings.PAPERLANE_MAX_CHARS_PER_PAGE = 100
-
-    with pytest.raises(UnreadableDocument, match="Page 1 has more text") as refused:
-        pdf.extract(make_pdf(2, words_per_page=100), limits=_limits())
-    assert "100 characters" in refused.value.message
-
-
-def test_a_pdf_over_its_page_budget_is_refused_once_counted_before_any_text(limits, monkeypatch):
-    read = []
-    monkeypatch.setattr(PageObject, "extract_text", lambda page, *a, **k: read.append(page))
-
-    with pytest.raises(PagesOverBudget) as over:
-        extract("pdf", make_pdf(3), limits, page_budget=2)
-
-    assert (over.value.counted, over.value.budget, over.value.complete) == (3, 2, True)
-    assert read == []
-    assert extract("pdf", make_pdf(3), limits, page_budget=3).page_count == 3
-
-
-def test_a_docx_over_its_page_budget_stops_as_soon_as_its_words_pass_it(settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
-    data = hostile.docx_many_words(20_000, stated_pages=1)  # 200 pages of words
-
-    with pytest.raises(PagesOverBudget) as over:
-        extract("docx", data, _limits(), page_budget=5)
-
-    # Counting stopped at the sixth page, not at the two hundredth.
-    assert (over.value.counted, over.value.budget, over.value.complete) == (6, 5, False)
-
-
-def test_a_docx_stating_more_pages_than_its_budget_is_refused_before_its_text_is_read(limits):
-    with pytest.raises(PagesOverBudget) as over:
-        extract("docx", make_docx(1, pages_property=30), limits, page_budget=20)
-
-    assert (over.value.counted, over.value.complete) == (30, False)
-
-
-# --- Accept: bounded inspection ---------------------------------------------------------
 
 
 def test_a_docx_of_unclosed_text_tags_is_answered_in_well_under_a_second():
@@ -422,14 +198,6 @@ def test_a_zip_that_is_not_a_word_document_is_unsupported():
         inspect_upload(io.BytesIO(hostile._zip({"hello.txt": b"hello"})))
 
 
-def _ample() -> Deadline:
-    return Deadline(10)
-
-
-def _limits():
-    return extract_limits()
-
-
 def _without_app_xml(data: bytes) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
@@ -439,135 +207,11 @@ def _without_app_xml(data: bytes) -> bytes:
     return out.getvalue()
 
 
-def test_a_document_with_more_text_than_the_limit_is_refused_naming_it(settings):
-    settings.PAPERLANE_MAX_CHARS_PER_DOCUMENT = 1000
-
-    with pytest.raises(UnreadableDocument, match="The document has more text") as refused:
-        docx.extract(make_docx(20, words_per_paragraph=80), limits=_limits())
-    assert "1,000 characters" in refused.value.message
-
-
-def test_a_docx_whose_xml_is_broken_is_damaged_not_out_of_memory(limits):
-    broken = hostile._replace_document_xml(make_docx(2), [b"<w:document><w:body><w:p>"])
-
-    with pytest.raises(UnreadableDocument) as refused:
-        docx.extract(broken, limits=limits)
-    assert refused.value.code == "damaged_docx"
-
-
-def _run(text: str) -> str:
-    return f"<w:r><w:t xml:space='preserve'>{text}</w:t></w:r>"
-
-
-def _cell(text: str) -> str:
-    return f"<w:tc><w:p>{_run(text)}</w:p></w:tc>"
-
-
-def test_docx_text_is_read_in_order_from_everything_word_shows(limits):
-    body = (
-        f"<w:p>{_run('First paragraph.')}</w:p>"
-        # A content control, a tracked insertion and deletion, a field code.
-        f"<w:sdt><w:sdtContent><w:p>{_run('Inside a control.')}</w:p></w:sdtContent></w:sdt>"
-        f"<w:p><w:ins>{_run('Inserted')}</w:ins><w:del><w:r><w:delText>Deleted</w:delText>"
-        f"</w:r></w:del><w:r><w:instrText>PAGE \\* MERGEFORMAT</w:instrText></w:r></w:p>"
-        # A table with a nested table in its second cell.
-        f"<w:tbl><w:tr>{_cell('A1')}<w:tc><w:p>{_run('B1')}</w:p><w:tbl><w:tr>{_cell('inner')}"
-        f"{_cell('table')}</w:tr></w:tbl></w:tc></w:tr></w:tbl>"
-        # A text box, drawn twice for readers old and new.
-        f"<w:p><w:r><mc:AlternateContent><mc:Choice><w:txbxContent><w:p>{_run('Boxed')}</w:p>"
-        f"</w:txbxContent></mc:Choice><mc:Fallback><w:txbxContent><w:p>{_run('Boxed')}</w:p>"
-        f"</w:txbxContent></mc:Fallback></mc:AlternateContent></w:r>{_run('Anchor')}</w:p>"
-        f"<w:p><w:r><w:t>Tab</w:t><w:tab/><w:t>stop</w:t></w:r></w:p>"
-    )
-    footnotes = f"<w:footnote><w:p>{_run('A footnote.')}</w:p></w:footnote>"
-
-    text = docx.extract(hostile.docx_of_body(body, footnotes=footnotes), limits=limits).text
-
-    assert text.split("\n\n") == [
-        "First paragraph.",
-        "Inside a control.",
-        "Inserted",
-        "A1\tB1\ninner\ttable",
-        "Boxed",
-        "Anchor",
-        "Tab\tstop",
-        "A footnote.",
-    ]
-
-
-def count_words(text: str) -> int:
-    counter = docx.WordCount()
-    counter.feed(text)
-    return counter.words
-
-
-@pytest.mark.parametrize(
-    ("text", "words"),
-    [
-        ("one two  three\tfour\n", 4),
-        ("字" * 1000, 500),  # two ideographs make a word
-        ("かな漢字 and words", 4),
-        ("\u200b".join(["word"] * 240), 50),  # 1,199 letters with no space: 24 a word
-    ],
-    ids=["spaces", "ideographs", "mixed", "zero-width-joined"],
-)
-def test_words_are_counted_whether_or_not_the_script_uses_spaces(text, words):
-    assert count_words(text) == words
-
-
-def test_words_fed_in_pieces_count_as_the_whole_text():
-    counter = docx.WordCount()
-    for piece in ("Hel", "lo wor", "ld ", "", "字字", " again"):
-        counter.feed(piece)
-
-    assert counter.words == count_words("Hello world 字字 again") == 4
-
-
-def test_a_docx_in_japanese_is_charged_for_its_text_not_its_spaces(settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 500
-    body = "".join(f"<w:p>{_run('日本語の文章です。' * 100)}</w:p>" for _ in range(20))
-
-    extracted = docx.extract(hostile.docx_of_body(body), limits=extract_limits())
-
-    # 18,000 characters without a space: 9,000 words, 18 pages.
-    assert extracted.page_count == 18
-
-
-@pytest.mark.parametrize("method", [None, 99], ids=["bad-deflate", "unknown-method"])
-def test_a_docx_whose_body_cannot_be_inflated_is_damaged_not_a_crash(method, limits):
-    data = hostile.docx_with_member_damaged("word/document.xml", method=method)
-
-    for read in (
-        lambda: inspect_upload(io.BytesIO(data)),
-        lambda: docx.extract(data, limits=limits),
-    ):
-        with pytest.raises(UnreadableDocument) as refused:
-            read()
-        assert refused.value.code == "damaged_docx"
-
-
-@pytest.mark.parametrize("method", [None, 99], ids=["bad-deflate", "unknown-method"])
-def test_a_docx_whose_stated_pages_cannot_be_read_is_estimated_from_its_words(method, limits):
-    data = hostile.docx_with_member_damaged("docProps/app.xml", method=method)
-
-    assert inspect_upload(io.BytesIO(data)).pages == 1
-    assert docx.extract(data, limits=limits).text == "Hello there"
-
-
-def test_text_that_grows_when_normalised_is_held_to_the_limit_after_it_grows(settings):
-    # U+FDFA is one character that NFKC writes as eighteen.
-    settings.PAPERLANE_MAX_CHARS_PER_DOCUMENT = 100_000
-    body = "".join(f"<w:p>{_run(chr(0xFDFA) * 1000)}</w:p>" for _ in range(10))
-
-    with pytest.raises(UnreadableDocument) as refused:
-        docx.extract(hostile.docx_of_body(body), limits=extract_limits())
-
-    assert refused.value.code == "too_much_text"
-
-
 # --- Public documents made by real software (tests/support/real_world.py) ------------------
 
 READABLE = [d for d in real_world.DOCUMENTS if d.succeeds]
+
+
 UNREADABLE = [d for d in real_world.DOCUMENTS if not d.succeeds]
 
 
