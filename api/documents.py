@@ -15,8 +15,8 @@ from core.errors import InvalidUpload, ServiceError
 from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
 from core.uploads import client_file_name, upload_refusal
 from documents.downloads import document_file_response
-from documents.formats.base import MEDIA_TYPES
 from documents.selectors import document_file, document_get, document_list
+from formats.base import MEDIA_TYPES
 from pipeline.models import ImportRun, RunSource, RunStatus, Stage
 from pipeline.selectors import documents_with_latest_runs, run_get
 from pipeline.services.accept import IDEMPOTENCY_KEY_MAX, Acceptance, document_accept

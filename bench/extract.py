@@ -7,7 +7,7 @@ best of `--rounds` readings summed, it prints pages/s of:
 
 - pypdf: PdfReader and extract_text() for every page, in this process;
 - PDFium: PdfDocument and the text of every page (pypdfium2), in this process;
-- ours: documents.formats.extract as the extract stage calls it, in the isolated child
+- ours: formats.extract as the extract stage calls it, in the isolated child
   (core.isolation, the stage's limits and child reuse), form values, page checks and
   cleaning included; without the stage's database writes;
 - with --pipeline, the whole pipeline: the same files (--copies of each) uploaded to
@@ -38,7 +38,8 @@ from django.db.models import Sum
 from pypdf import PdfReader
 
 from core.isolation import run_isolated, warm_up
-from documents.formats import extract, extract_limits
+from documents.reading import extract_limits
+from formats import extract
 from pipeline.models import ImportRun, RunStatus
 from pipeline.stage_list import STAGES
 from pipeline.stages.extract import isolation_limits

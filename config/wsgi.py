@@ -15,6 +15,6 @@ application = get_wsgi_application()
 # an idle machine and up to 1.3 s slower when a burst found it cold.
 get_resolver().reverse_dict  # noqa: B018 - the property builds what it returns
 
-# The fork server the upload inspection's child comes from (documents.formats), started
+# The fork server the upload inspection's child comes from (documents.reading), started
 # here too: else the first upload of every web process would wait 1 to 2 s for it.
 warm_up()

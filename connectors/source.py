@@ -23,9 +23,8 @@ from connectors.problems import Problem, problem_text
 from connectors.registry import provider_for
 from connectors.selectors import connection_signed_in_by_former_member
 from core.errors import QuotaExceeded
-from documents.formats import inspect_upload
-from documents.formats.base import DOCX, PDF
 from documents.models import Document
+from documents.reading import inspect_upload
 from documents.services.quota import quota_resize
 from documents.storage import (
     document_storage_key,
@@ -33,6 +32,7 @@ from documents.storage import (
     storage_delete,
     storage_put,
 )
+from formats.base import DOCX, PDF
 from pipeline.errors import PermanentError, TransientError
 from pipeline.models import ACTIVE_STATUSES, ImportRun
 from pipeline.services.people import run_cancel

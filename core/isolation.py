@@ -40,9 +40,11 @@ from core.errors import caused_by
 
 # Imported by the fork server, in order. It skips a name it cannot import, but any other
 # error stops it: modules that need Django belong in AFTER_DJANGO, which is imported
-# (errors only printed) once this module has set Django up in the server.
+# (errors only printed) once this module has set Django up in the server. `formats`
+# needs no Django but is there too: the project root is on the server's sys.path only
+# from then on, and an error of its import costs a traceback, not the server.
 PRELOAD: tuple[str, ...] = ("pypdf", "pypdfium2", "docx", "core.isolation")
-AFTER_DJANGO: tuple[str, ...] = ("documents.formats",)
+AFTER_DJANGO: tuple[str, ...] = ("formats",)
 
 Progress = Callable[[int, int], None]
 

@@ -1,7 +1,8 @@
 """The domain: organisations, members and API tokens; documents, their stored bytes,
-file formats (`formats/`), extracted text and chunks; page quotas and the usage ledger.
+the settings' limits for reading them (`reading`), extracted text and chunks; page
+quotas and the usage ledger.
 
 Writes are in `services/`, reads in `selectors.py`. Nothing here knows about runs,
 connected folders or search: those apps build on this one, never the reverse; it
-imports only `core`.
+imports only `formats` (the file parsers) and `core`.
 """

@@ -4,9 +4,9 @@ one place that names the attachment (core.disposition.attachment) and streams it
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect
 
 from core.disposition import attachment
-from documents.formats.base import MEDIA_TYPES
 from documents.models import Document
 from documents.storage import StoredStream
+from formats.base import MEDIA_TYPES
 
 # Blocks of 64 KiB rather than FileResponse's 4 KiB: a read from S3 is a call through
 # botocore.

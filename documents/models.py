@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from documents.formats import base as formats
+import formats.base
 
 
 class Organisation(models.Model):
@@ -110,16 +110,16 @@ class ApiToken(models.Model):
 
 
 class DocumentKind(models.TextChoices):
-    PDF = formats.PDF, "PDF"
-    DOCX = formats.DOCX, "Word (DOCX)"
+    PDF = formats.base.PDF, "PDF"
+    DOCX = formats.base.DOCX, "Word (DOCX)"
 
 
 class TextEngine(models.TextChoices):
     """What read a document's text."""
 
-    PDFIUM = formats.PDFIUM, "PDFium"
-    PYPDF = formats.PYPDF, "pypdf (a PDF PDFium could not open)"
-    WORD_XML = formats.WORD_XML, "Word XML"
+    PDFIUM = formats.base.PDFIUM, "PDFium"
+    PYPDF = formats.base.PYPDF, "pypdf (a PDF PDFium could not open)"
+    WORD_XML = formats.base.WORD_XML, "Word XML"
 
 
 class Document(models.Model):

@@ -12,7 +12,6 @@ from django.db.models.functions import Substr
 
 from core.disposition import attachment
 from core.errors import Conflict, NotFound, StorageUnavailable
-from documents.formats.base import MEDIA_TYPES
 from documents.models import (
     ApiToken,
     Chunk,
@@ -30,6 +29,7 @@ from documents.storage import (
     StoredStream,
     storage_stream,
 )
+from formats.base import MEDIA_TYPES
 
 logger = logging.getLogger(__name__)
 

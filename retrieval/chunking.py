@@ -18,8 +18,8 @@ from itertools import accumulate
 
 from django.conf import settings
 
-from documents.formats.base import clean_extracted
 from documents.services.content import SECTION_CHARS
+from formats.base import clean_extracted
 
 # One character class each, repeated: linear, nothing to backtrack over.
 _SPACES = re.compile(r"[ \t\u00a0]+")

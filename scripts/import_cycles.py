@@ -23,6 +23,7 @@ PACKAGES = (
     "pipeline",
     "retrieval",
     "documents",
+    "formats",
     "core",
 )
 

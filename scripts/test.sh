@@ -16,8 +16,9 @@ ensure_redis_of_url "$REDIS_URL"
     exit 1
 }
 .venv/bin/ruff check .
-# The apps' layers and the siblings' independence (pyproject.toml), then no import
-# cycle between any two modules, imports inside functions included.
+# The apps' layers, the siblings' independence and no Django or RQ in the file parsers
+# (pyproject.toml), then no import cycle between any two modules, imports inside
+# functions included.
 .venv/bin/lint-imports --no-cache
 "$PY" scripts/import_cycles.py
 exec "$PY" -m pytest "$@"

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from documents.formats.base import Extracted
 from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText
+from formats.base import Extracted
 
 # The longest section title a chunk keeps (Chunk.section).
 SECTION_CHARS = Chunk._meta.get_field("section").max_length

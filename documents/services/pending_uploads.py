@@ -28,10 +28,10 @@ from core.errors import (
     TooManyOpenUploads,
     UnsupportedFileType,
 )
-from documents.formats.base import DOCX, MEDIA_TYPES, PDF
 from documents.models import Document, Organisation, PendingUpload
 from documents.s3 import stored_size
 from documents.storage import STORAGE_ERRORS, STORAGE_RETRY_AFTER_SECONDS, storage_delete
+from formats.base import DOCX, MEDIA_TYPES, PDF
 
 logger = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from core.errors import (
     UnsupportedFileType,
 )
 from core.inserts import rows_insert
-from documents.formats import inspect_upload
 from documents.models import ApiToken, Document, Organisation, PendingUpload, QuotaReservation
+from documents.reading import inspect_upload
 from documents.roles import Ability, ability_require
 from documents.services.pending_uploads import pending_upload_mark_completed
 from documents.services.quota import quota_check, quota_take

@@ -1,4 +1,4 @@
-"""extract: clean text and the real page count (documents.formats), in a child process
+"""extract: clean text and the real page count (formats), in a child process
 under memory and CPU limits, then the quota held for the run is set to the real count.
 The bytes are first checked against the size and SHA-256 taken when they were accepted.
 
@@ -15,10 +15,11 @@ from django.conf import settings
 
 from core.errors import QuotaExceeded
 from core.isolation import ChildFailed, LimitExceeded, Limits, run_isolated
-from documents.formats import PagesOverBudget, extract, extract_limits
 from documents.models import QuotaReservation
+from documents.reading import extract_limits
 from documents.services.content import document_text_save
 from documents.services.quota import quota_get, quota_resize
+from formats import PagesOverBudget, extract
 from pipeline.errors import PermanentError
 from pipeline.stages.context import StageContext
 from pipeline.stages.stored_file import read_stored

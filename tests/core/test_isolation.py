@@ -67,7 +67,7 @@ def allocate(megabytes, *, progress):
 
 
 def allocate_inside_a_format_module(megabytes, *, progress):
-    try:  # what documents.formats does with whatever the parser raises
+    try:  # what the format modules do with whatever the parser raises
         allocate(megabytes, progress=progress)
     except Exception as exc:
         raise UnreadableDocument("The PDF could not be read.", code="damaged_pdf") from exc

@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from documents.formats import extract
 from documents.models import (
     Chunk,
     Document,
@@ -16,6 +15,7 @@ from documents.models import (
     UsageEntry,
 )
 from documents.storage import storage_delete
+from formats import extract
 from pipeline.engine import execute_stage
 from pipeline.models import RunTransition, StageAttempt
 from pipeline.stage_list import stage_spec

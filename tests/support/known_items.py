@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from documents.formats import extract, extract_limits
+from documents.reading import extract_limits
+from formats import extract
 from retrieval.chunking import clean_text, split_chunks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real_world"

@@ -9,10 +9,10 @@ from datetime import timedelta
 from django.test import Client
 from django.utils import timezone
 
-from documents.formats.base import Extracted
 from documents.models import Document, Organisation
 from documents.services.content import document_text_save
 from documents.services.organisations import member_add
+from formats.base import Extracted
 
 PASSWORD = "correct horse battery"
 

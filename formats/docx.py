@@ -28,10 +28,8 @@ from itertools import accumulate
 from typing import BinaryIO
 from xml.parsers import expat
 
-from rq.timeouts import BaseTimeoutException
-
 from core.errors import UnreadableDocument, UnsupportedFileType
-from documents.formats.base import (
+from formats.base import (
     DOCX,
     MAX_OUTLINE_ENTRIES,
     MAX_TITLE_CHARS,
@@ -562,7 +560,7 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
                     _read_part(archive, name, notes)
             if _COMMENTS in names:
                 parts.extend(uncounted(_COMMENTS))
-    except (UnreadableDocument, BaseTimeoutException):
+    except UnreadableDocument:  # a refusal (DeadlinePassed is one), not damage
         raise
     except (expat.ExpatError, ValueError, KeyError, *_ZIP_ERRORS) as exc:
         raise _damaged() from exc

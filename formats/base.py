@@ -3,7 +3,7 @@
 Pure: no models, no database, no Django settings read here, so extraction can
 run in a child process that has nothing but these modules loaded. Limits come
 in as arguments (`ExtractLimits`, `AcceptLimits`), built from the settings by
-`documents.formats.limits_from_settings`.
+`documents.reading`.
 """
 
 import re
@@ -102,6 +102,12 @@ class AcceptLimits:
     pdf_max_objects: int
 
 
+class DeadlinePassed(UnreadableDocument):
+    """The file could not be read within the time it was given. The format modules' own
+    time bound (RQ's job timeout never fires in the child they run in): their broad
+    `except` clauses let it through, as a verdict on the time, not damage to the file."""
+
+
 class Deadline:
     """The time an inspection may take; `check` refuses the file once it has passed."""
 
@@ -110,12 +116,14 @@ class Deadline:
         self._ends = time.monotonic() + seconds
 
     def check(self) -> None:
+        """DeadlinePassed once the time is up."""
         if time.monotonic() > self._ends:
             raise too_slow(self.seconds)
 
 
-def too_slow(seconds: float) -> UnreadableDocument:
-    return UnreadableDocument(
+def too_slow(seconds: float) -> DeadlinePassed:
+    """The refusal of a file not checked within `seconds` (code inspection_too_slow)."""
+    return DeadlinePassed(
         f"The file could not be checked within {seconds:g} seconds; it is too complex to "
         "accept. Saving it again from its application may help.",
         code="inspection_too_slow",

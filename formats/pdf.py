@@ -15,7 +15,7 @@ before they are read, a cross-reference stream may inflate only to the rows
 it declares, the sections and the objects of an object stream are counted
 before they are read, and every other stream it inflates is capped. A file
 over one of these bounds is refused as too complex; the accept path also runs
-this in a child process under a wall clock (documents.formats). The page
+this in a child process under a wall clock (documents.reading). The page
 tree's /Count is what the file states; extraction counts the pages there
 really are, and that is what is charged.
 """
@@ -32,10 +32,9 @@ import pypdfium2.raw as pdfium_c
 from pypdf import PdfReader, apply_configuration
 from pypdf.errors import PdfReadError
 from pypdf.generic import IndirectObject
-from rq.timeouts import BaseTimeoutException
 
 from core.errors import UnreadableDocument, caused_by
-from documents.formats.base import (
+from formats.base import (
     MAX_OUTLINE_ENTRIES,
     MAX_TITLE_CHARS,
     PDF,
@@ -43,6 +42,7 @@ from documents.formats.base import (
     PYPDF,
     AcceptLimits,
     Deadline,
+    DeadlinePassed,
     Extracted,
     ExtractLimits,
     Heading,
@@ -167,7 +167,7 @@ class _AcceptReader(PdfReader):
     def _check_time(self) -> None:
         try:
             self._deadline.check()
-        except UnreadableDocument as exc:
+        except DeadlinePassed as exc:
             raise _Refused(exc) from None
 
     def _read_xref(self, stream):
@@ -463,7 +463,7 @@ def _page_tree_disagrees(data: bytes, counted: int) -> PdfReader | None:
     try:
         reader = _decrypted(PdfReader(io.BytesIO(data), strict=False))
         leaves = len(reader.pages)
-    except (UnreadableDocument, BaseTimeoutException):
+    except UnreadableDocument:  # a refusal (DeadlinePassed is one), not a tree to doubt
         raise
     except Exception:
         return None  # pypdf cannot walk it: PDFium's reading stands
@@ -659,7 +659,7 @@ def read_with_pypdf(
     try:
         reader = reader or _decrypted(PdfReader(io.BytesIO(data), strict=False))
         total = len(reader.pages)
-    except (UnreadableDocument, BaseTimeoutException):
+    except UnreadableDocument:  # a refusal (DeadlinePassed is one), not damage
         raise
     except Exception as exc:
         raise _damaged() from exc
@@ -668,7 +668,7 @@ def read_with_pypdf(
     for page in reader.pages:
         try:
             text = page.extract_text() or ""
-        except BaseTimeoutException:
+        except DeadlinePassed:  # the time is up, not this page damaged
             raise
         except Exception as exc:
             if caused_by(exc, MemoryError):

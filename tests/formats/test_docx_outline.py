@@ -4,18 +4,11 @@ import io
 import zipfile
 
 import docx
-import pytest
 from docx.enum.style import WD_STYLE_TYPE
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 
-from documents.formats import extract_limits
-from documents.formats.docx import extract
-
-
-@pytest.fixture
-def limits(settings):
-    return extract_limits()
+from formats.docx import extract
 
 
 def _saved(document) -> bytes:

@@ -2,18 +2,11 @@
 SOURCES.md) where one shows the fault, else from a file made to show it: PDFium reads
 PDFs, pypdf those PDFium cannot open; a Word file's every part is read."""
 
-import pytest
-
-from documents.formats import docx, extract_limits, pdf
-from documents.formats.base import Heading
+from formats import docx, pdf
+from formats.base import Heading
 from tests.support import hostile
 from tests.support.files import make_overprinted_pdf, make_pdf
 from tests.support.real_world import FOLDER
-
-
-@pytest.fixture
-def limits():
-    return extract_limits()
 
 
 def read(name: str, limits):

@@ -1,0 +1,89 @@
+"""The settings' limits for reading files, and the accept path's inspection of an
+upload in a bounded child process: the Django side of `formats`, which reads no
+settings and is given its limits by the functions here.
+
+The inspection runs in a child process (core.isolation) under a wall clock of
+PAPERLANE_ACCEPT_INSPECT_SECONDS and a memory limit: the format modules bound
+their own work, and the child bounds whatever they did not foresee.
+"""
+
+import math
+from typing import BinaryIO
+
+from django.conf import settings
+
+from core.errors import UnreadableDocument
+from core.isolation import ChildFailed, LimitExceeded, Limits, run_isolated
+from formats import inspect_file, recognise
+from formats.base import AcceptLimits, ExtractLimits, Inspection, too_slow
+
+
+def accept_limits() -> AcceptLimits:
+    """What the accept path's inspection of one upload may do, from the settings."""
+    return AcceptLimits(
+        max_pages=settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT,
+        docx_words_per_page=settings.PAPERLANE_DOCX_WORDS_PER_PAGE,
+        docx_max_uncompressed_bytes=settings.PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES,
+        docx_xml_budget_bytes=settings.PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES,
+        seconds=settings.PAPERLANE_ACCEPT_INSPECT_SECONDS,
+        pdf_max_objects=settings.PAPERLANE_PDF_MAX_OBJECTS,
+    )
+
+
+def extract_limits() -> ExtractLimits:
+    """What the text extracted from one document may be, from the settings."""
+    return ExtractLimits(
+        max_pages=settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT,
+        max_chars_per_page=settings.PAPERLANE_MAX_CHARS_PER_PAGE,
+        max_chars=settings.PAPERLANE_MAX_CHARS_PER_DOCUMENT,
+        docx_words_per_page=settings.PAPERLANE_DOCX_WORDS_PER_PAGE,
+    )
+
+
+def inspection_limits() -> Limits:
+    """The inspection child's limits: the accept budget on the wall clock (and the CPU
+    that fits in it), PAPERLANE_ACCEPT_INSPECT_MEMORY_MB of address space."""
+    seconds = settings.PAPERLANE_ACCEPT_INSPECT_SECONDS
+    return Limits(
+        memory_bytes=settings.PAPERLANE_ACCEPT_INSPECT_MEMORY_MB * 1024 * 1024,
+        cpu_seconds=max(math.ceil(seconds), 1),
+        wall_seconds=seconds,
+    )
+
+
+def inspect_upload(stream: BinaryIO) -> Inspection:
+    """Tell the kind of the file from its bytes and count (or estimate) its pages,
+    within PAPERLANE_ACCEPT_INSPECT_SECONDS whatever the file: UnreadableDocument (422)
+    for one that cannot be checked within it, or within the child's memory."""
+    limits = accept_limits()
+    return _inspect_isolated(recognise(stream), stream, limits)
+
+
+def _inspect_isolated(kind: str, stream: BinaryIO, limits: AcceptLimits) -> Inspection:
+    try:
+        return run_isolated(
+            inspect_file,
+            kind,
+            limits,
+            file=stream,
+            limits=inspection_limits(),
+            reuse=settings.PAPERLANE_ACCEPT_INSPECT_CHILD_FILES,
+        )
+    except LimitExceeded as exc:
+        if exc.limit != "memory":
+            raise too_slow(limits.seconds) from exc
+        raise UnreadableDocument(
+            "The file needs more memory to check than one upload may use; it is too complex "
+            "to accept. Saving it again from its application may help.",
+            code="inspection_too_large",
+        ) from exc
+    except ChildFailed as exc:
+        if exc.exitcode is None:  # no child to read the file: not the file's fault
+            raise
+        raise UnreadableDocument(
+            "The file could not be checked: reading it failed. It may be damaged; saving "
+            "it again from its application may help.",
+            code="inspection_failed",
+        ) from exc
+    finally:
+        stream.seek(0)
