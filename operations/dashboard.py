@@ -14,16 +14,16 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from operations.charts import lag_chart, throughput_chart
-from operations.reembed import reembed_failures, reembed_in_progress
 from operations.stats.attention import attention
 from operations.stats.history import MINUTES, throughput_by_minute
 from operations.stats.snapshot import pipeline_snapshot
 from operations.stats.totals import attempt_totals, attempts_counted
 from pipeline.lag import lag_history, lag_sample_record
 from pipeline.models import StageAttempt
+from pipeline.services.reembed import reembeds_failed, reembeds_in_progress
 from pipeline.stage_list import STAGES
+from retrieval.coverage import embedding_coverage_by_organisation
 from retrieval.embedding import get_embedder
-from retrieval.reembed import embedding_coverage_by_organisation
 
 ORGANISATIONS_SHOWN = 25
 REFRESH_SECONDS = 15
@@ -55,16 +55,16 @@ def _outcome_rows(now) -> tuple[list[dict], dict[str, int]]:
 
 
 def _reembed_progress() -> dict:
-    """A re-embed's progress: the organisations with chunks on another model than the
-    current one. Counted only while a re-embed is in progress (a pass over every
-    searchable chunk is too much for each refresh of the page otherwise). And the
-    documents whose re-embed job failed: the housekeeping does not queue them again."""
-    failures = reembed_failures()
-    if not reembed_in_progress():
-        return {"reembed_in_progress": False, "reembedding": [], "reembed_failures": failures}
+    """A re-embed's progress: how many runs it has in the pipeline, and the organisations
+    with chunks on another model than the current one, counted only while it has (a pass
+    over every searchable chunk is too much for each refresh of the page otherwise). And
+    the re-embeds whose run ended without success: they wait for a person."""
+    failures = reembeds_failed(limit=ORGANISATIONS_SHOWN)
+    running = reembeds_in_progress()
+    coverage = embedding_coverage_by_organisation(limit=ORGANISATIONS_SHOWN) if running else []
     return {
-        "reembed_in_progress": True,
-        "reembedding": embedding_coverage_by_organisation(limit=ORGANISATIONS_SHOWN),
+        "reembed_in_progress": running,
+        "reembedding": coverage,
         "reembed_failures": failures,
     }
 

@@ -7,7 +7,7 @@ text on every machine, which makes re-runs and tests exact. A hosted model
 plugs in by naming another class in PAPERLANE_EMBEDDER: retrieval/http_embedder.py
 speaks the OpenAI-compatible /v1/embeddings protocol. An embedder's `name` says its
 model and dimensions; every chunk records it, and search compares a query only with
-chunks of the query's model (retrieval/reembed.py moves chunks to a new model).
+chunks of the query's model (pipeline/services/reembed.py moves chunks to a new model).
 """
 
 import hashlib

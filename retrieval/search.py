@@ -36,9 +36,9 @@ from core.errors import RetryLater, ServiceError
 from core.provider_breaker import breaker
 from documents.models import FLOAT32_BYTES, Chunk, Document, Organisation
 from retrieval.chunking import clean_text
+from retrieval.coverage import embedding_coverage
 from retrieval.embedding import PROVIDER, get_embedder
 from retrieval.query import Query, parse
-from retrieval.reembed import embedding_coverage
 from retrieval.search_index import check_language
 from retrieval.text import TextCandidates, TextMatch, text_candidates
 from retrieval.vectors import cosine_similarities, nearest_chunks

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models.functions import MD5
 from django.utils import timezone
 
 from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText
@@ -105,6 +106,16 @@ def document_chunks_upsert(
         ],
     )
     return [chunk.id for chunk in chunks]
+
+
+def document_chunks_on_model(*, document: Document, model: str) -> dict[int, str]:
+    """The current version's chunks whose vectors `model` made: index -> MD5 of the text
+    (hex). The embed stage leaves those whose text is unchanged alone."""
+    return dict(
+        Chunk.objects.filter(document=document, version=document.version, embedding_model=model)
+        .annotate(digest=MD5("text"))
+        .values_list("index", "digest")
+    )
 
 
 @transaction.atomic(savepoint=False)

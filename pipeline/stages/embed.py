@@ -10,25 +10,32 @@ Before each call the worker asks the database whether it still holds the run: a 
 cancelled, or a stage taken back from a worker that stopped answering, costs no call
 after that.
 
-Chunk ids come from (document, version, index), so a re-run (a retry, a
-worker killed half way) overwrites the rows it already wrote instead of adding
-new ones; every batch commits with the run's progress while the worker still holds
-the run, and the last batch and the removal of rows past the new end commit with the
-stage's completion. None of them is searchable yet: settle makes the version searchable
-with its charge, and a run that ends without success takes its chunks with it.
+Chunk ids come from (document, version, index), so a re-run (a retry, a worker killed
+half way, a re-embed with a new model: pipeline/services/reembed.py) overwrites the rows
+already written instead of adding new ones, and a batch whose chunks are all there
+already, with the same text and the current model's vectors, costs no provider call: a
+re-run goes on where the last one stopped. Every batch commits with the run's progress
+while the worker still holds the run, and the last batch and the removal of rows past the
+new end commit with the stage's completion. A new version's chunks are not searchable
+yet: settle makes the version searchable with its charge, and a run that ends without
+success takes them with it.
 """
+
+import hashlib
 
 from django.conf import settings
 
 from core.provider_breaker import breaker
+from documents.models import Document
 from documents.services.content import (
     ChunkPlace,
     document_chunks_finish,
+    document_chunks_on_model,
     document_text_get,
 )
 from pipeline.errors import PermanentError, TransientError
 from pipeline.stages.context import StageContext
-from retrieval.chunking import chunk_document
+from retrieval.chunking import Piece, chunk_document
 from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
 from retrieval.vector_index import chunks_write
 
@@ -44,8 +51,7 @@ def _embed(embedder: Embedder, batch: list[str]) -> list[list[float]]:
     return vectors
 
 
-def run(ctx: StageContext) -> None:
-    document = ctx.document
+def _pieces(document: Document) -> list[Piece]:
     extracted = document_text_get(document=document)
     if extracted is None:
         raise PermanentError("The document's text is missing; retry the run.", code="text_missing")
@@ -59,35 +65,68 @@ def run(ctx: StageContext) -> None:
             "for one document.",
             code="too_many_chunks",
         )
+    return pieces
+
+
+def _digest(text: str) -> str:
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+
+
+def _kept(ctx: StageContext, model: str) -> dict[int, str]:
+    """The chunks of this version already embedded by `model` (index -> MD5 of the text).
+    A run's first try at its first generation has written none: no query for it."""
+    run = ctx.run
+    if run.generation == 0 and run.stage_attempts <= 1:
+        return {}
+    return document_chunks_on_model(document=ctx.document, model=model)
+
+
+def _batch_chunks(
+    ctx: StageContext, embedder: Embedder, start: int, batch: list[Piece]
+) -> dict:
+    texts = [piece.text for piece in batch]
+    rate_limit_wait()
+    # Each call is paid for and slow: none for a run that was cancelled, or taken back
+    # from this worker, since the last batch (or during the wait for the rate limit).
+    ctx.check()
+    vectors = _embed(embedder, texts)  # never inside a transaction: the provider is slow
+    return {
+        "document": ctx.document,
+        "start": start,
+        "texts": texts,
+        "vectors": [pack_vector(vector) for vector in vectors],
+        "model": embedder.name,
+        "places": [ChunkPlace(p.page_start, p.page_end, p.section) for p in batch],
+    }
+
+
+def run(ctx: StageContext) -> None:
+    document = ctx.document
+    pieces = _pieces(document)
     embedder = get_embedder()
-    batch_size = settings.PAPERLANE_EMBED_BATCH_SIZE
-    ctx.progress(0, len(pieces))
-    for start in range(0, len(pieces), batch_size):
-        batch = pieces[start : start + batch_size]
-        texts = [piece.text for piece in batch]
-        rate_limit_wait()
-        # Each call is paid for and slow: none for a run that was cancelled, or taken back
-        # from this worker, since the last batch (or during the wait for the rate limit).
-        ctx.check()
-        vectors = _embed(embedder, texts)  # never inside a transaction: the provider is slow
-        chunks = {
-            "document": document,
-            "start": start,
-            "texts": texts,
-            "vectors": [pack_vector(vector) for vector in vectors],
-            "model": embedder.name,
-            "places": [ChunkPlace(p.page_start, p.page_end, p.section) for p in batch],
-        }
-        if start + batch_size >= len(pieces):
+    kept = _kept(ctx, embedder.name)
+    total, size = len(pieces), settings.PAPERLANE_EMBED_BATCH_SIZE
+    ctx.progress(0, total)
+    for start in range(0, total, size):
+        batch = pieces[start : start + size]
+        done = bool(kept) and all(
+            kept.get(start + n) == _digest(piece.text) for n, piece in enumerate(batch)
+        )
+        chunks = None if done else _batch_chunks(ctx, embedder, start, batch)
+        if start + size >= total:
             # The last batch commits with the completion: one transaction fewer, and the
             # only one for most documents.
             with ctx.complete():
-                chunks_write(**chunks)
-                document_chunks_finish(document=document, count=len(pieces))
+                if chunks is not None:
+                    chunks_write(**chunks)
+                document_chunks_finish(document=document, count=total)
             return
+        if chunks is None:
+            ctx.progress(start + len(batch), total)
+            continue
         # Committed with the progress, only while the run is still ours: a run cancelled
         # (or its document deleted) meanwhile gets no chunk back from a late batch.
-        with ctx.checkpoint(start + len(batch), len(pieces)):
+        with ctx.checkpoint(start + len(batch), total):
             chunks_write(**chunks)
     with ctx.complete():  # no text, no chunks
         document_chunks_finish(document=document, count=0)

@@ -1,12 +1,13 @@
 from core.commands import ServiceCommand
 from documents.services.organisations import organisation_get
-from operations.reembed import reembed_enqueue
+from pipeline.services.reembed import documents_reembed
+from pipeline.services.transitions import Actor
 
 
 class Command(ServiceCommand):
     help = (
-        "Re-embed, on the bulk lanes, the searchable chunks that are not on the current "
-        "embedding model (from their stored texts); run it again to resume."
+        "Re-embed the searchable chunks that are not on the current embedding model: each "
+        "such document's run goes back to embed on the bulk lanes (from the text kept)."
     )
 
     def add_arguments(self, parser):
@@ -14,9 +15,9 @@ class Command(ServiceCommand):
 
     def handle(self, *args, organisation, **options):
         chosen = organisation_get(slug=organisation) if organisation else None
-        queued = reembed_enqueue(organisation=chosen)
+        done = documents_reembed(actor=Actor("command:reembed"), organisation=chosen)
         self.stdout.write(
-            f"{queued.documents} document(s) have chunks on another model than {queued.model}; "
-            f"{queued.queued} re-embed job(s) queued on the bulk lanes "
-            f"({queued.documents - queued.queued} already waiting or running)."
+            f"{done.documents} document(s) have chunks on another model than {done.model}: "
+            f"{done.started} sent back to embed on the bulk lanes, {done.in_pipeline} already "
+            f"in the pipeline, {done.waiting} waiting for the retry of a failed run."
         )
