@@ -461,12 +461,10 @@ PAPERLANE_EMBED_SEND_DIMENSIONS = env.bool("PAPERLANE_EMBED_SEND_DIMENSIONS", de
 PAPERLANE_EMBED_TIMEOUT_SECONDS = env.float("PAPERLANE_EMBED_TIMEOUT_SECONDS", default=30.0)
 # Requests in flight at once across every worker and host (0: no limit).
 PAPERLANE_EMBED_CONCURRENCY = env.int("PAPERLANE_EMBED_CONCURRENCY", default=0)
-# Requests and estimated tokens (characters / 4) per window across every worker and host,
-# counted in Redis per request sent (0: no limit); providers state them per minute.
+# Requests and estimated tokens (characters / 4) in any minute across every worker and
+# host, counted in Redis per request sent to the provider (0: no limit).
 PAPERLANE_EMBED_REQUESTS_PER_MINUTE = env.int("PAPERLANE_EMBED_REQUESTS_PER_MINUTE", default=0)
 PAPERLANE_EMBED_TOKENS_PER_MINUTE = env.int("PAPERLANE_EMBED_TOKENS_PER_MINUTE", default=0)
-# The window those two limits are counted over (a minute; shorter only in tests).
-PAPERLANE_EMBED_RATE_WINDOW_SECONDS = env.float("PAPERLANE_EMBED_RATE_WINDOW_SECONDS", default=60.0)
 # An input estimated longer than this is split before it is sent (0: only when the
 # provider answers that it is too long).
 PAPERLANE_EMBED_MAX_INPUT_TOKENS = env.int("PAPERLANE_EMBED_MAX_INPUT_TOKENS", default=0)

@@ -14,7 +14,9 @@ from rq import get_current_job
 
 from core.redis import redis_connection
 from pipeline.errors import TransientError
+from retrieval import provider_limit
 from retrieval.embedding import HashingEmbedder
+from retrieval.http_embedder import HttpEmbedder
 
 
 def _calls(texts: list[str], tag: str) -> int:
@@ -99,6 +101,15 @@ class RecordingEmbedder(HashingEmbedder):
         entry = {"job": job.id if job else "", "pid": os.getpid(), "at": time.time()}
         redis_connection().rpush(CALLS, json.dumps(entry))
         return super().embed(texts)
+
+
+class ShortWindowHttpEmbedder(HttpEmbedder):
+    """The HTTP provider with its limits counted over EMBED_WINDOW_SECONDS instead of a
+    minute, so that a worker test sees the window slide within seconds."""
+
+    def __init__(self) -> None:
+        provider_limit.WINDOW_SECONDS = float(os.environ["EMBED_WINDOW_SECONDS"])
+        super().__init__()
 
 
 class FailsAfterEmbedder(HashingEmbedder):
