@@ -495,9 +495,6 @@ PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=300
 PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = env.int(
     "PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS", default=5000
 )
-# Batches the embed stage starts per second across all workers, whatever the embedder (0: no
-# limit); the HTTP provider's own limits above count each request it sends.
-PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
 # A provider that fails this many calls in a row (every worker counted) pauses its stage's
 # workers for the pause, doubled each time it fails again after one, up to the longest
 # (core/provider_breaker.py).

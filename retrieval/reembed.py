@@ -19,7 +19,7 @@ from django.db.models import Count, F, Q, QuerySet
 from core.provider_breaker import breaker
 from documents.models import Chunk, Document, Organisation
 from documents.vectors_sql import chunk_vectors_write
-from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
+from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector
 
 
 class Coverage(NamedTuple):
@@ -120,7 +120,6 @@ def document_reembed(*, document_id, beat=None) -> int:
         batch = stale[start : start + size]
         if beat is not None:
             beat()
-        rate_limit_wait()
         vectors = _embed(embedder, [text for _, text in batch])  # never inside a transaction
         packed = [pack_vector(vector) for vector in vectors]
         with transaction.atomic():

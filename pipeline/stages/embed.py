@@ -30,7 +30,7 @@ from documents.services.content import (
 from pipeline.errors import PermanentError, TransientError
 from pipeline.stages.context import StageContext
 from retrieval.chunking import chunk_document
-from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
+from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector
 
 
 def _embed(embedder: Embedder, batch: list[str]) -> list[list[float]]:
@@ -65,9 +65,8 @@ def run(ctx: StageContext) -> None:
     for start in range(0, len(pieces), batch_size):
         batch = pieces[start : start + batch_size]
         texts = [piece.text for piece in batch]
-        rate_limit_wait()
         # Each call is paid for and slow: none for a run that was cancelled, or taken back
-        # from this worker, since the last batch (or during the wait for the rate limit).
+        # from this worker, since the last batch.
         ctx.check()
         vectors = _embed(embedder, texts)  # never inside a transaction: the provider is slow
         chunks = {

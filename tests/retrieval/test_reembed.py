@@ -100,7 +100,7 @@ def test_a_reembed_whose_worker_is_killed_goes_on_from_where_it_stopped(org, set
     env = worker_env(
         PAPERLANE_EMBEDDER="tests.support.embedders.RecordingEmbedder",
         PAPERLANE_EMBED_BATCH_SIZE="1",
-        PAPERLANE_EMBED_RATE_PER_SECOND="4",
+        EMBED_DELAY="0.25",
         PAPERLANE_LEASE_SECONDS="2",
     )
     job_id = reembed_job_id(document_id=document.id, model=NEW)

@@ -85,6 +85,8 @@ class HookedEmbedder(HashingEmbedder):
 
 
 CALLS = "test:embed:calls"
+# While this key is in Redis, RecordingEmbedder holds every answer.
+PAUSED = "test:embed:paused"
 
 
 def provider_calls() -> list[dict]:
@@ -94,12 +96,17 @@ def provider_calls() -> list[dict]:
 
 class RecordingEmbedder(HashingEmbedder):
     """Notes each call (the stage job making it, its process, when) in Redis before it
-    answers, so a test can tell which worker called the provider, and when."""
+    answers, so a test can tell which worker called the provider, and when. A call takes
+    EMBED_DELAY seconds (none unless set), and its answer waits while PAUSED is set: a
+    test stops a worker inside a call, its batch not yet saved, for as long as it likes."""
 
     def embed(self, texts, *, max_seconds=None):
+        time.sleep(float(os.environ.get("EMBED_DELAY", "0")))
         job = get_current_job()
         entry = {"job": job.id if job else "", "pid": os.getpid(), "at": time.time()}
         redis_connection().rpush(CALLS, json.dumps(entry))
+        while redis_connection().exists(PAUSED):
+            time.sleep(0.1)
         return super().embed(texts)
 
 
