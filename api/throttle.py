@@ -1,6 +1,7 @@
 """Requests per API token: at most PAPERLANE_API_RATE_PER_MINUTE in any minute (0: no
 limit). Past it, `429 {detail, code: "rate_limited"}` with `Retry-After`. Counted in
-Redis (core/rate_limit.py); while Redis does not answer, requests are not limited."""
+Redis by the one rate limiter (core/rate_limit.py); while Redis does not answer, requests
+are not limited."""
 
 import math
 import threading
@@ -8,9 +9,11 @@ import threading
 from django.conf import settings
 from ninja.throttling import BaseThrottle
 
-from core.rate_limit import window_take
+from core.rate_limit import Rule, rate_take
 
 KEY = "paperlane:api-rate:token:"
+# PAPERLANE_API_RATE_PER_MINUTE counts over a minute.
+WINDOW_SECONDS = 60
 
 
 class TokenRateThrottle(BaseThrottle):
@@ -26,8 +29,10 @@ class TokenRateThrottle(BaseThrottle):
         token = getattr(request, "api_token", None)
         if limit <= 0 or token is None:
             return True
-        self._last.wait = window_take(key=f"{KEY}{token.id}", limit=limit, window_seconds=60)
-        return self._last.wait is None
+        rule = Rule(key=f"{KEY}{token.id}", limit=limit, window_seconds=WINDOW_SECONDS)
+        refused = rate_take(rules=[rule], fail_open=True)
+        self._last.wait = max(refused.values(), default=None)
+        return not refused
 
     def wait(self) -> int | None:
         # Whole seconds, at least one: ninja's Retry-After and our body's retry_after agree.

@@ -461,12 +461,10 @@ PAPERLANE_EMBED_SEND_DIMENSIONS = env.bool("PAPERLANE_EMBED_SEND_DIMENSIONS", de
 PAPERLANE_EMBED_TIMEOUT_SECONDS = env.float("PAPERLANE_EMBED_TIMEOUT_SECONDS", default=30.0)
 # Requests in flight at once across every worker and host (0: no limit).
 PAPERLANE_EMBED_CONCURRENCY = env.int("PAPERLANE_EMBED_CONCURRENCY", default=0)
-# Requests and estimated tokens (characters / 4) per window across every worker and host,
-# counted in Redis per request sent (0: no limit); providers state them per minute.
+# Requests and estimated tokens (characters / 4) in any minute across every worker and
+# host, counted in Redis per request sent to the provider (0: no limit).
 PAPERLANE_EMBED_REQUESTS_PER_MINUTE = env.int("PAPERLANE_EMBED_REQUESTS_PER_MINUTE", default=0)
 PAPERLANE_EMBED_TOKENS_PER_MINUTE = env.int("PAPERLANE_EMBED_TOKENS_PER_MINUTE", default=0)
-# The window those two limits are counted over (a minute; shorter only in tests).
-PAPERLANE_EMBED_RATE_WINDOW_SECONDS = env.float("PAPERLANE_EMBED_RATE_WINDOW_SECONDS", default=60.0)
 # An input estimated longer than this is split before it is sent (0: only when the
 # provider answers that it is too long).
 PAPERLANE_EMBED_MAX_INPUT_TOKENS = env.int("PAPERLANE_EMBED_MAX_INPUT_TOKENS", default=0)
@@ -497,9 +495,6 @@ PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=300
 PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = env.int(
     "PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS", default=5000
 )
-# Batches the embed stage starts per second across all workers, whatever the embedder (0: no
-# limit); the HTTP provider's own limits above count each request it sends.
-PAPERLANE_EMBED_RATE_PER_SECOND = env.float("PAPERLANE_EMBED_RATE_PER_SECOND", default=0)
 # A provider that fails this many calls in a row (every worker counted) pauses its stage's
 # workers for the pause, doubled each time it fails again after one, up to the longest
 # (core/provider_breaker.py).

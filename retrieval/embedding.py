@@ -1,4 +1,4 @@
-"""Embedding providers and the shared rate limit in front of them.
+"""Embedding providers.
 
 The default provider is local, deterministic and offline: signed feature
 hashing of words and word pairs into a fixed number of dimensions, L2
@@ -14,7 +14,6 @@ import hashlib
 import math
 import re
 import struct
-import time
 from functools import cache
 from typing import Protocol
 
@@ -22,8 +21,6 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
-
-from core.redis import redis_connection
 
 
 class Embedder(Protocol):
@@ -89,38 +86,3 @@ def pack_vector(vector: list[float]) -> bytes:
 
 def unpack_vector(data: bytes) -> list[float]:
     return list(struct.unpack(f"<{len(data) // 4}f", data))
-
-
-# A token bucket in Redis, shared by every worker: (tokens, last refill time).
-_TAKE = """
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(state[1]) or burst
-local at = tonumber(state[2]) or now
-tokens = math.min(burst, tokens + (now - at) * rate)
-local wait = 0
-if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
-redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
-redis.call('EXPIRE', KEYS[1], 60)
-return tostring(wait)
-"""
-
-
-def rate_limit_wait(*, key: str = "paperlane:ratelimit:embed") -> float:
-    """Take one request from the shared embedding budget, sleeping if it is spent.
-
-    Returns the seconds slept. With PAPERLANE_EMBED_RATE_PER_SECOND = 0 there
-    is no limit.
-    """
-    rate = settings.PAPERLANE_EMBED_RATE_PER_SECOND
-    if rate <= 0:
-        return 0.0
-    slept = 0.0
-    while True:
-        wait = float(redis_connection().eval(_TAKE, 1, key, rate, max(rate, 1), time.time()))
-        if wait <= 0:
-            return slept
-        time.sleep(min(wait, 1.0))
-        slept += min(wait, 1.0)

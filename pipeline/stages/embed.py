@@ -36,7 +36,7 @@ from documents.services.content import (
 from pipeline.errors import PermanentError, TransientError
 from pipeline.stages.context import StageContext
 from retrieval.chunking import Piece, chunk_document
-from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector, rate_limit_wait
+from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector
 from retrieval.vector_index import chunks_write
 
 
@@ -85,9 +85,8 @@ def _batch_chunks(
     ctx: StageContext, embedder: Embedder, start: int, batch: list[Piece]
 ) -> dict:
     texts = [piece.text for piece in batch]
-    rate_limit_wait()
     # Each call is paid for and slow: none for a run that was cancelled, or taken back
-    # from this worker, since the last batch (or during the wait for the rate limit).
+    # from this worker, since the last batch.
     ctx.check()
     vectors = _embed(embedder, texts)  # never inside a transaction: the provider is slow
     return {

@@ -2,9 +2,9 @@
 found and nothing is charged, its worker calls the provider no more once the run is not
 its own, and the attempt says what happened.
 
-To stop the worker between two batches at a moment the test chooses, the test empties
-the shared rate limit's bucket in Redis: the worker then waits for a token, provably
-between two provider calls, for as long as the test keeps the bucket empty.
+To stop the worker at a moment the test chooses, the test has the recording embedder
+hold its answer: the worker is then provably inside one provider call, with every batch
+before it saved and this one not, for as long as the test keeps it paused.
 """
 
 import os
@@ -16,18 +16,17 @@ import pytest
 from core.redis import redis_connection
 from documents.models import Chunk, Document, QuotaReservation, UsageEntry
 from pipeline.models import ImportRun, StageAttempt
-from tests.support.embedders import provider_calls
+from tests.support.embedders import PAUSED, provider_calls
 from tests.support.files import make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
 from tests.support.uploads import accepted_run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-BUCKET = "paperlane:ratelimit:embed"  # retrieval.embedding.rate_limit_wait's key
 RECORDING = {
     "PAPERLANE_EMBEDDER": "tests.support.embedders.RecordingEmbedder",
     "PAPERLANE_EMBED_BATCH_SIZE": "1",
-    "PAPERLANE_EMBED_RATE_PER_SECOND": "5",
+    "EMBED_DELAY": "0.2",
 }
 
 
@@ -39,25 +38,25 @@ def found(api, words: str) -> list[str]:
     return [hit["document_id"] for hit in api.get("/api/v1/search", {"q": words}).json()["results"]]
 
 
-def hold_between_batches(run: ImportRun, *, batches: int) -> ImportRun:
-    """Once the run's embed has made `batches` calls, empty the rate limit's bucket and
-    wait until the worker has saved every batch it embedded: it is then waiting for a
-    token, before its next call. Returns the run as it is then."""
+def hold_in_a_call(run: ImportRun, *, batches: int) -> ImportRun:
+    """Once the run's embed has made `batches` calls, pause the provider's answers and
+    wait until the worker has saved every batch but the one it is waiting on: it is then
+    inside a call, before the batch is saved. Returns the run as it is then."""
     wait_for(lambda: len(calls_of(run)) >= batches, timeout=60, what=f"{batches} batches")
-    redis_connection().hset(BUCKET, mapping={"tokens": -100_000, "at": time.time()})
+    redis_connection().set(PAUSED, 1)
 
     def settled() -> ImportRun | None:
         before = len(calls_of(run))
         time.sleep(1)
         now = ImportRun.objects.get(id=run.id)
         calls = len(calls_of(run))
-        return now if calls == before and now.progress_done == calls else None
+        return now if calls == before and now.progress_done == calls - 1 else None
 
-    return wait_for(settled, timeout=30, what="the worker to wait for a token")
+    return wait_for(settled, timeout=30, what="the worker to wait for an answer")
 
 
-def release_the_bucket() -> None:
-    redis_connection().delete(BUCKET)
+def release_the_answers() -> None:
+    redis_connection().delete(PAUSED)
 
 
 def assert_nothing_found_or_charged(api, org, run: ImportRun, words: str) -> None:
@@ -76,14 +75,14 @@ def test_a_run_cancelled_mid_embed_costs_no_further_call_and_leaves_nothing(api,
     # does not notice the cancel before the worker's own check does.
     with running_workers(**RECORDING, PAPERLANE_LEASE_SECONDS="60"):
         run = accepted_run(api, make_pdf(6, words_per_page=300, label="Lighthouse keeper"))
-        held = hold_between_batches(run, batches=2)
+        held = hold_in_a_call(run, batches=2)
         # Embedded and saved so far, and not searchable: it has not settled.
         assert Chunk.objects.filter(document=run.document_id).count() == held.progress_done
         assert found(api, "lighthouse keeper") == []
 
         assert api.post(f"/api/v1/runs/{run.id}/cancel").status_code == 200
         cancelled_at, calls = time.time(), len(calls_of(run))
-        release_the_bucket()
+        release_the_answers()
 
         attempt = wait_for(
             lambda: (
@@ -126,7 +125,7 @@ def test_a_run_dead_lettered_during_embed_leaves_nothing_found_or_charged(api, o
 def test_a_worker_paused_past_its_lease_calls_the_provider_no_more_and_says_so(api, org):
     with running_workers(**RECORDING, PAPERLANE_LEASE_SECONDS="4"):
         run = accepted_run(api, make_pdf(6, words_per_page=300, label="Tide table"))
-        held = hold_between_batches(run, batches=2)
+        held = hold_in_a_call(run, batches=2)
         job, _, worker = held.lease_owner.partition("@")
         pid = int(worker.split(".")[-2])
 
@@ -143,7 +142,7 @@ def test_a_worker_paused_past_its_lease_calls_the_provider_no_more_and_says_so(a
         finally:
             os.kill(pid, signal.SIGCONT)
         calls = len([call for call in calls_of(run) if call["job"] == job])
-        release_the_bucket()
+        release_the_answers()
 
         finished = wait_terminal([run.id], timeout=60)[run.id]
 

@@ -118,7 +118,7 @@ def test_a_reembed_whose_worker_is_killed_is_taken_back_and_goes_on_where_it_sto
     env = worker_env(
         PAPERLANE_EMBEDDER="tests.support.embedders.RecordingEmbedder",
         PAPERLANE_EMBED_BATCH_SIZE="1",
-        PAPERLANE_EMBED_RATE_PER_SECOND="4",
+        EMBED_DELAY="0.25",
         PAPERLANE_LEASE_SECONDS="2",
     )
 

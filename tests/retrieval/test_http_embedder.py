@@ -4,14 +4,18 @@ becomes. tests/pipeline/test_http_provider_runs.py runs it in worker processes."
 
 import math
 import threading
+import time
 
 import pytest
 
+from core.rate_limit import Rule, rate_take
+from retrieval import provider_limit
 from retrieval.http_embedder import HttpEmbedder, ProviderRefused, ProviderUnavailable
 from retrieval.provider_limit import (
-    _TAKE,
-    CALLS,
     HOLD,
+    IN_FLIGHT,
+    REQUESTS,
+    TOKENS,
     LimitReached,
     estimate_tokens,
     provider_permit,
@@ -110,22 +114,19 @@ def test_a_429_is_waited_out_then_sent_again(server):
 
 def test_a_429_holds_every_worker(server, redis_conn):
     server.script = [busy("1")]
-    other_started = threading.Event()
+    told = threading.Thread(target=HttpEmbedder().embed, args=(["hello"],))
+    told.start()
+    deadline = time.monotonic() + 5
+    while not redis_conn.exists(HOLD) and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the 429 is answered and its hold set
 
-    def other_worker():
-        other_started.set()
-        HttpEmbedder().embed(["another worker's batch"])
-
-    HttpEmbedder().embed(["hello"])  # the 429, then the hold
-    assert redis_conn.exists(HOLD)
     # A request from elsewhere, begun after the 429, is also held until it passed.
-    thread = threading.Thread(target=other_worker)
-    thread.start()
-    thread.join(10)
-    assert other_started.is_set()
+    HttpEmbedder().embed(["another worker's batch"])
+    told.join(10)
+
     statuses = [r.status for r in server.requests]
     assert statuses == [429, 200, 200]
-    assert server.requests[2].at - server.requests[0].at >= 1.0
+    assert all(r.at - server.requests[0].at >= 1.0 for r in server.requests[1:])
 
 
 def test_a_429_asking_for_longer_than_the_setting_ends_the_attempt(server, settings):
@@ -177,8 +178,8 @@ def test_vectors_of_another_length_than_the_setting_are_refused(server, settings
         HttpEmbedder().embed(["hello"])
 
 
-def test_requests_and_tokens_stay_within_the_window(server, settings):
-    settings.PAPERLANE_EMBED_RATE_WINDOW_SECONDS = 1.0
+def test_requests_and_tokens_stay_within_the_window(server, settings, monkeypatch):
+    monkeypatch.setattr(provider_limit, "WINDOW_SECONDS", 1.0)
     settings.PAPERLANE_EMBED_REQUESTS_PER_MINUTE = 3
     settings.PAPERLANE_EMBED_TOKENS_PER_MINUTE = 0
     embedder = HttpEmbedder()
@@ -193,8 +194,10 @@ def test_requests_and_tokens_stay_within_the_window(server, settings):
     assert len(arrivals) == 7
 
 
-def test_the_token_budget_holds_back_a_request_that_would_pass_it(redis_conn, settings):
-    settings.PAPERLANE_EMBED_RATE_WINDOW_SECONDS = 30.0
+def test_the_token_budget_holds_back_a_request_that_would_pass_it(
+    redis_conn, settings, monkeypatch
+):
+    monkeypatch.setattr(provider_limit, "WINDOW_SECONDS", 30.0)
     settings.PAPERLANE_EMBED_REQUESTS_PER_MINUTE = 0
     settings.PAPERLANE_EMBED_TOKENS_PER_MINUTE = 100
     settings.PAPERLANE_EMBED_CONCURRENCY = 0
@@ -204,8 +207,28 @@ def test_the_token_budget_holds_back_a_request_that_would_pass_it(redis_conn, se
         assert waited == 0
 
     # 100 of 100 spent in this window: the next permit would wait until it has passed.
-    wait = float(redis_conn.eval(_TAKE, 3, CALLS, "k:slots", HOLD, 30.0, 0, 100, 1, 0, 5, "x"))
-    assert 25 < wait <= 30
+    refused = rate_take(rules=[Rule(key=TOKENS, limit=100, window_seconds=30.0)])
+    assert 25 < refused[TOKENS] <= 30
+    assert not redis_conn.exists(REQUESTS)  # no limit, nothing counted
+
+
+def test_requests_tokens_and_slot_are_taken_all_or_none(server, settings, redis_conn):
+    settings.PAPERLANE_EMBED_REQUESTS_PER_MINUTE = 10
+    settings.PAPERLANE_EMBED_TOKENS_PER_MINUTE = 100
+    settings.PAPERLANE_EMBED_CONCURRENCY = 1
+
+    def counted():
+        return tuple(redis_conn.zcard(key) for key in (REQUESTS, TOKENS, IN_FLIGHT))
+
+    with provider_permit(tokens=90):
+        assert counted() == (1, 1, 1)
+    assert counted() == (1, 1, 0)  # the slot given back; the request and its tokens stay
+
+    # A request and a slot are free, 26 tokens are not: nothing is taken, nothing sent.
+    with pytest.raises(LimitReached):
+        HttpEmbedder().embed(["x" * 100], max_seconds=0.3)
+    assert counted() == (1, 1, 0)
+    assert server.requests == []
 
 
 def test_concurrent_requests_stay_within_the_concurrency(server, settings):
@@ -235,7 +258,6 @@ def test_a_batch_over_the_concurrency_of_one_is_still_served(server, settings):
 
 
 def test_a_caller_who_waits_is_told_the_provider_is_busy_instead_of_waiting(server, settings):
-    settings.PAPERLANE_EMBED_RATE_WINDOW_SECONDS = 60.0
     settings.PAPERLANE_EMBED_REQUESTS_PER_MINUTE = 1
     embedder = HttpEmbedder()
     embedder.embed(["the workers' batch"])  # the minute's one request is spent

@@ -14,7 +14,9 @@ from rq import get_current_job
 
 from core.redis import redis_connection
 from pipeline.errors import TransientError
+from retrieval import provider_limit
 from retrieval.embedding import HashingEmbedder
+from retrieval.http_embedder import HttpEmbedder
 
 
 def _calls(texts: list[str], tag: str) -> int:
@@ -83,6 +85,8 @@ class HookedEmbedder(HashingEmbedder):
 
 
 CALLS = "test:embed:calls"
+# While this key is in Redis, RecordingEmbedder holds every answer.
+PAUSED = "test:embed:paused"
 
 
 def provider_calls() -> list[dict]:
@@ -92,13 +96,27 @@ def provider_calls() -> list[dict]:
 
 class RecordingEmbedder(HashingEmbedder):
     """Notes each call (the stage job making it, its process, when) in Redis before it
-    answers, so a test can tell which worker called the provider, and when."""
+    answers, so a test can tell which worker called the provider, and when. A call takes
+    EMBED_DELAY seconds (none unless set), and its answer waits while PAUSED is set: a
+    test stops a worker inside a call, its batch not yet saved, for as long as it likes."""
 
     def embed(self, texts, *, max_seconds=None):
+        time.sleep(float(os.environ.get("EMBED_DELAY", "0")))
         job = get_current_job()
         entry = {"job": job.id if job else "", "pid": os.getpid(), "at": time.time()}
         redis_connection().rpush(CALLS, json.dumps(entry))
+        while redis_connection().exists(PAUSED):
+            time.sleep(0.1)
         return super().embed(texts)
+
+
+class ShortWindowHttpEmbedder(HttpEmbedder):
+    """The HTTP provider with its limits counted over EMBED_WINDOW_SECONDS instead of a
+    minute, so that a worker test sees the window slide within seconds."""
+
+    def __init__(self) -> None:
+        provider_limit.WINDOW_SECONDS = float(os.environ["EMBED_WINDOW_SECONDS"])
+        super().__init__()
 
 
 class FailsAfterEmbedder(HashingEmbedder):
