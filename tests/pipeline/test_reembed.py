@@ -12,7 +12,14 @@ import pytest
 from django.core.management import call_command
 
 from documents.models import Chunk, UsageEntry
-from pipeline.models import ImportRun, RunPriority, RunStatus, RunTransition, Stage
+from pipeline.models import (
+    ImportRun,
+    RunPriority,
+    RunStatus,
+    RunTransition,
+    Stage,
+    StageAttempt,
+)
 from pipeline.queues import priority_queue_names
 from pipeline.services.reembed import documents_reembed, reembeds_in_progress
 from pipeline.services.transitions import Actor
@@ -79,7 +86,9 @@ def test_reembed_sends_settled_runs_back_to_embed_and_bulk_workers_move_them_to_
         assert (run.status, run.stage, run.priority) == ("queued", "embed", "bulk")
         assert RunTransition.objects.filter(run=run, reason=f"re-embed with {NEW}").exists()
     # Asking again sends nothing more: they are in the pipeline.
-    assert "0 sent back to embed, 3 already in the pipeline" in reembed("--organisation", org.slug)
+    assert "0 sent back to embed on the bulk lanes, 3 already in the pipeline" in reembed(
+        "--organisation", org.slug
+    )
     assert reembeds_in_progress() == 3
 
     with stage_worker_process("embed", "settle", env=worker_env(), burst=True) as worker:
@@ -96,7 +105,7 @@ def test_reembed_sends_settled_runs_back_to_embed_and_bulk_workers_move_them_to_
     # The same chunks under the same ids, nothing charged again, nothing extracted again.
     assert dict(Chunk.objects.values_list("id", "text")) == chunks_before
     assert UsageEntry.objects.count() == charged_before
-    assert not ImportRun.objects.filter(attempts__stage=Stage.EXTRACT, generation=1).exists()
+    assert not StageAttempt.objects.filter(stage=Stage.EXTRACT, generation=1).exists()
     # Another organisation's chunks wait for their own re-embed.
     assert embedding_coverage(organisation=other_org) == (NEW, 0, 1)
     assert ImportRun.objects.get(id=other.id).generation == 0
@@ -143,7 +152,7 @@ def test_a_reembed_whose_worker_is_killed_is_taken_back_and_goes_on_where_it_sto
     assert embedding_coverage(organisation=org) == (NEW, chunks, chunks)
     # Only what was still to do: at most the batch in flight when it was killed, again.
     assert len(provider_calls()) - first <= chunks - done + 1
-    outcomes = list(run.attempts.filter(stage=Stage.EMBED).values_list("outcome", flat=True))
+    outcomes = list(run.attempts_log.filter(stage=Stage.EMBED).values_list("outcome", flat=True))
     assert outcomes[-1] == "succeeded" and "abandoned" in outcomes
 
 
@@ -180,7 +189,7 @@ def test_a_rerun_of_embed_calls_the_provider_only_for_chunks_not_on_the_model(
     assert embedding_coverage(organisation=org) == (NEW, chunks, chunks)
 
 
-@pytest.mark.django_db
+@WORKS
 def test_search_never_compares_a_query_with_vectors_of_another_model(api, org, settings):
     settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"  # the hashing vectors rank too
     old = settled(api, label="Tide tide tide harbour").document_id
@@ -288,7 +297,7 @@ def test_a_reembed_that_fails_waits_for_a_person_and_asking_again_retries_it(
     assert Chunk.objects.filter(document=run.document_id, embedding_model=OLD).exists()
     page = operator.get("/admin/pipeline/").content.decode()
     row = re.search(rf'<tr data-document="{run.document_id}">(.*?)</tr>', page, re.S)[1]
-    assert "503 Service Unavailable" in run.attempts.last().error_message
+    assert "503 Service Unavailable" in run.attempts_log.last().error_message
     assert "Dead letter" in row or "dead" in row.lower()
     assert bulk_jobs() == []  # nothing sends it again by itself
 

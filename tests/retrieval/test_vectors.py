@@ -18,10 +18,10 @@ from documents.services.organisations import organisation_create
 from pipeline.sweeper import sweep_once
 from retrieval import vector_index
 from retrieval.embedding import HashingEmbedder, pack_vector
-from retrieval.reembed import document_reembed
 from retrieval.search import documents_search
 from retrieval.vector_index import (
     chunk_vectors_backfill,
+    chunks_write,
     vector_column_add,
     vector_column_ready,
     vector_index_exists,
@@ -283,7 +283,7 @@ def test_a_role_that_may_not_create_the_extension_still_migrates(pgvector, djang
 
 
 @pytest.mark.slow
-def test_a_reembedded_document_is_found_by_its_new_vectors_through_the_index(on_pgvector, settings):
+def test_chunks_written_again_by_a_new_model_are_found_by_their_new_vectors(on_pgvector, settings):
     org = organisation_create(slug="acme", page_limit=1000)
     texts = ["The automobile was parked outside the station", "Please pay the invoice"]
     # Embedded by a model of the same size whose geometry knows no synonym.
@@ -291,7 +291,9 @@ def test_a_reembedded_document_is_found_by_its_new_vectors_through_the_index(on_
     settings.PAPERLANE_EMBEDDER = EMBEDDER
     synonyms = SynonymEmbedder()
 
-    assert document_reembed(document_id=document.id) == 2
+    # As the embed stage of a re-embed writes them: the same chunks, the new model's vectors.
+    vectors = [pack_vector(vector) for vector in synonyms.embed(texts)]
+    chunks_write(document=document, start=0, texts=texts, vectors=vectors, model=synonyms.name)
     neighbours = nearest_chunks(
         organisation_id=org.id, model=synonyms.name, vector=synonyms.embed(["car"])[0], limit=5
     )
