@@ -11,17 +11,16 @@ from api.errors import ERROR_CODES, ErrorCode, errors
 from api.params import DOCUMENT_ID, PAGE_LIMIT, PAGE_OFFSET, RUN_ID
 from api.responses import BINARY_FILE, no_content
 from api.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
-from core.errors import InvalidUpload, ServiceError
-from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
 from core.uploads import client_file_name, upload_refusal
 from documents.downloads import document_file_response
 from documents.selectors import document_file, document_get, document_list
 from formats.base import MEDIA_TYPES
 from pipeline.models import ImportRun, RunSource, RunStatus, Stage
 from pipeline.selectors import documents_with_latest_runs, run_get
-from pipeline.services.accept import IDEMPOTENCY_KEY_MAX, Acceptance, document_accept
+from pipeline.services.accept import IDEMPOTENCY_KEY_MAX, Acceptance
 from pipeline.services.deletion import document_delete
 from pipeline.services.people import run_cancel, run_retry
+from pipeline.services.receive import upload_receive
 from pipeline.services.transitions import Actor
 from retrieval.search import MAX_LIMIT as SEARCH_MAX_LIMIT
 from retrieval.search import MAX_OFFSET as SEARCH_MAX_OFFSET
@@ -85,25 +84,16 @@ def document_upload(
     `429` with `Retry-After` (seconds): send the same request again after it.
     `409 document_deleted`: the key's document has been deleted since.
     """
-    try:
-        if refused := upload_refusal(request):
-            raise refused
-        if file is None:
-            raise InvalidUpload(
-                "Send the document in a multipart field named 'file'.", code="missing_file"
-            )
-        acceptance = document_accept(
-            organisation=request.organisation,
-            upload=file,
-            filename=client_file_name(request, file),
-            source=RunSource.API,
-            api_token=request.api_token,
-            idempotency_key=idempotency_key,
-        )
-    except ServiceError as exc:
-        upload_count(channel="api", result=REFUSED, code=exc.code)
-        raise
-    upload_count(channel="api", result=REPLAYED if acceptance.replayed else ACCEPTED)
+    acceptance = upload_receive(
+        channel="api",
+        organisation=request.organisation,
+        upload=file,
+        filename=client_file_name(request, file) if file is not None else None,
+        refused=upload_refusal(request),
+        source=RunSource.API,
+        api_token=request.api_token,
+        idempotency_key=idempotency_key,
+    )
     return Status(202, accept_out(acceptance))
 
 

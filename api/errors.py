@@ -36,7 +36,6 @@ class ErrorCode(StrEnum):
     # A member page's form past its bound of files (PAPERLANE_UPLOAD_FORM_MAX_FILES).
     TOO_MANY_FILES = "too_many_files"
     INVALID_FILENAME = "invalid_filename"
-    INVALID_FORM = "invalid_form"
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     DOCUMENT_DELETED = "document_deleted"

@@ -8,9 +8,8 @@ from ninja import Path, Router, Status
 from api.documents import ACCEPT_ERRORS, accept_out
 from api.errors import errors
 from api.schemas import AcceptOut, UploadIn, UploadOut
-from core.errors import ServiceError
-from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
-from pipeline.services.direct_uploads import pending_upload_complete, pending_upload_create
+from pipeline.models import RunSource
+from pipeline.services.receive import direct_upload_open, direct_upload_receive
 
 router = Router(tags=["uploads"])
 
@@ -29,17 +28,14 @@ def upload_create(request, payload: UploadIn):
     too large, `415` not PDF or DOCX, `402` no pages left, `429` + `Retry-After` when
     the pipeline is full. `409 presigned_unsupported` when this server does not store
     documents in S3: upload with `POST /documents` instead."""
-    try:
-        grant = pending_upload_create(
-            organisation=request.organisation,
-            filename=payload.filename,
-            size_bytes=payload.size_bytes,
-            content_type=payload.content_type,
-            api_token=request.api_token,
-        )
-    except ServiceError as exc:
-        upload_count(channel="api", result=REFUSED, code=exc.code)
-        raise
+    grant = direct_upload_open(
+        channel="api",
+        organisation=request.organisation,
+        filename=payload.filename,
+        size_bytes=payload.size_bytes,
+        content_type=payload.content_type,
+        api_token=request.api_token,
+    )
     pending = grant.pending
     return Status(
         201,
@@ -71,12 +67,11 @@ def upload_complete(
     `409 upload_missing`: nothing was PUT yet. `422 size_mismatch`: the file is not the
     size declared. `410 upload_expired`: too late; ask for a new upload. Completing
     again answers the same `202`, and nothing new is made or charged."""
-    try:
-        acceptance = pending_upload_complete(
-            organisation=request.organisation, upload_id=upload_id, api_token=request.api_token
-        )
-    except ServiceError as exc:
-        upload_count(channel="api", result=REFUSED, code=exc.code)
-        raise
-    upload_count(channel="api", result=REPLAYED if acceptance.replayed else ACCEPTED)
+    acceptance = direct_upload_receive(
+        channel="api",
+        organisation=request.organisation,
+        upload_id=upload_id,
+        source=RunSource.API,
+        api_token=request.api_token,
+    )
     return Status(202, accept_out(acceptance))

@@ -14,7 +14,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.errors import NotFound, ServiceError
-from core.upload_counts import ACCEPTED, REFUSED, upload_count
 from core.uploads import client_file_name, upload_refusal
 from documents.downloads import document_file_response
 from documents.models import Document, DocumentKind, Membership, Organisation
@@ -24,7 +23,7 @@ from documents.selectors import document_file, document_get, document_list
 from documents.services.quota import quota_get
 from pipeline.models import RunSource, RunStatus
 from pipeline.selectors import document_runs, documents_filtered, documents_with_latest_runs
-from pipeline.services.accept import document_accept
+from pipeline.services.receive import upload_receive
 from web.document_parts import (
     PART_TEMPLATES,
     RUNS_SHOWN,
@@ -70,33 +69,30 @@ def _upload_files(request: HttpRequest, membership: Membership) -> tuple[int, di
     accepted or refused one gets its message. Returns the status of the answer and the
     headers it carries (Retry-After when the system is busy); 202 when any was accepted."""
     refusals: list[ServiceError] = []
-    if refused := upload_refusal(request):
-        upload_count(channel="web", result=REFUSED, code=refused.code)
-        messages.error(request, refused.message)
-        refusals.append(refused)
     # An empty file past the form's bound has no block to be skipped at: left out here.
     uploads = request.FILES.getlist("file")[: settings.PAPERLANE_UPLOAD_FORM_MAX_FILES]
-    if not uploads and not refusals:
-        upload_count(channel="web", result=REFUSED, code="invalid_form")
-        messages.error(request, "Choose a PDF or Word (.docx) file to upload.")
-        return 400, {}
+    # What reading the request refused (the files past the form's bound, or past the size
+    # limit), and a form with no file: each one refusal, received as every upload is.
+    if (refused := upload_refusal(request)) or not uploads:
+        uploads = [None, *uploads]
     accepted = 0
     for upload in uploads:
-        name = client_file_name(request, upload)
+        name = client_file_name(request, upload) if upload is not None else None
         try:
-            acceptance = document_accept(
+            acceptance = upload_receive(
+                channel="web",
                 organisation=membership.organisation,
                 upload=upload,
                 filename=name,
+                refused=refused if upload is None else None,
                 source=RunSource.WEB,
                 user=request.user,
             )
         except ServiceError as exc:
-            upload_count(channel="web", result=REFUSED, code=exc.code)
-            messages.error(request, refusal_words(exc, name=name, size=upload.size))
+            size = upload.size if upload is not None else None
+            messages.error(request, refusal_words(exc, name=name, size=size))
             refusals.append(exc)
             continue
-        upload_count(channel="web", result=ACCEPTED)
         accepted += 1
         stored = acceptance.document.filename
         messages.success(request, f"“{stored}” was accepted and is queued for processing.")

@@ -15,6 +15,8 @@ def refusal_words(exc: ServiceError, *, name: str | None, size: int | None = Non
         which = f"“{name}”" if name else "The file"
         measured = f" ({filesizeformat(size)})" if size else ""
         return f"{which} is too large{measured}.{most}"
+    if exc.code == "missing_file":  # the form (or the page's script) sent no file
+        return "Choose a PDF or Word (.docx) file to upload."
     if name is None:
         return exc.message
     return f"“{name}”: {exc.message}"

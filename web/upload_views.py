@@ -1,7 +1,7 @@
 """The upload form's script sends each file on its own and reads the answer as JSON: the
 document and run it made, or why it was refused in plain words. Files above a size go
 straight to S3 (a direct upload, as the API's) and are then completed here. Thin callers
-of the accept and direct-upload services."""
+of the receiving services (pipeline/services/receive.py)."""
 
 import json
 import uuid
@@ -11,12 +11,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core.errors import InvalidUpload, ServiceError
-from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
 from core.uploads import client_file_name, upload_refusal
 from documents.roles import abilities
 from pipeline.models import RunSource
-from pipeline.services.accept import Acceptance, document_accept
-from pipeline.services.direct_uploads import pending_upload_complete, pending_upload_create
+from pipeline.services.accept import Acceptance
+from pipeline.services.receive import direct_upload_open, direct_upload_receive, upload_receive
 from web.json_access import json_member_required
 from web.listing import document_row
 from web.organisation_views import current_membership
@@ -27,7 +26,6 @@ DIRECT_REQUEST_MAX_BYTES = 4096
 
 
 def _refused(exc: ServiceError, *, name: str | None, size: int | None = None) -> JsonResponse:
-    upload_count(channel="web", result=REFUSED, code=exc.code)
     body = {
         "detail": refusal_words(exc, name=name, size=size),
         "code": exc.code,
@@ -40,7 +38,6 @@ def _refused(exc: ServiceError, *, name: str | None, size: int | None = None) ->
 
 
 def _accepted(request: HttpRequest, acceptance: Acceptance) -> JsonResponse:
-    upload_count(channel="web", result=REPLAYED if acceptance.replayed else ACCEPTED)
     document, run = acceptance.document, acceptance.run
     can = abilities(current_membership(request).role)
     row = document_row(request, document, run, can)
@@ -64,22 +61,20 @@ def upload_view(request: HttpRequest) -> JsonResponse:
     """One file (multipart field `file`), accepted or refused in JSON."""
     membership = current_membership(request)
     uploads = request.FILES.getlist("file")
+    upload = uploads[0] if len(uploads) == 1 else None  # none, or an empty one past the first
     name = client_file_name(request, uploads[0]) if uploads else None
-    if refused := upload_refusal(request):
-        return _refused(refused, name=name)
-    if len(uploads) != 1:  # none, or an empty one past the first
-        missing = InvalidUpload("Send one file.", code="missing_file")
-        return _refused(missing, name=name)
     try:
-        acceptance = document_accept(
+        acceptance = upload_receive(
+            channel="web",
             organisation=membership.organisation,
-            upload=uploads[0],
+            upload=upload,
             filename=name,
+            refused=upload_refusal(request),
             source=RunSource.WEB,
             user=request.user,
         )
     except ServiceError as exc:
-        return _refused(exc, name=name, size=uploads[0].size)
+        return _refused(exc, name=name, size=upload.size if upload is not None else None)
     return _accepted(request, acceptance)
 
 
@@ -92,10 +87,13 @@ def direct_upload_view(request: HttpRequest) -> JsonResponse:
     try:
         declared = _declared(request)
     except ServiceError as exc:
+        # A request our own script did not make (the API's schema refuses its like): no
+        # upload to count.
         return _refused(exc, name=None)
     name = declared["filename"] or None
     try:
-        grant = pending_upload_create(
+        grant = direct_upload_open(
+            channel="web",
             organisation=membership.organisation,
             filename=declared["filename"],
             size_bytes=declared["size_bytes"],
@@ -147,7 +145,8 @@ def direct_upload_complete_view(request: HttpRequest, upload_id: uuid.UUID) -> J
     """Accept the file PUT for one of the organisation's direct uploads (another's: 404)."""
     membership = current_membership(request)
     try:
-        acceptance = pending_upload_complete(
+        acceptance = direct_upload_receive(
+            channel="web",
             organisation=membership.organisation,
             upload_id=upload_id,
             user=request.user,

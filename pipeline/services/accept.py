@@ -2,12 +2,14 @@
 
 Validate by content, ask admission control (pipeline/services/admission.py) whether
 there is room, write the bytes once to their final key, then in one transaction
-create the document and the run (one statement on PostgreSQL, core/inserts.py),
-reserve quota and mark the first stage due. The first stage is enqueued after
-commit. Nothing here parses the whole file or calls anything but storage.
+create the document and the run (one statement, core/inserts.py), reserve quota and
+mark the first stage due. The first stage is enqueued after commit. Nothing here parses
+the whole file or calls anything but storage.
 
-A direct upload's bytes (pipeline/services/direct_uploads.py) are already at their final key
-when they get here: they are validated the same way, and not written again.
+`document_accept` takes a multipart upload's bytes; `pending_upload_accept` those of a
+direct upload (pipeline/services/direct_uploads.py), already at their final key: they are
+checked the same way and not written again. The doors people and integrations come in
+by (the API, the page's script and form) call them through pipeline/services/receive.py.
 """
 
 import hashlib
@@ -42,6 +44,7 @@ from documents.storage import (
     storage_delete,
     storage_put,
 )
+from formats.base import Inspection
 from pipeline.models import ImportRun
 from pipeline.services.admission import (
     OrganisationAtBound,
@@ -178,6 +181,107 @@ def file_too_large(size_bytes: int) -> FileTooLarge:
     )
 
 
+def _idempotency_key_checked(key: str | None) -> str | None:
+    if key is None:
+        return None
+    key = key.strip()
+    if not key or len(key) > IDEMPOTENCY_KEY_MAX:
+        raise InvalidUpload(
+            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters.",
+            code="invalid_idempotency_key",
+        )
+    return key
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """An upload that passed every check before anything is recorded."""
+
+    filename: str
+    sha256: str
+    inspection: Inspection
+
+
+def _checked(
+    *, organisation: Organisation, upload: UploadedFile, filename: str, sha256: str | None
+) -> _Checked:
+    """Admission, then the bytes: their digest, their kind and pages by content (in the
+    bounded inspection child), the name they are kept under, and the quota for them."""
+    # Before the file is read or stored: a refusal is instant and records nothing.
+    admission_check(organisation_id=organisation.id)
+    sha256 = sha256 or _sha256(upload)
+    inspection = inspect_upload(upload.file)
+    filename = filename_for_kind(filename, inspection.kind)
+    quota_check(organisation=organisation, pages=inspection.pages)
+    return _Checked(filename=filename, sha256=sha256, inspection=inspection)
+
+
+def _named(upload: UploadedFile, filename: str | None) -> str:
+    filename = filename_validate(filename if filename is not None else upload.name)
+    if upload.size is not None and upload.size > settings.PAPERLANE_MAX_UPLOAD_BYTES:
+        raise file_too_large(upload.size)
+    return filename
+
+
+def _insert(
+    *,
+    organisation: Organisation,
+    checked: _Checked,
+    document_id: uuid.UUID,
+    key: str,
+    size: int,
+    source: str,
+    user: AbstractBaseUser | None,
+    api_token: ApiToken | None,
+    idempotency_key: str | None = None,
+) -> Acceptance:
+    """In the caller's transaction: the document, its reservation, its run (due at its
+    first stage, enqueued once the transaction commits) and its first history row, in one
+    statement. `_hold` follows, last."""
+    document = Document(
+        id=document_id,
+        organisation=organisation,
+        filename=checked.filename,
+        kind=checked.inspection.kind,
+        size_bytes=size,
+        sha256=checked.sha256,
+        storage_key=key,
+        uploaded_by=user,
+    )
+    reservation = QuotaReservation(
+        organisation=organisation,
+        pages=checked.inspection.pages,
+        estimated=checked.inspection.estimated,
+    )
+    run, accepted = run_begin(
+        actor=Actor.of(user=user, api_token=api_token),
+        reason="accepted",
+        organisation=organisation,
+        document=document,
+        reservation=reservation,
+        source=source,
+        idempotency_key=idempotency_key,
+        request_sha256=checked.sha256,
+        created_by=user,
+        api_token=api_token,
+    )
+    rows_insert(reservation, document, run, accepted)
+    return Acceptance(run=run, document=document)
+
+
+def _hold(acceptance: Acceptance) -> Acceptance:
+    """The accepted run's pages taken, and the organisation's bound of runs checked
+    (OrganisationAtBound), last in the transaction: the organisation's row is locked from
+    here to the commit, as briefly as possible, so concurrent uploads of one organisation
+    take their pages and count its runs one after another, and the quota and its bound
+    of runs hold exactly."""
+    run = acceptance.run
+    quota_take(reservation=run.reservation)
+    if admission_organisation_over(organisation_id=run.organisation_id):
+        raise OrganisationAtBound()
+    return acceptance
+
+
 def document_accept(
     *,
     organisation: Organisation,
@@ -187,116 +291,104 @@ def document_accept(
     user: AbstractBaseUser | None = None,
     api_token: ApiToken | None = None,
     idempotency_key: str | None = None,
-    pending: PendingUpload | None = None,
 ) -> Acceptance:
     """Accept an uploaded file for processing, or raise a ServiceError saying why not.
 
-    `filename` is the name the client sent, if it differs from `upload.name`.
-
-    `pending`: `upload` holds the bytes of that direct upload, read back from the key
-    they were PUT to, which is the stable key of the document they become. They are
-    checked exactly as any upload's (and must be of the kind declared, which named the
-    key); the document then points at them where they are. Nothing is written, and a
-    refusal leaves them where they are for the caller to deal with. Completing one
-    direct upload twice at once makes one document: the second is answered with it.
-    Forbidden for a viewer (person or token), before the file is inspected or stored.
+    `filename` is the name the client sent, if it differs from `upload.name`. The bytes
+    are written once, to the new document's stable key, before the rows that point to
+    them are recorded; a refusal after that deletes them. A request repeating an
+    `idempotency_key` is answered with what the first one made. Forbidden for a viewer
+    (person or token), before the file is inspected or stored.
     """
     ability_require(
         organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token
     )
-    if idempotency_key is not None:
-        idempotency_key = idempotency_key.strip()
-        if not idempotency_key or len(idempotency_key) > IDEMPOTENCY_KEY_MAX:
-            raise InvalidUpload(
-                f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters.",
-                code="invalid_idempotency_key",
-            )
-    filename = filename_validate(filename if filename is not None else upload.name)
-    if upload.size is not None and upload.size > settings.PAPERLANE_MAX_UPLOAD_BYTES:
-        raise file_too_large(upload.size)
+    idempotency_key = _idempotency_key_checked(idempotency_key)
+    filename = _named(upload, filename)
     sha256 = None
     if idempotency_key:
         sha256 = _sha256(upload)
         if found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256):
             return found
-    # Before the file is read or stored: a refusal is instant and records nothing.
-    admission_check(organisation_id=organisation.id)
-    sha256 = sha256 or _sha256(upload)
-    inspection = inspect_upload(upload.file)
-    if pending is not None and inspection.kind != pending.kind:
-        raise _kind_mismatch(pending=pending, kind=inspection.kind)
-    filename = filename_for_kind(filename, inspection.kind)
-    quota_check(organisation=organisation, pages=inspection.pages)
-
-    if pending is None:
-        document_id = uuid.uuid4()
-        key = document_storage_key(
-            organisation_id=organisation.id,
-            document_id=document_id,
-            version=1,
-            kind=inspection.kind,
-        )
-        _store(organisation=organisation, key=key, upload=upload)
-    else:
-        document_id, key = pending.reserved_document_id, pending.storage_key
-
-    def discard() -> None:
-        # A direct upload's bytes stay: its client may still complete it.
-        if pending is None:
-            storage_delete(key=key)
-
+    checked = _checked(organisation=organisation, upload=upload, filename=filename, sha256=sha256)
+    document_id = uuid.uuid4()
+    key = document_storage_key(
+        organisation_id=organisation.id,
+        document_id=document_id,
+        version=1,
+        kind=checked.inspection.kind,
+    )
+    _store(organisation=organisation, key=key, upload=upload)
     try:
         with transaction.atomic():
-            document = Document(
-                id=document_id,
+            acceptance = _insert(
                 organisation=organisation,
-                filename=filename,
-                kind=inspection.kind,
-                size_bytes=upload.size,
-                sha256=sha256,
-                storage_key=key,
-                uploaded_by=user,
-            )
-            reservation = QuotaReservation(
-                organisation=organisation, pages=inspection.pages, estimated=inspection.estimated
-            )
-            # Enqueued once the transaction commits.
-            run, accepted = run_begin(
-                actor=Actor.of(user=user, api_token=api_token),
-                reason="accepted",
-                organisation=organisation,
-                document=document,
-                reservation=reservation,
+                checked=checked,
+                document_id=document_id,
+                key=key,
+                size=upload.size,
                 source=source,
-                idempotency_key=idempotency_key or None,
-                request_sha256=sha256,
-                created_by=user,
+                user=user,
                 api_token=api_token,
+                idempotency_key=idempotency_key,
             )
-            rows_insert(reservation, document, run, accepted)
-            if pending is not None:
-                pending_upload_mark_completed(upload=pending, document=document)
-            # The organisation's row is locked from here to the commit, as briefly as
-            # possible: concurrent uploads of one organisation take their pages and count
-            # its runs one after another, so the quota and its bound of runs hold exactly.
-            quota_take(reservation=reservation)
-            if admission_organisation_over(organisation_id=organisation.id):
-                raise OrganisationAtBound()
+            return _hold(acceptance)
     except OrganisationAtBound:
-        discard()
+        storage_delete(key=key)
         raise admission_organisation_refusal(organisation_id=organisation.id) from None
     except IntegrityError:
-        discard()
+        storage_delete(key=key)
         # Two requests with one Idempotency-Key raced; the other one won.
         if idempotency_key and (
             found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256)
         ):
             return found
-        # Two completions of one direct upload raced (one document id); the other one won.
-        if pending is not None and (found := upload_acceptance(pending=pending)):
-            return found
         raise
     except BaseException:
-        discard()
+        storage_delete(key=key)
         raise
-    return Acceptance(run=run, document=document)
+
+
+def pending_upload_accept(
+    *,
+    organisation: Organisation,
+    pending: PendingUpload,
+    upload: UploadedFile,
+    source: str,
+    user: AbstractBaseUser | None = None,
+    api_token: ApiToken | None = None,
+) -> Acceptance:
+    """Accept the bytes of the direct upload `pending`, read back from the key they were
+    PUT to (the stable key of the document they become), or raise a ServiceError. They
+    are checked exactly as any upload's, and must be of the kind declared (which named the
+    key); the document then points at them where they are. Nothing is written, and a
+    refusal leaves them where they are for the caller to deal with. Completing one direct
+    upload twice at once makes one document: the second is answered with it."""
+    # As declared: UploadedFile would clean the name it is given.
+    filename = _named(upload, pending.filename)
+    checked = _checked(organisation=organisation, upload=upload, filename=filename, sha256=None)
+    if checked.inspection.kind != pending.kind:
+        raise _kind_mismatch(pending=pending, kind=checked.inspection.kind)
+    try:
+        with transaction.atomic():
+            acceptance = _insert(
+                organisation=organisation,
+                checked=checked,
+                document_id=pending.reserved_document_id,
+                key=pending.storage_key,
+                size=upload.size,
+                source=source,
+                user=user,
+                api_token=api_token,
+            )
+            # Before the organisation's row: a completion racing this one (and refusing the
+            # bytes) waits on the upload's row, and finds it completed.
+            pending_upload_mark_completed(upload=pending, document=acceptance.document)
+            return _hold(acceptance)
+    except OrganisationAtBound:
+        raise admission_organisation_refusal(organisation_id=organisation.id) from None
+    except IntegrityError:
+        # Two completions of one direct upload raced (one document id); the other one won.
+        if found := upload_acceptance(pending=pending):
+            return found
+        raise

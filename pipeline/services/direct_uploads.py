@@ -8,7 +8,7 @@ completes the upload, and the file is accepted as any upload is.
   PAPERLANE_UPLOAD_URL_SECONDS, to the stable key of the document the upload becomes
   (under its organisation's prefix).
 - `pending_upload_complete` looks at the object (HEAD), reads it back within the size
-  limit and PAPERLANE_UPLOAD_READ_SECONDS, and gives it to `document_accept`: the same
+  limit and PAPERLANE_UPLOAD_READ_SECONDS, and gives it to `pending_upload_accept`: the same
   checks, quota reservation, document, run and enqueue as a multipart upload. The
   document keeps the object where it is. Completing again answers the same.
 
@@ -58,9 +58,9 @@ from pipeline.models import RunSource
 from pipeline.services.accept import (
     STORAGE_RETRY_AFTER_SECONDS,
     Acceptance,
-    document_accept,
     file_too_large,
     filename_validate,
+    pending_upload_accept,
     upload_acceptance,
 )
 from pipeline.services.admission import admission_check
@@ -163,7 +163,7 @@ def pending_upload_complete(
     user: AbstractBaseUser | None = None,
     source: str = RunSource.API,
 ) -> Acceptance:
-    """Accept the file PUT for a direct upload as `document_accept` accepts any upload,
+    """Accept the file PUT for a direct upload as any upload is accepted,
     or raise a ServiceError: 404 for an upload that is not the organisation's, 409
     `presigned_unsupported` or `upload_missing` (nothing was PUT, or refused bytes were
     deleted), 410 `upload_expired` once its time to be completed is over, 422
@@ -189,15 +189,13 @@ def pending_upload_complete(
                 content_type=pending.content_type,
                 size=pending.size_bytes,
             )
-            return document_accept(
+            return pending_upload_accept(
                 organisation=organisation,
+                pending=pending,
                 upload=upload,
-                # As declared: UploadedFile would clean the name it is given.
-                filename=pending.filename,
                 source=source,
                 api_token=api_token,
                 user=user,
-                pending=pending,
             )
     except BYTES_REFUSED:
         # Unless a completion of the same upload accepted them meanwhile (a refusal can

@@ -617,13 +617,13 @@ def test_a_refusal_racing_a_completion_that_was_accepted_leaves_its_bytes(
     s3, api, org, monkeypatch
 ):
     grant = put_for(api, make_pdf(2))
-    accept = presigned_service.document_accept
+    accept = presigned_service.pending_upload_accept
 
     def accepted_elsewhere_then_refused(**kwargs):
         accept(**kwargs)  # the other completion, committed meanwhile
         raise UnreadableDocument("The inspection ran out of time.", code="inspection_too_slow")
 
-    monkeypatch.setattr(presigned_service, "document_accept", accepted_elsewhere_then_refused)
+    monkeypatch.setattr(presigned_service, "pending_upload_accept", accepted_elsewhere_then_refused)
 
     response = complete(api, grant["upload_id"])
 

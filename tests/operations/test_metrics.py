@@ -204,7 +204,7 @@ def test_uploads_are_counted_at_the_api_and_the_upload_page(api, member_client, 
     )
     assert counts[("web", "accepted", "")] == 1
     assert counts[("web", "refused", "unsupported_type")] == 1
-    assert counts[("web", "refused", "invalid_form")] == 1
+    assert counts[("web", "refused", "missing_file")] == 1
 
 
 def _file(name, data):

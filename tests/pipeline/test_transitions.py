@@ -181,7 +181,8 @@ NOT_RUNS = {
     ("documents/services/quota.py", "reservation"),  # a QuotaReservation
     ("pipeline/logcontext.py", "record"),  # a log record's fields
 }
-APPS = ("web", "api", "operations", "connectors", "pipeline", "retrieval", "documents", "core")
+APPS = ("web", "api", "operations", "connectors", "pipeline", "retrieval", "documents", "formats")
+APPS += ("core",)
 
 
 def run_field_writes(path: Path, source: str) -> list[str]:

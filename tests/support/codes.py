@@ -7,9 +7,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ("config", "web", "api", "operations", "connectors", "pipeline", "retrieval")
-APPS += ("documents", "core")
+APPS += ("documents", "formats", "core")
 # What runs in a worker: the apps whose errors a run can end with.
-PIPELINE_APPS = ("connectors", "pipeline", "retrieval", "documents", "core")
+PIPELINE_APPS = ("connectors", "pipeline", "retrieval", "documents", "formats", "core")
 # The positional argument that is the code, in the two calls that take it so:
 # config/api.py's _error(request, status, detail, code) and the engine's
 # _fail(claim, exc, outcome, code, message).

@@ -203,5 +203,5 @@ def test_the_files_sent_before_a_form_post_passes_the_size_limit_are_kept(member
         "/", {"file": [_file("first.pdf", first), _file("second.pdf", second)]}, follow=True
     ).content.decode()
 
-    assert "“first.pdf” was accepted" in page and "The file is larger than the limit" in page
+    assert "“first.pdf” was accepted" in page and "The file is too large." in page
     assert list(Document.objects.values_list("filename", flat=True)) == ["first.pdf"]

@@ -100,5 +100,5 @@ def test_an_oversized_file_gets_a_plain_message(member_client, org, settings):
     response = member_client.post("/", {"file": SimpleUploadedFile("big.pdf", make_pdf(60))})
 
     assert response.status_code == 413
-    assert "larger than the limit of 20000 bytes" in response.content.decode()
+    assert "The file is too large. One file may be at most 19.5" in response.content.decode()
     assert not ImportRun.objects.exists()
