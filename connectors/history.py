@@ -1,5 +1,5 @@
 """A connection's history: one row for each change made to it (connectors/models.py,
-ConnectionEvent), written in the same transaction as the change."""
+ConnectionEvent), written by its move (connectors/status.py) in the same transaction."""
 
 from connectors.models import Connection, ConnectionEvent
 from pipeline.services.transitions import Actor

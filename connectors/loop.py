@@ -8,6 +8,7 @@ connection is synced by one of them at a time.
 
 import logging
 
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -16,11 +17,12 @@ from connectors.models import Connection, ConnectorImport
 from connectors.problems import problem_text
 from connectors.registry import provider_for
 from connectors.services import connection_pause_if_signed_in_by_former_member
+from connectors.status import SYNCING, connection_move
 from connectors.sync import (
-    SYNCING,
     connection_due_q,
     connection_refresh_imports,
     connection_sync,
+    connector_actor,
     sync_owner_name,
 )
 
@@ -73,18 +75,33 @@ def connectors_maintain() -> None:
                 continue
             provider_for(connection).maintain(connection)
         except NeedsReconnect as exc:
-            # Unless it stopped syncing meanwhile (disconnected: its tokens deleted, hence
-            # the refusal; or paused).
-            plain = problem_text(exc.kind, provider=connection.get_provider_display())
-            Connection.objects.filter(id=connection.id, status__in=SYNCING).update(
-                status=Connection.Status.NEEDS_RECONNECT,
-                status_reason=plain,
-                last_error=exc.message,
-                last_problem=exc.kind,
-            )
+            _lose_access(connection, exc)
         except Exception:  # one connection's trouble must not stop the others' upkeep
             logger.exception("connection %s: upkeep failed", connection.id)
     following = ConnectorImport.objects.filter(state=ConnectorImport.State.QUEUED)
     followed = Connection.objects.filter(id__in=following.values("connection_id")).only("id")
     for connection in followed:
         connection_refresh_imports(connection=connection)
+
+
+def _lose_access(connection: Connection, refusal: NeedsReconnect) -> None:
+    """The provider refused the connection's sign-in during upkeep: it needs reconnecting,
+    unless it stopped syncing meanwhile (disconnected: its tokens deleted, hence the
+    refusal; or paused)."""
+    with transaction.atomic():
+        row = (
+            Connection.objects.select_for_update()
+            .defer("cursor")
+            .filter(id=connection.id, status__in=SYNCING)
+            .first()
+        )
+        if row is None:
+            return
+        row.last_error, row.last_problem = refusal.message, refusal.kind
+        connection_move(
+            connection=row,
+            move="lose_access",
+            actor=connector_actor(row),
+            reason=problem_text(refusal.kind, provider=row.get_provider_display()),
+            also_save=("last_error", "last_problem"),
+        )

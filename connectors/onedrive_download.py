@@ -3,21 +3,23 @@
 The link comes from Graph's answer and is fetched with no token, but it is still a
 URL someone else wrote: it is fetched only over HTTPS from Microsoft's download hosts
 (PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS), and so is every redirect it leads to (a few at
-most). No other scheme is even possible: the opener knows HTTP(S) alone (urllib's
-default one also reads file:, ftp: and data: URLs). Each read waits at most the
+most, each checked before it is asked). No other scheme is even possible: the client
+(connectors/onedrive_http.py) knows HTTP(S) alone. Each read waits at most the
 OneDrive timeout, the whole download at most PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS,
 and no more than PAPERLANE_CONNECTOR_MAX_FILE_BYTES is read.
 """
 
 import io
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import BinaryIO
 
+import httpx
 from django.conf import settings
 
+from connectors.onedrive_http import HTTP_FAILURES, http_client
 from pipeline.errors import PermanentError, TransientError
 
 # Redirects one download may follow (each checked as the link itself is).
@@ -59,7 +61,10 @@ def download_refusal(url: str) -> str | None:
 
 
 def _refused(url: str, why: str) -> PermanentError:
-    host = urllib.parse.urlsplit(url).hostname or url[:100]
+    try:
+        host = urllib.parse.urlsplit(url).hostname or url[:100]
+    except ValueError:
+        host = url[:100]
     return PermanentError(
         f"OneDrive's download link led to {host}, which is not fetched: {why} "
         "(PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS).",
@@ -67,45 +72,49 @@ def _refused(url: str, why: str) -> PermanentError:
     )
 
 
-class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect only to where the link itself could have pointed."""
+def _follow(client: httpx.Client, link: str) -> httpx.Response:
+    """The answer at the end of the link's redirects, each checked before it is asked;
+    after MAX_REDIRECTS, whatever the next answer is (a redirect still: a failure). Its
+    body is not read yet."""
+    url = link
+    for _ in range(MAX_REDIRECTS):
+        response = _get(client, url)
+        if not response.has_redirect_location:
+            return response
+        response.close()
+        target = response.headers["location"]
+        try:
+            url = str(response.url.join(target))
+        except httpx.InvalidURL:
+            raise _refused(target, "it is not a valid URL") from None
+        why = download_refusal(url)
+        if why:
+            raise _refused(url, why)
+    return _get(client, url)
 
-    max_redirections = MAX_REDIRECTS
 
-    def http_error_302(self, req, fp, code, msg, headers):
-        target = headers.get("location") or headers.get("uri")
-        if target:
-            target = urllib.parse.urljoin(req.full_url, target)
-            why = download_refusal(target)
-            if why:
-                fp.close()
-                raise _refused(target, why)
-        return super().http_error_302(req, fp, code, msg, headers)
-
-    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
-
-
-def _opener() -> urllib.request.OpenerDirector:
-    opener = urllib.request.OpenerDirector()
-    for handler in (
-        urllib.request.ProxyHandler(),
-        urllib.request.HTTPHandler(),
-        urllib.request.HTTPSHandler(),
-        _CheckedRedirects(),
-        urllib.request.HTTPDefaultErrorHandler(),
-        urllib.request.HTTPErrorProcessor(),
-    ):
-        opener.add_handler(handler)
-    return opener
+def _get(client: httpx.Client, url: str) -> httpx.Response:
+    try:
+        # Pre-authenticated: no Authorization header goes with it.
+        return client.send(client.build_request("GET", url), stream=True)
+    except HTTP_FAILURES as exc:
+        raise TransientError(
+            f"The OneDrive download failed ({exc}).", code="source_unavailable"
+        ) from exc
 
 
 class _Stream(io.RawIOBase):
     """A download being read, within its time and size: network failures mid-way are
-    transient stage errors. Reads return what one receive gave (read1), so the time
+    transient stage errors. A read returns at most what one receive gave, so the time
     limit holds even against a server that trickles its bytes."""
 
-    def __init__(self, response, *, deadline: float, limit: int) -> None:
+    def __init__(
+        self, client: httpx.Client, response: httpx.Response, *, deadline: float, limit: int
+    ) -> None:
+        self._client = client
         self._response = response
+        self._blocks: Iterator[bytes] = response.iter_raw()
+        self._pending = b""
         self._deadline = deadline
         self._limit = limit
         self._read = 0
@@ -120,19 +129,23 @@ class _Stream(io.RawIOBase):
                 f"{settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS:.0f} s.",
                 code="download_timeout",
             )
-        try:
-            block = self._response.read1(size if size and size > 0 else 1024 * 1024)
-        except OSError as exc:
-            raise TransientError(
-                f"The OneDrive download broke off ({exc}).", code="source_unavailable"
-            ) from exc
-        self._read += len(block)
-        if self._read > self._limit:
-            raise _too_large(self._limit)
+        if not self._pending:
+            try:
+                self._pending = next(self._blocks, b"")
+            except HTTP_FAILURES as exc:
+                raise TransientError(
+                    f"The OneDrive download broke off ({exc}).", code="source_unavailable"
+                ) from exc
+            self._read += len(self._pending)
+            if self._read > self._limit:
+                raise _too_large(self._limit)
+        size = size if size and size > 0 else len(self._pending)
+        block, self._pending = self._pending[:size], self._pending[size:]
         return block
 
     def close(self) -> None:
         self._response.close()
+        self._client.close()
         super().close()
 
 
@@ -152,23 +165,20 @@ def download_open(link: str, *, timeout: float) -> BinaryIO | None:
         raise _refused(link, why)
     limit = settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES
     deadline = time.monotonic() + settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS
-    # Pre-authenticated: no Authorization header goes with it.
-    request = urllib.request.Request(link, method="GET")
-    try:
-        response = _opener().open(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        if exc.code in (401, 403, 404, 410):
+    with ExitStack() as closing:
+        client = closing.enter_context(http_client(timeout=timeout))
+        response = _follow(client, link)
+        closing.callback(response.close)
+        status = response.status_code
+        if status in (401, 403, 404, 410):
             return None
-        raise TransientError(
-            f"The OneDrive download failed ({exc.code}).", code="source_unavailable"
-        ) from exc
-    except OSError as exc:
-        raise TransientError(
-            f"The OneDrive download failed ({exc}).", code="source_unavailable"
-        ) from exc
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limit:
-        response.close()
-        raise _too_large(limit)
-    return _Stream(response, deadline=deadline, limit=limit)  # type: ignore[return-value]
+        if not 200 <= status < 300:
+            raise TransientError(
+                f"The OneDrive download failed ({status}).", code="source_unavailable"
+            )
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        # From here the stream closes them.
+        closing.pop_all()
+    return _Stream(client, response, deadline=deadline, limit=limit)  # type: ignore[return-value]

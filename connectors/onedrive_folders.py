@@ -1,4 +1,8 @@
-"""OneDrive folders: which items are in the connected folder, and what a moved folder held.
+"""OneDrive folders: the one a person connects, which items are in it, and what a moved
+folder held.
+
+`folder_resolve` finds the folder a person names by its path, with the tokens of the
+sign-in they just made.
 
 Delta items carry no `parentReference.path`, and "renaming a folder doesn't result
 in any descendants of the folder being returned from delta"; "when using delta you
@@ -27,7 +31,7 @@ from typing import Any
 from connectors.base import ChangePage, ProviderError, RemoteFile, RemoteFolder
 from connectors.folders import MAX_DEPTH, FolderStore, KnownFolder
 from connectors.models import Connection
-from connectors.onedrive_graph import GraphClient, status_problem
+from connectors.onedrive_graph import GraphClient, OneDriveConfig, Tokens, status_problem
 from connectors.onedrive_items import as_delta_lists_it, gone_file, item_file
 
 # What a walk asks of each child; the same facets delta gives (Graph's page size, 200,
@@ -42,6 +46,34 @@ class WalkTooLong(Exception):
 
 def _quoted(item_id: str) -> str:
     return urllib.parse.quote(item_id, safe="!")
+
+
+def folder_resolve(*, config: OneDriveConfig, tokens: Tokens, path: str) -> tuple[str, str]:
+    """(drive id, folder item id) of `path` in the signed-in person's OneDrive; a
+    ProviderError that says why in plain words if it is missing or not a folder."""
+
+    def source(stale: Tokens | None) -> Tokens:
+        # Minutes old: a refusal here means the sign-in did not work.
+        if stale is not None:
+            raise ProviderError("Microsoft refused the new sign-in; connect again.")
+        return tokens
+
+    client = GraphClient(config=config, tokens=source)
+    drive = client.get_json(client.url("/me/drive"))
+    drive_id = _quoted(str(drive.get("id", "")))
+    if path == "/":
+        url = client.url(f"/drives/{drive_id}/root")
+    else:
+        url = client.url(f"/drives/{drive_id}/root:{urllib.parse.quote(path, safe='/')}")
+    answer = client.call("GET", url)
+    if answer.status == 404:
+        raise ProviderError(f"There is no folder {path} in your OneDrive.")
+    if answer.status != 200:
+        raise ProviderError(f"OneDrive answered {answer.status} looking for {path}.")
+    item = answer.json()
+    if "folder" not in item and "root" not in item:
+        raise ProviderError(f"{path} is a file in your OneDrive, not a folder.")
+    return str(drive["id"]), str(item["id"])
 
 
 class Tree:

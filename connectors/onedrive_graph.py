@@ -1,9 +1,9 @@
 """Talking to Microsoft Graph and the identity platform: HTTP with timeouts, OAuth tokens,
 throttling and expired tokens handled once for every OneDrive call.
 
-Only the standard library: every request has a timeout, no call follows a link to
-another host with our token, and nothing here touches the database (the token
-source given to `GraphClient` does that).
+Over the connectors' HTTP client (connectors/onedrive_http.py): every request has a
+timeout, no call follows a link to another host with our token, and nothing here
+touches the database (the token source given to `GraphClient` does that).
 """
 
 import base64
@@ -12,9 +12,7 @@ import hashlib
 import json
 import secrets
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from connectors.base import NeedsReconnect, ProviderBusy, ProviderError
+from connectors.onedrive_http import HTTP_FAILURES, http_client
 from connectors.problems import Problem
 
 # Each call a person waits on (connecting a folder) gets at most this long.
@@ -125,15 +124,6 @@ class Answer:
         return str(error or "")
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # A 302 (Graph's /content, a 410's fresh start) is read by the caller, not followed.
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
-
-
 def http_request(
     method: str,
     url: str,
@@ -143,26 +133,31 @@ def http_request(
     body: bytes | None = None,
     max_bytes: int = 16 * 1024 * 1024,
 ) -> Answer:
-    """One HTTP exchange; every status is an Answer. Network failures are ProviderError."""
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    try:
-        response = _opener.open(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        response = exc
-    except (OSError, ValueError) as exc:
-        raise ProviderError(
-            f"Could not reach OneDrive ({exc}).", kind=Problem.PROVIDER_UNAVAILABLE
-        ) from exc
-    try:
-        with response:
-            data = response.read(max_bytes + 1)
-    except OSError as exc:
-        raise ProviderError(
-            f"OneDrive stopped answering ({exc}).", kind=Problem.PROVIDER_UNAVAILABLE
-        ) from exc
-    if len(data) > max_bytes:
-        raise ProviderError("OneDrive sent an answer larger than expected.")
-    return Answer(response.status, {k.lower(): v for k, v in response.headers.items()}, data)
+    """One HTTP exchange; every status is an Answer. A 302 (Graph's /content, a 410's
+    fresh start) is read by the caller, not followed. Network failures are ProviderError."""
+    with http_client(timeout=timeout) as client:
+        try:
+            request = client.build_request(method, url, headers=headers, content=body)
+            response = client.send(request, stream=True)
+        except HTTP_FAILURES as exc:
+            raise ProviderError(
+                f"Could not reach OneDrive ({exc}).", kind=Problem.PROVIDER_UNAVAILABLE
+            ) from exc
+        data = bytearray()
+        try:
+            for block in response.iter_raw():
+                data += block
+                if len(data) > max_bytes:
+                    raise ProviderError("OneDrive sent an answer larger than expected.")
+        except HTTP_FAILURES as exc:
+            raise ProviderError(
+                f"OneDrive stopped answering ({exc}).", kind=Problem.PROVIDER_UNAVAILABLE
+            ) from exc
+        finally:
+            response.close()
+    return Answer(
+        response.status_code, {k.lower(): v for k, v in response.headers.items()}, bytes(data)
+    )
 
 
 def status_problem(status: int) -> str:

@@ -1,6 +1,6 @@
 """Connections: made, paused, resumed, asked to sync, disconnected; who may do so; their
-credentials kept encrypted. Each change to a connection writes its history row
-(connectors/history.py) in the same transaction.
+credentials kept encrypted. Each change of a connection's status is a move of
+connectors/status.py, which writes its history row in the same transaction.
 
 The sync itself (listing changes, recording imports, starting runs) is the
 pipeline's (`connectors/sync.py`); these are what people and providers do
@@ -19,9 +19,8 @@ from django.db import transaction
 from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
-from connectors.history import connection_event_record
 from connectors.local_roots import local_folder_refusal, local_folder_resolve
-from connectors.models import Connection, ConnectionEvent, ConnectionSync
+from connectors.models import Connection, ConnectionSync
 from connectors.registry import provider_for
 from connectors.secrets import (
     CredentialsUnreadable,
@@ -31,6 +30,7 @@ from connectors.secrets import (
     credentials_under_newest_key,
 )
 from connectors.selectors import connection_signed_in_by_former_member
+from connectors.status import MOVES, connection_move
 from core.errors import Conflict, InvalidUpload
 from documents.models import Membership, Organisation
 from documents.roles import Ability
@@ -39,7 +39,6 @@ from pipeline.services.transitions import Actor
 logger = logging.getLogger(__name__)
 
 Status = Connection.Status
-Action = ConnectionEvent.Action
 # What Paperlane itself does (a member's departure, a change notification, the connectors
 # loop): every service here takes its actor by name, and system call sites pass this one.
 SYSTEM = Actor("system")
@@ -68,26 +67,37 @@ def connection_create_local(
         raise InvalidUpload(f"{folder} cannot be read.", code="folder_unreadable")
     actor = Actor.of(user=created_by)
     with transaction.atomic():
-        connection, created = Connection.objects.select_for_update().get_or_create(
+        connection, new = _locked_or_new(
             organisation=organisation,
             provider=Connection.Provider.LOCAL,
             folder_id=folder,
-            defaults={"folder_path": folder, "created_by": created_by},
+            folder_path=folder,
+            created_by=created_by,
         )
-        if created:
-            connection_event_record(
-                connection=connection, actor=actor, action=Action.CONNECTED, status_before=""
-            )
+        if new:
+            connection_move(connection=connection, move="connect", actor=actor)
         elif connection.status == Status.DISCONNECTED:
             connection.created_by = created_by or connection.created_by
-            connection_make_active(connection=connection, also_save=("created_by",))
-            connection_event_record(
-                connection=connection,
-                actor=actor,
-                action=Action.RECONNECTED,
-                status_before=Status.DISCONNECTED,
+            connection_make_active(
+                connection=connection, move="reconnect", actor=actor, also_save=("created_by",)
             )
     return connection
+
+
+def _locked_or_new(
+    *, organisation: Organisation, provider: str, folder_id: str, **fields
+) -> tuple[Connection, bool]:
+    """The organisation's connection to the folder, its row locked, or a new one with
+    `fields`, not saved yet (its `connect` move inserts it); and whether it is new."""
+    found = (
+        Connection.objects.select_for_update()
+        .filter(organisation=organisation, provider=provider, folder_id=folder_id)
+        .first()
+    )
+    if found is not None:
+        return found, False
+    made = Connection(organisation=organisation, provider=provider, folder_id=folder_id, **fields)
+    return made, True
 
 
 @transaction.atomic
@@ -112,13 +122,9 @@ def connection_connect_onedrive(
             raise TypeError("connecting OneDrive takes the person connecting or an actor")
         actor = Actor.of(user=created_by)
     actor.require(organisation_id=organisation.id, ability=Ability.CONNECTIONS)
-    connection, created = Connection.objects.select_for_update().get_or_create(
-        organisation=organisation,
-        provider=Connection.Provider.ONEDRIVE,
-        folder_id=folder_id,
-        defaults={"folder_path": folder_path, "created_by": created_by},
+    connection, new = _locked_or_new(
+        organisation=organisation, provider=Connection.Provider.ONEDRIVE, folder_id=folder_id
     )
-    before = "" if created else connection.status
     connection.folder_path = folder_path
     connection.credentials_encrypted = credentials_encrypt(credentials)
     connection.provider_state = {**(connection.provider_state or {}), "drive_id": drive_id}
@@ -126,13 +132,9 @@ def connection_connect_onedrive(
     connection.created_by = created_by or connection.created_by
     connection_make_active(
         connection=connection,
-        also_save=("folder_path", "credentials_encrypted", "provider_state", "created_by"),
-    )
-    connection_event_record(
-        connection=connection,
+        move="connect" if new else "reconnect",
         actor=actor,
-        action=Action.CONNECTED if created else Action.RECONNECTED,
-        status_before=before,
+        also_save=("folder_path", "credentials_encrypted", "provider_state", "created_by"),
     )
     return connection
 
@@ -214,35 +216,25 @@ def connection_pause(
     a disconnected connection, changes nothing."""
     _check_may_manage(connection, actor)
     connection = _locked(connection)
-    if connection.status not in (Status.PAUSED, Status.DISCONNECTED):
-        before = connection.status
-        connection.status, connection.status_reason = Status.PAUSED, reason
-        connection.save(update_fields=["status", "status_reason", "updated_at"])
-        connection_event_record(
-            connection=connection,
-            actor=actor,
-            action=Action.PAUSED,
-            status_before=before,
-            reason=reason,
-        )
+    # Paused already, or disconnected: nothing to do.
+    if connection.status in MOVES["pause"].leaves:
+        connection_move(connection=connection, move="pause", actor=actor, reason=reason)
     return connection
 
 
-def connection_make_active(*, connection: Connection, also_save: tuple[str, ...] = ()) -> None:
-    """Active, no failures counted, due to sync now; saves that and the `also_save`
-    fields the caller changed. The caller holds the row's lock."""
-    connection.status, connection.status_reason = Status.ACTIVE, ""
+def connection_make_active(
+    *, connection: Connection, move: str, actor: Actor, also_save: tuple[str, ...] = ()
+) -> None:
+    """Make `move` (connect, reconnect or resume): active, no failures counted, due to
+    sync now; saved with the `also_save` fields the caller changed. The caller holds the
+    row's lock (or the connection is new)."""
     connection.consecutive_failures = 0
     connection.next_sync_at = timezone.now()
-    connection.save(
-        update_fields=[
-            *also_save,
-            "status",
-            "status_reason",
-            "consecutive_failures",
-            "next_sync_at",
-            "updated_at",
-        ]
+    connection_move(
+        connection=connection,
+        move=move,
+        actor=actor,
+        also_save=(*also_save, "consecutive_failures", "next_sync_at"),
     )
 
 
@@ -262,11 +254,7 @@ def connection_resume(*, connection: Connection, actor: Actor) -> Connection:
             code="connected_by_former_member",
         )
     if connection.status != Status.ACTIVE:
-        before = connection.status
-        connection_make_active(connection=connection)
-        connection_event_record(
-            connection=connection, actor=actor, action=Action.RESUMED, status_before=before
-        )
+        connection_make_active(connection=connection, move="resume", actor=actor)
     return connection
 
 
@@ -356,22 +344,24 @@ def connection_disconnect(*, connection: Connection, actor: Actor) -> Connection
         connection = _locked(connection)
         if connection.status == Status.DISCONNECTED:
             return connection
-        before = connection.status
         try:
             credentials = credentials_decrypt(connection.credentials_encrypted)
         except CredentialsUnreadable:
             credentials = {}
         kept = dict(connection.provider_state or {})
         state = {k: v for k, v in kept.items() if k != "subscription"}
-        connection.status = Status.DISCONNECTED
-        connection.status_reason = f"Disconnected by {_who(actor)}; its documents stay."
         connection.credentials_encrypted = ""
         connection.provider_state = state
         connection.sync_owner, connection.sync_lease_until = "", None
         connection.next_sync_at = connection.sync_requested_at = None
-        connection.save(update_fields=DISCONNECT_FIELDS)
-        event = connection_event_record(
-            connection=connection, actor=actor, action=Action.DISCONNECTED, status_before=before
+        event = connection_move(
+            connection=connection,
+            move="disconnect",
+            actor=actor,
+            reason=f"Disconnected by {_who(actor)}; its documents stay.",
+            # The row's reason is what the provider said when it undid its part (below).
+            history_reason="",
+            also_save=DISCONNECT_FIELDS,
         )
     # Outside the transaction: the provider's call must not hold the row.
     try:
@@ -379,23 +369,20 @@ def connection_disconnect(*, connection: Connection, actor: Actor) -> Connection
     except Exception as exc:  # best effort: the connection is disconnected whatever it says
         logger.warning("connection %s: provider disconnect failed", connection.id, exc_info=True)
         note = f"What the provider keeps for it could not be undone ({type(exc).__name__})."
-    if note:
+    if note and event is not None:
         event.reason = note
         event.save(update_fields=["reason"])
     return connection
 
 
-DISCONNECT_FIELDS = [
-    "status",
-    "status_reason",
+DISCONNECT_FIELDS = (
     "credentials_encrypted",
     "provider_state",
     "sync_owner",
     "sync_lease_until",
     "next_sync_at",
     "sync_requested_at",
-    "updated_at",
-]
+)
 
 
 def connection_request_sync(*, connection_id: int, actor: Actor) -> bool:

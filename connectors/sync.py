@@ -22,11 +22,11 @@ from django.utils import timezone
 
 from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, ProviderError, RemoteFile
 from connectors.folders import files_left_under, folders_forget_unseen, folders_record
-from connectors.history import connection_event_record
-from connectors.models import Connection, ConnectionEvent, ConnectionSync, ConnectorImport
+from connectors.models import Connection, ConnectionSync, ConnectorImport
 from connectors.problems import Problem, problem_text
 from connectors.registry import provider_for
 from connectors.source import CONNECTION_DISCONNECTED, DELETED_HERE
+from connectors.status import SYNCING, connection_move
 from documents.services.content import (
     document_has_chunks,
     document_mark_source_deleted,
@@ -45,8 +45,6 @@ State = ConnectorImport.State
 
 # Checked by name here; the stages check the content.
 SUPPORTED_SUFFIXES = (".pdf", ".docx")
-# Statuses that sync by themselves (an errored connection keeps trying until it pauses).
-SYNCING = (Status.ACTIVE, Status.ERROR)
 # The longest pause between failed syncs of one connection.
 MAX_BACKOFF_SECONDS = 3600
 # Between a provider's version and the count of its appearances in the content version
@@ -472,51 +470,50 @@ def _finish(
         # The cursor (a local folder's is JSON of every file) is neither read nor written
         # here: the sync saved it already if it changed (connection_save_cursor).
         row = Connection.objects.select_for_update().defer("cursor").get(id=connection.id)
-        status_before = row.status
         plain = problem_text(problem, provider=row.get_provider_display())
         row.last_sync_at, row.last_sync_result = now, result
         row.last_error, row.last_problem = error, problem
         interval = sync_interval(row)
-        # A person's pause stays a pause, whatever the sync met.
-        syncing = row.status in SYNCING
+        # The move of connectors/status.py the sync's end makes, and why.
+        move, reason = None, plain
         if result == Result.OK:
             row.consecutive_failures = 0
             if row.status == Status.ERROR:
-                row.status, row.status_reason = Status.ACTIVE, ""
+                move, reason = "recover", ""
             row.next_sync_at = now + timedelta(seconds=interval)
         elif result == Result.BUSY:
             row.next_sync_at = now + timedelta(seconds=max(retry_after or 0, 1))
         elif result == Result.NEEDS_RECONNECT:
-            if syncing:
-                row.status, row.status_reason = Status.NEEDS_RECONNECT, plain
+            move = "lose_access"
         elif problem == Problem.FOLDER_REFUSED:
             # Not reading the folder is this server's rule: asking again cannot help, an
             # operator allows the folder and a person resumes the connection.
             row.consecutive_failures += 1
-            if syncing:
-                row.status, row.status_reason = Status.PAUSED, plain
+            move = "give_up"
         else:
             row.consecutive_failures += 1
             failures = row.consecutive_failures
-            if failures >= settings.PAPERLANE_CONNECTOR_MAX_FAILURES and syncing:
-                row.status = Status.PAUSED
-                row.status_reason = f"Paused after {failures} failed syncs in a row. {plain}"
-            elif syncing:
-                row.status, row.status_reason = Status.ERROR, plain
+            if failures >= settings.PAPERLANE_CONNECTOR_MAX_FAILURES:
+                move = "give_up"
+                reason = f"Paused after {failures} failed syncs in a row. {plain}"
+            else:
+                move = "fail"
             backoff = min(interval * 2 ** (failures - 1), MAX_BACKOFF_SECONDS)
             row.next_sync_at = now + timedelta(seconds=backoff)
         # A request made before this sync started is answered by it.
         if row.sync_requested_at is not None and row.sync_requested_at <= sync.started_at:
             row.sync_requested_at = None
-        row.save(update_fields=FINISH_FIELDS)
-        if row.status != status_before:
-            connection_event_record(
+        # A person's pause (or disconnection) stays, whatever the sync met.
+        if move is not None and row.status in SYNCING:
+            connection_move(
                 connection=row,
+                move=move,
                 actor=connector_actor(row),
-                action=ConnectionEvent.Action.SYNC,
-                status_before=status_before,
-                reason=row.status_reason,
+                reason=reason,
+                also_save=FINISH_FIELDS,
             )
+        else:
+            row.save(update_fields=FINISH_FIELDS)
     _refresh_but_cursor(connection)
 
 
@@ -527,8 +524,6 @@ FINISH_FIELDS = [
     "last_error",
     "last_problem",
     "consecutive_failures",
-    "status",
-    "status_reason",
     "next_sync_at",
     "sync_requested_at",
     "updated_at",

@@ -11,7 +11,6 @@ import json
 import logging
 import secrets
 import time
-import urllib.parse
 
 from django import forms
 from django.conf import settings
@@ -26,14 +25,8 @@ from django.views.decorators.http import require_POST
 
 from connectors.base import ProviderBusy, ProviderError
 from connectors.onedrive import client_state_connection
-from connectors.onedrive_graph import (
-    GraphClient,
-    OneDriveConfig,
-    Tokens,
-    authorize_url,
-    pkce_pair,
-    tokens_from_code,
-)
+from connectors.onedrive_folders import folder_resolve
+from connectors.onedrive_graph import OneDriveConfig, authorize_url, pkce_pair, tokens_from_code
 from connectors.services import connection_connect_onedrive, connection_request_sync
 from core.errors import Forbidden
 from documents.roles import Ability
@@ -175,33 +168,6 @@ def onedrive_callback_view(request: HttpRequest) -> HttpResponse:
         request, f"OneDrive folder {connection.folder_path} is connected; its documents follow."
     )
     return redirect("connections:detail", connection_id=connection.id)
-
-
-def folder_resolve(*, config: OneDriveConfig, tokens: Tokens, path: str) -> tuple[str, str]:
-    """(drive id, folder item id) of `path` in the signed-in person's OneDrive."""
-
-    def source(stale: Tokens | None) -> Tokens:
-        # Minutes old: a refusal here means the sign-in did not work.
-        if stale is not None:
-            raise ProviderError("Microsoft refused the new sign-in; connect again.")
-        return tokens
-
-    client = GraphClient(config=config, tokens=source)
-    drive = client.get_json(client.url("/me/drive"))
-    drive_id = urllib.parse.quote(str(drive.get("id", "")), safe="!")
-    if path == "/":
-        url = client.url(f"/drives/{drive_id}/root")
-    else:
-        url = client.url(f"/drives/{drive_id}/root:{urllib.parse.quote(path, safe='/')}")
-    answer = client.call("GET", url)
-    if answer.status == 404:
-        raise ProviderError(f"There is no folder {path} in your OneDrive.")
-    if answer.status != 200:
-        raise ProviderError(f"OneDrive answered {answer.status} looking for {path}.")
-    item = answer.json()
-    if "folder" not in item and "root" not in item:
-        raise ProviderError(f"{path} is a file in your OneDrive, not a folder.")
-    return str(drive["id"]), str(item["id"])
 
 
 @csrf_exempt

@@ -27,7 +27,8 @@ PAYLOAD = b"%PDF-1.7 the bytes of a file"
 
 
 class Remote:
-    """A local HTTP server: /ok, /to?url=<target> (302), /loop, /trickle, /big, /endless."""
+    """A local HTTP server: /ok, /to?url=<target> (302), /loop, /trickle, /stall, /big,
+    /endless."""
 
     def __init__(self) -> None:
         self.requests: list[str] = []
@@ -55,6 +56,14 @@ class Remote:
                         self.wfile.write(b"x")
                         self.wfile.flush()
                         time.sleep(0.1)
+                    return None
+                if parsed.path == "/stall":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "100")
+                    self.end_headers()
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(3)
                     return None
                 if parsed.path == "/big":
                     self.send_response(200)
@@ -202,6 +211,19 @@ def test_a_trickling_download_is_cut_at_the_time_limit(remote, settings):
 
     assert slow.value.code == "download_timeout"
     assert time.monotonic() - started < 3
+
+
+def test_a_download_that_stops_sending_breaks_off_at_the_read_timeout(remote):
+    stream = download_open(f"{remote.url}/stall", timeout=0.5)
+    assert stream is not None
+    started = time.monotonic()
+
+    with stream, pytest.raises(TransientError) as stalled:
+        while stream.read(65536):
+            pass
+
+    assert stalled.value.code == "source_unavailable"
+    assert time.monotonic() - started < 2
 
 
 def test_a_download_larger_than_the_limit_is_refused_declared_or_not(remote, settings):

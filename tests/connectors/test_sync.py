@@ -13,7 +13,7 @@ from connectors import sync as sync_module
 from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile, RemoteFolder
 from connectors.folders import _outermost
 from connectors.loop import connections_due, connectors_maintain, connectors_sync_due
-from connectors.models import Connection, ConnectionFolder, ConnectorImport
+from connectors.models import Connection, ConnectionEvent, ConnectionFolder, ConnectorImport
 from connectors.services import SYSTEM, connection_request_sync
 from connectors.sync import (
     connection_claim_sync,
@@ -560,7 +560,17 @@ def test_the_loop_syncs_due_connections_and_keeps_providers_upkeep(remote, conne
 
     remote.maintain_error = NeedsReconnect("The refresh token was refused.")
     connectors_maintain()
-    assert set(Connection.objects.values_list("status", flat=True)) == {"needs_reconnect"}
+    assert set(Connection.objects.values_list("status", "last_error")) == {
+        ("needs_reconnect", "The refresh token was refused.")
+    }
+    # The upkeep's change is in each connection's history, as a sync's would be.
+    changes = ConnectionEvent.objects.filter(action="sync").values_list(
+        "connection", "status_before", "status_after", "actor"
+    )
+    assert sorted(changes) == [
+        (c.id, "active", "needs_reconnect", f"connector:{c.provider}:{c.id}")
+        for c in sorted([connection, later], key=lambda c: c.id)
+    ]
     assert connectors_sync_due(owner="loop-test") == 0
 
 

@@ -176,8 +176,7 @@ def test_the_claim_and_the_completion_make_the_tables_moves(org):
 # The one module that may, and the other objects whose `status` code sets (not runs).
 TRANSITIONS = "pipeline/services/transitions.py"
 NOT_RUNS = {
-    ("connectors/sync.py", "row"),  # a Connection
-    ("connectors/services.py", "connection"),  # a Connection
+    ("connectors/status.py", "connection"),  # a Connection (its own table of moves)
     ("documents/services/quota.py", "reservation"),  # a QuotaReservation
     ("pipeline/logcontext.py", "record"),  # a log record's fields
 }

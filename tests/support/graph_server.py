@@ -599,6 +599,9 @@ def _handler(server: GraphServer):
             if method == "GET" and path == f"{drive}/root/delta":
                 status, body, headers = server.delta_page(query.get("token"), query.get("page"))
                 return self._send(status, body, headers)
+            if method == "GET" and path == f"{drive}/root":
+                root = state.items[ROOT_ID]
+                return self._send(200, server.item_json(root, select=query.get("$select", "")))
             if method == "GET" and path.startswith(f"{drive}/root:"):
                 rel = urllib.parse.unquote(path.removeprefix(f"{drive}/root:")).rstrip(":")
                 item = state.items[ROOT_ID]
