@@ -33,7 +33,7 @@ class ErrorCode(StrEnum):
     INVALID_UPLOAD = "invalid_upload"
     MISSING_FILE = "missing_file"
     ONE_FILE_PER_REQUEST = "one_file_per_request"
-    # A member page's form past its bound of files (PAPERLANE_UPLOAD_FORM_MAX_FILES).
+    # A member page's form past its bound of files (core/uploads.py, FORM_MAX_FILES).
     TOO_MANY_FILES = "too_many_files"
     INVALID_FILENAME = "invalid_filename"
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"

@@ -2,7 +2,6 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from django.conf import settings
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
@@ -10,6 +9,7 @@ from api.errors import ErrorCode, OrganisationRole
 from connectors.models import Connection
 from documents.models import DocumentKind, TextEngine
 from pipeline.models import RunSource, RunStatus, Stage
+from pipeline.services.accept import MAX_FILENAME_LENGTH
 
 # What core/client_text.py refuses in any string, as a schema says it (linear: pydantic's
 # patterns never backtrack).
@@ -39,7 +39,7 @@ class UploadIn(Schema):
 
     filename: str = Field(
         min_length=1,
-        max_length=settings.PAPERLANE_MAX_FILENAME_LENGTH,
+        max_length=MAX_FILENAME_LENGTH,
         pattern=NO_CONTROL_CHARACTERS,
     )
     size_bytes: int = Field(ge=0, le=2**53)

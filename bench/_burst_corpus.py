@@ -15,12 +15,12 @@ from pathlib import Path
 
 from docx import Document as DocxDocument
 
+from documents.reading import DOCX_WORDS_PER_PAGE
 from tests.support.files import _set_app_pages, make_pdf
 
 SMALL_MAX_PAGES = 5
 LARGE_MIN_PAGES = 100
 MAX_PAGES = 300
-WORDS_PER_DOCX_PAGE = 500  # the default PAPERLANE_DOCX_WORDS_PER_PAGE
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def _docx(number: int, pages: int, rng: random.Random, *, stated: bool) -> bytes
     document = DocxDocument()
     vocabulary = _words(rng, 200)
     for page in range(pages):
-        words = rng.choices(vocabulary, k=WORDS_PER_DOCX_PAGE - 4)
+        words = rng.choices(vocabulary, k=DOCX_WORDS_PER_PAGE - 4)
         document.add_paragraph(f"Burst {number} part {page + 1}. " + " ".join(words))
     buffer = io.BytesIO()
     document.save(buffer)

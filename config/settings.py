@@ -220,12 +220,12 @@ if AWS_STORAGE_BUCKET_NAME:
     DEFAULT_FILE_STORAGE_BACKEND = "storages.backends.s3.S3Storage"
 else:
     DEFAULT_FILE_STORAGE_BACKEND = "django.core.files.storage.FileSystemStorage"
-# Every call to S3 has a budget, uploads waiting on it: to connect, for each read or
-# write on the socket, and the tries botocore makes (standard retry mode).
+# Every call to S3 has a budget, uploads waiting on it: 2 s to connect, 5 s for each read
+# or write on the socket, and 2 tries in all (botocore's standard retry mode).
 AWS_S3_CLIENT_CONFIG = BotocoreConfig(
-    connect_timeout=env.float("PAPERLANE_S3_CONNECT_TIMEOUT_SECONDS", default=2),
-    read_timeout=env.float("PAPERLANE_S3_READ_TIMEOUT_SECONDS", default=5),
-    retries={"max_attempts": env.int("PAPERLANE_S3_ATTEMPTS", default=2), "mode": "standard"},
+    connect_timeout=2,
+    read_timeout=5,
+    retries={"max_attempts": 2, "mode": "standard"},
     s3={"addressing_style": env("AWS_S3_ADDRESSING_STYLE", default=None)},
 )
 STORAGES = {
@@ -239,14 +239,6 @@ STORAGES = {
 # ======================================================================================
 
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
-# Where a person waits (enqueue after accept, upload counters), Redis gets this long,
-# and after a failure is not asked from requests for the pause (the sweeper delivers).
-PAPERLANE_REQUEST_REDIS_TIMEOUT_SECONDS = env.float(
-    "PAPERLANE_REQUEST_REDIS_TIMEOUT_SECONDS", default=0.25
-)
-PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS = env.float(
-    "PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS", default=15
-)
 # django-rq's RQ_QUEUES is derived from the stage list (pipeline/stage_list.py) at start-up.
 
 
@@ -256,26 +248,10 @@ PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS = env.float(
 
 PAPERLANE_MAX_UPLOAD_BYTES = env.int("PAPERLANE_MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 PAPERLANE_MAX_PAGES_PER_DOCUMENT = env.int("PAPERLANE_MAX_PAGES_PER_DOCUMENT", default=5000)
-PAPERLANE_MAX_FILENAME_LENGTH = env.int("PAPERLANE_MAX_FILENAME_LENGTH", default=200)
-# DOCX: how many words make one estimated page when the file does not say.
-PAPERLANE_DOCX_WORDS_PER_PAGE = env.int("PAPERLANE_DOCX_WORDS_PER_PAGE", default=500)
-# DOCX: refuse archives that inflate beyond this (zip bombs).
-PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES = env.int(
-    "PAPERLANE_DOCX_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
-)
-# DOCX at accept: how much of the body's XML is read to count words (the rest is
-# extrapolated), and the time the whole inspection of one upload may take.
-PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = env.int(
-    "PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES", default=8 * 1024 * 1024
-)
-PAPERLANE_ACCEPT_INSPECT_SECONDS = env.float("PAPERLANE_ACCEPT_INSPECT_SECONDS", default=2.0)
-# The inspection runs in a child process with this much memory (address space); one child
-# inspects this many files, one after another, before a new one takes over.
-PAPERLANE_ACCEPT_INSPECT_MEMORY_MB = env.int("PAPERLANE_ACCEPT_INSPECT_MEMORY_MB", default=512)
-PAPERLANE_ACCEPT_INSPECT_CHILD_FILES = env.int("PAPERLANE_ACCEPT_INSPECT_CHILD_FILES", default=100)
-# PDF: refuse a file whose cross-reference sections list more objects than this, counted
-# from their headers before a single entry is read.
-PAPERLANE_PDF_MAX_OBJECTS = env.int("PAPERLANE_PDF_MAX_OBJECTS", default=500_000)
+# Uploads' other bounds are constants beside their use: the inspection at accept
+# (documents/reading.py), the file name (pipeline/services/accept.py), the files of a form
+# (core/uploads.py), direct uploads (pipeline/services/direct_uploads.py and
+# documents/services/pending_uploads.py), the page's own to S3 (web/document_views.py).
 FILE_UPLOAD_HANDLERS = [
     "core.uploads.UploadLimitHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
@@ -283,35 +259,13 @@ FILE_UPLOAD_HANDLERS = [
 ]
 # Files above this size are spooled to disk while the request is parsed.
 FILE_UPLOAD_MAX_MEMORY_SIZE = env.int("FILE_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
-# Direct uploads (POST /api/v1/uploads, S3 only): how long the presigned URL takes the PUT,
-# and how long after that the upload may still be completed (a PUT started just before
-# the URL expires can take minutes). Past that the sweeper removes it and its object.
+# Direct uploads (POST /api/v1/uploads, S3 only): how long the presigned URL takes the PUT.
 PAPERLANE_UPLOAD_URL_SECONDS = env.int("PAPERLANE_UPLOAD_URL_SECONDS", default=900)
 # GET /documents/{id}/file on S3: a redirect to a URL that serves the file for this long,
 # so that no web thread is held while a client reads. 0 streams it through the web
 # instead (an S3 endpoint that clients cannot reach, such as a private MinIO).
 PAPERLANE_DOWNLOAD_URL_SECONDS = env.int("PAPERLANE_DOWNLOAD_URL_SECONDS", default=60)
-PAPERLANE_UPLOAD_COMPLETE_SECONDS = env.int("PAPERLANE_UPLOAD_COMPLETE_SECONDS", default=3600)
-# Completing reads the object back from S3 within this long, or answers 503 to send again.
-PAPERLANE_UPLOAD_READ_SECONDS = env.float("PAPERLANE_UPLOAD_READ_SECONDS", default=30.0)
-# Direct uploads one organisation may have open (asked for, neither completed nor
-# expired), and the bytes their files may declare together; more are refused with 429
-# (0: no bound).
-PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION = env.int(
-    "PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION", default=1000
-)
-PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = env.int(
-    "PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION", default=5 * 1024**3
-)
-# The member page's upload: with JavaScript each file is its own request; a form sent
-# without it may carry this many files (together within PAPERLANE_MAX_UPLOAD_BYTES).
-PAPERLANE_UPLOAD_FORM_MAX_FILES = env.int("PAPERLANE_UPLOAD_FORM_MAX_FILES", default=20)
-# With documents in S3, the member page sends a file larger than this straight to S3 (a
-# direct upload, as the API's) instead of through the web; 0: never.
-PAPERLANE_WEB_DIRECT_UPLOAD_BYTES = env.int(
-    "PAPERLANE_WEB_DIRECT_UPLOAD_BYTES", default=8 * 1024 * 1024
-)
-if AWS_STORAGE_BUCKET_NAME and PAPERLANE_WEB_DIRECT_UPLOAD_BYTES:
+if AWS_STORAGE_BUCKET_NAME:
     # The member page PUTs large files to the bucket's presigned URLs from the browser.
     _s3 = urllib.parse.urlsplit(AWS_S3_ENDPOINT_URL) if AWS_S3_ENDPOINT_URL else None
     CONTENT_SECURITY_POLICY["DIRECTIVES"]["connect-src"].append(
@@ -428,8 +382,6 @@ PAPERLANE_EXTRACT_CPU_SECONDS = env.int("PAPERLANE_EXTRACT_CPU_SECONDS", default
 # new child per document). Each gets the CPU budget above; a child whose memory has grown
 # is replaced sooner, and a document over the memory limit is judged again in a new child.
 PAPERLANE_EXTRACT_CHILD_DOCUMENTS = env.int("PAPERLANE_EXTRACT_CHILD_DOCUMENTS", default=100)
-# A document with more text than this (a page, or in all), or more chunks, fails.
-PAPERLANE_MAX_CHARS_PER_PAGE = env.int("PAPERLANE_MAX_CHARS_PER_PAGE", default=200_000)
 PAPERLANE_MAX_CHARS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHARS_PER_DOCUMENT", default=20_000_000)
 PAPERLANE_MAX_CHUNKS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHUNKS_PER_DOCUMENT", default=25_000)
 

@@ -21,6 +21,11 @@ from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
 
+# Where a person waits (enqueue after accept, upload counters), Redis gets this long,
+# and after a failure is not asked from requests for the pause (the sweeper delivers).
+REQUEST_TIMEOUT_SECONDS = 0.25
+REQUEST_PAUSE_SECONDS = 15
+
 
 @cache
 def _connection(url: str) -> Redis:
@@ -56,13 +61,12 @@ def _request_connection(url: str, timeout: float) -> Redis:
 
 
 def request_connection() -> Redis:
-    """The client for calls a person waits on: PAPERLANE_REQUEST_REDIS_TIMEOUT_SECONDS."""
-    timeout = settings.PAPERLANE_REQUEST_REDIS_TIMEOUT_SECONDS
-    return _request_connection(settings.REDIS_URL, timeout)
+    """The client for calls a person waits on: REQUEST_TIMEOUT_SECONDS."""
+    return _request_connection(settings.REDIS_URL, REQUEST_TIMEOUT_SECONDS)
 
 
 class RequestBreaker:
-    """Open for PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS after a failure: callers skip Redis."""
+    """Open for REQUEST_PAUSE_SECONDS after a failure: callers skip Redis."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -73,7 +77,7 @@ class RequestBreaker:
         return time.monotonic() < self._until
 
     def trip(self, what: str) -> None:
-        pause = settings.PAPERLANE_REQUEST_REDIS_PAUSE_SECONDS
+        pause = REQUEST_PAUSE_SECONDS
         with self._lock:
             self._until = time.monotonic() + pause
         logger.warning("Redis did not answer %s; not asking it from requests for %ss", what, pause)

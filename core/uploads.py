@@ -3,7 +3,7 @@
 - `RequestSizeLimitMiddleware` answers 413 from `Content-Length` alone, before
   the body is read.
 - `UploadLimitHandler`, the first upload handler, keeps at most one file per
-  API request (PAPERLANE_UPLOAD_FORM_MAX_FILES from a member page's form), only
+  API request (FORM_MAX_FILES from a member page's form), only
   for a signed-in member or an API token, and stops keeping files once the
   request's files pass the size limit: nothing else is spooled to memory or
   disk. `upload_refusal` says why a file was not kept.
@@ -25,6 +25,9 @@ from core.upload_counts import upload_count
 # What a multipart body may carry beyond its one file: boundaries, headers, the
 # CSRF token and a name.
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
+# The member page's upload: with JavaScript each file is its own request; a form sent
+# without it may carry this many files (together within PAPERLANE_MAX_UPLOAD_BYTES).
+FORM_MAX_FILES = 20
 
 
 def _too_large() -> FileTooLarge:
@@ -96,7 +99,7 @@ def _files_allowed(request: HttpRequest) -> int:
     # (ours, an integration) sends one per request.
     if is_api_request(request):
         return 1
-    return max(settings.PAPERLANE_UPLOAD_FORM_MAX_FILES, 1)
+    return FORM_MAX_FILES
 
 
 def _too_many(request: HttpRequest) -> InvalidUpload:

@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+import core.uploads
 from core.errors import NotFound, ServiceError
 from core.uploads import client_file_name, upload_refusal
 from documents.downloads import document_file_response
@@ -37,6 +38,9 @@ from web.refusals import refusal_words
 from web.runs import is_active
 
 DOCUMENTS_PER_PAGE = 25
+# With documents in S3, the page sends a file larger than this straight to S3 (a direct
+# upload, as the API's) instead of through the web; 0: never.
+DIRECT_UPLOAD_BYTES = 8 * 1024 * 1024
 
 STATUS_CHOICES = [
     (value, "Stopped" if value == RunStatus.DEAD_LETTER else label)
@@ -70,7 +74,7 @@ def _upload_files(request: HttpRequest, membership: Membership) -> tuple[int, di
     headers it carries (Retry-After when the system is busy); 202 when any was accepted."""
     refusals: list[ServiceError] = []
     # An empty file past the form's bound has no block to be skipped at: left out here.
-    uploads = request.FILES.getlist("file")[: settings.PAPERLANE_UPLOAD_FORM_MAX_FILES]
+    uploads = request.FILES.getlist("file")[: core.uploads.FORM_MAX_FILES]
     # What reading the request refused (the files past the form's bound, or past the size
     # limit), and a form with no file: each one refusal, received as every upload is.
     if (refused := upload_refusal(request)) or not uploads:
@@ -147,8 +151,8 @@ def document_list_view(request: HttpRequest) -> HttpResponse:
 
 def _direct_above() -> int:
     """Files larger than this go straight to S3 from the page; 0: none do."""
-    if settings.PAPERLANE_WEB_DIRECT_UPLOAD_BYTES and presigned_supported():
-        return settings.PAPERLANE_WEB_DIRECT_UPLOAD_BYTES
+    if DIRECT_UPLOAD_BYTES and presigned_supported():
+        return DIRECT_UPLOAD_BYTES
     return 0
 
 

@@ -15,7 +15,6 @@ import logging
 import os
 import uuid
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
@@ -34,6 +33,12 @@ from documents.storage import STORAGE_ERRORS, STORAGE_RETRY_AFTER_SECONDS, stora
 from formats.base import DOCX, MEDIA_TYPES, PDF
 
 logger = logging.getLogger(__name__)
+
+# Direct uploads one organisation may have open (asked for, neither completed nor
+# expired), and the bytes their files may declare together; more are refused with 429
+# (0: no bound).
+OPEN_PER_ORGANISATION = 1000
+OPEN_BYTES_PER_ORGANISATION = 5 * 1024**3
 
 _KIND_BY_TYPE = {content_type: kind for kind, content_type in MEDIA_TYPES.items()}
 _KIND_BY_EXTENSION = {".pdf": PDF, ".docx": DOCX}
@@ -76,8 +81,8 @@ def _open_uploads(organisation_id: int):
 
 
 def _count_check(*, organisation_id: int) -> None:
-    """PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION: reads at most that many rows' ends, on an index."""
-    bound = settings.PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION
+    """OPEN_PER_ORGANISATION: reads at most that many rows' ends, on an index."""
+    bound = OPEN_PER_ORGANISATION
     if not bound:
         return
     open_ends = _open_uploads(organisation_id).order_by("complete_by")
@@ -93,9 +98,9 @@ def _count_check(*, organisation_id: int) -> None:
 
 
 def _bytes_check(*, organisation_id: int, size_bytes: int) -> None:
-    """PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION: one sum, on the same index; the rows
-    only to say when enough of them will have expired."""
-    bound = settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION
+    """OPEN_BYTES_PER_ORGANISATION: one sum, on the same index; the rows only to say when
+    enough of them will have expired."""
+    bound = OPEN_BYTES_PER_ORGANISATION
     if not bound:
         return
     if size_bytes > bound:
@@ -131,12 +136,11 @@ def _seconds_until(moment) -> int:
 @transaction.atomic
 def pending_upload_open(*, upload: PendingUpload) -> PendingUpload:
     """Record a new direct upload within its organisation's bounds of open uploads (asked
-    for, neither completed nor expired): PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION of them,
-    holding PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION bytes together (each holds a key,
-    maybe an object, unbilled, until it ends). Over either, 429 with Retry-After (413 for
-    a file larger than the bytes bound itself), and nothing is recorded. Checked and
-    saved under the organisation's row lock: concurrent requests cannot pass a bound
-    together."""
+    for, neither completed nor expired): OPEN_PER_ORGANISATION of them, holding
+    OPEN_BYTES_PER_ORGANISATION bytes together (each holds a key, maybe an object,
+    unbilled, until it ends). Over either, 429 with Retry-After (413 for a file larger
+    than the bytes bound itself), and nothing is recorded. Checked and saved under the
+    organisation's row lock: concurrent requests cannot pass a bound together."""
     # NO KEY: rows referring to the organisation need not wait for it.
     locked = Organisation.objects.select_for_update(no_key=True).filter(id=upload.organisation_id)
     list(locked.values_list("id", flat=True))

@@ -57,6 +57,8 @@ from pipeline.services.transitions import Actor, run_begin
 logger = logging.getLogger(__name__)
 
 IDEMPOTENCY_KEY_MAX = 255
+# The longest file name accepted (the API's schema for direct uploads says the same).
+MAX_FILENAME_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,9 @@ def filename_validate(name: str | None) -> str:
         )
     if any(unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} for ch in name):
         raise InvalidUpload("The file name contains control characters.", code="invalid_filename")
-    if len(name) > settings.PAPERLANE_MAX_FILENAME_LENGTH:
+    if len(name) > MAX_FILENAME_LENGTH:
         raise InvalidUpload(
-            f"The file name is longer than {settings.PAPERLANE_MAX_FILENAME_LENGTH} characters.",
+            f"The file name is longer than {MAX_FILENAME_LENGTH} characters.",
             code="invalid_filename",
         )
     return name
@@ -94,7 +96,7 @@ def filename_for_kind(name: str, kind: str) -> str:
     suffix = f".{kind}"
     if name.lower().endswith(suffix):
         return name
-    room = settings.PAPERLANE_MAX_FILENAME_LENGTH - len(suffix)
+    room = MAX_FILENAME_LENGTH - len(suffix)
     return name[:room] + suffix
 
 

@@ -8,7 +8,7 @@ completes the upload, and the file is accepted as any upload is.
   PAPERLANE_UPLOAD_URL_SECONDS, to the stable key of the document the upload becomes
   (under its organisation's prefix).
 - `pending_upload_complete` looks at the object (HEAD), reads it back within the size
-  limit and PAPERLANE_UPLOAD_READ_SECONDS, and gives it to `pending_upload_accept`: the same
+  limit and READ_SECONDS, and gives it to `pending_upload_accept`: the same
   checks, quota reservation, document, run and enqueue as a multipart upload. The
   document keeps the object where it is. Completing again answers the same.
 
@@ -66,6 +66,12 @@ from pipeline.services.accept import (
 from pipeline.services.admission import admission_check
 
 logger = logging.getLogger(__name__)
+
+# How long after its URL expires an upload may still be completed (a PUT started just
+# before the URL expires can take minutes); past that the sweeper removes it and its object.
+COMPLETE_SECONDS = 3600
+# Completing reads the object back from S3 within this long, or answers 503 to send again.
+READ_SECONDS = 30.0
 
 # Refusals of the bytes themselves: the same bytes would be refused again.
 BYTES_REFUSED = (InvalidUpload, FileTooLarge, UnsupportedFileType, UnreadableDocument)
@@ -134,7 +140,7 @@ def pending_upload_create(
         content_type=content_type,
         size_bytes=size_bytes,
         expires_at=expires_at,
-        complete_by=expires_at + timedelta(seconds=settings.PAPERLANE_UPLOAD_COMPLETE_SECONDS),
+        complete_by=expires_at + timedelta(seconds=COMPLETE_SECONDS),
     )
     try:
         put = presigned_put(
@@ -217,7 +223,7 @@ def _accepted(pending: PendingUpload) -> Acceptance:
 
 
 def _read_back(pending: PendingUpload) -> BinaryIO:
-    """The upload's bytes, read within its declared size and PAPERLANE_UPLOAD_READ_SECONDS."""
+    """The upload's bytes, read within its declared size and READ_SECONDS."""
     if pending.size_bytes > settings.PAPERLANE_MAX_UPLOAD_BYTES:  # the limit was lowered
         raise file_too_large(pending.size_bytes)
     try:
@@ -229,7 +235,7 @@ def _read_back(pending: PendingUpload) -> BinaryIO:
         content = stored_read(
             key=pending.storage_key,
             max_bytes=pending.size_bytes,
-            seconds=settings.PAPERLANE_UPLOAD_READ_SECONDS,
+            seconds=READ_SECONDS,
         )
     except FileNotFoundError:
         raise Conflict(

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core.errors import UnreadableDocument
 from documents.models import Document, PendingUpload, QuotaReservation, UsageEntry
+from documents.services import pending_uploads
 from documents.services.tokens import api_token_create
 from pipeline.models import ImportRun
 from pipeline.services import direct_uploads as presigned_service
@@ -155,7 +156,7 @@ def test_the_url_takes_one_put_of_the_declared_size_and_type_under_the_organisat
     expires_at = before + timedelta(seconds=settings.PAPERLANE_UPLOAD_URL_SECONDS)
     assert abs((pending.expires_at - expires_at).total_seconds()) < 5
     assert pending.complete_by - pending.expires_at == timedelta(
-        seconds=settings.PAPERLANE_UPLOAD_COMPLETE_SECONDS
+        seconds=presigned_service.COMPLETE_SECONDS
     )
     assert grant["complete_url"] == f"{UPLOADS}/{pending.id}/complete"
     assert bucket_keys(s3) == []
@@ -249,9 +250,9 @@ def test_an_organisation_with_no_page_left_is_refused_the_url_with_402(s3, api, 
 
 
 def test_an_organisation_with_its_bound_of_open_uploads_is_refused_until_one_ends(
-    s3, api, other_api, settings
+    s3, api, other_api, settings, monkeypatch
 ):
-    settings.PAPERLANE_UPLOADS_OPEN_PER_ORGANISATION = 2
+    monkeypatch.setattr(pending_uploads, "OPEN_PER_ORGANISATION", 2)
     first = granted(api, b"x" * 10)
     granted(api, b"x" * 10)
 
@@ -264,7 +265,7 @@ def test_an_organisation_with_its_bound_of_open_uploads_is_refused_until_one_end
     assert (
         settings.PAPERLANE_UPLOAD_URL_SECONDS
         < wait
-        <= (settings.PAPERLANE_UPLOAD_URL_SECONDS + settings.PAPERLANE_UPLOAD_COMPLETE_SECONDS + 1)
+        <= settings.PAPERLANE_UPLOAD_URL_SECONDS + presigned_service.COMPLETE_SECONDS + 1
     )
     assert other_organisation.status_code == 201
     # One that expired no longer counts.
@@ -272,8 +273,10 @@ def test_an_organisation_with_its_bound_of_open_uploads_is_refused_until_one_end
     assert ask(api, size_bytes=10).status_code == 201
 
 
-def test_open_uploads_are_bounded_in_bytes_until_enough_of_them_end(s3, api, other_api, settings):
-    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+def test_open_uploads_are_bounded_in_bytes_until_enough_of_them_end(
+    s3, api, other_api, monkeypatch
+):
+    monkeypatch.setattr(pending_uploads, "OPEN_BYTES_PER_ORGANISATION", 100)
     first = granted(api, b"x" * 60)
     second = granted(api, b"x" * 30)
     later = timezone.now() + timedelta(hours=2)
@@ -297,8 +300,8 @@ def test_open_uploads_are_bounded_in_bytes_until_enough_of_them_end(s3, api, oth
     assert ask(api, size_bytes=55).status_code == 201  # the expired one no longer counts
 
 
-def test_a_file_larger_than_the_open_bytes_bound_alone_is_a_413(s3, api, settings):
-    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+def test_a_file_larger_than_the_open_bytes_bound_alone_is_a_413(s3, api, monkeypatch):
+    monkeypatch.setattr(pending_uploads, "OPEN_BYTES_PER_ORGANISATION", 100)
 
     refused = ask(api, size_bytes=101)
 
@@ -309,8 +312,8 @@ def test_a_file_larger_than_the_open_bytes_bound_alone_is_a_413(s3, api, setting
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_requests_at_once_cannot_pass_the_open_bytes_bound_together(s3, org, settings):
-    settings.PAPERLANE_UPLOADS_OPEN_BYTES_PER_ORGANISATION = 100
+def test_two_requests_at_once_cannot_pass_the_open_bytes_bound_together(s3, org, monkeypatch):
+    monkeypatch.setattr(pending_uploads, "OPEN_BYTES_PER_ORGANISATION", 100)
     _, raw = api_token_create(organisation=org, name="racing")
 
     def asking():

@@ -11,6 +11,7 @@ from api.errors import ErrorCode
 from api.openapi import TAGS
 from config.api import api
 from pipeline.models import ImportRun
+from pipeline.services.accept import MAX_FILENAME_LENGTH
 from tests.support.codes import codes_in_source
 from tests.support.files import make_pdf
 from tests.support.runs import drive
@@ -168,7 +169,7 @@ def test_closed_sets_of_strings_are_enums(schema):
         assert components[ref(component, field)]["enum"], (component, field)
 
 
-def test_every_bounded_input_declares_its_bounds(schema, settings):
+def test_every_bounded_input_declares_its_bounds(schema):
     for name, operation in operations(schema):
         for parameter in operation.get("parameters", []):
             spec = parameter["schema"]
@@ -177,7 +178,7 @@ def test_every_bounded_input_declares_its_bounds(schema, settings):
             if spec.get("type") == "string" and spec.get("format") != "uuid":
                 assert "maxLength" in spec, (name, parameter["name"])
     upload = schema["components"]["schemas"]["UploadIn"]["properties"]
-    assert upload["filename"]["maxLength"] == settings.PAPERLANE_MAX_FILENAME_LENGTH
+    assert upload["filename"]["maxLength"] == MAX_FILENAME_LENGTH
     assert upload["size_bytes"]["minimum"] == 0
 
 

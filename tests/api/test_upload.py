@@ -9,10 +9,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from core.isolation import warm_up
+from documents import reading
 from documents.models import Document, QuotaReservation
 from documents.services.organisations import organisation_create
 from documents.services.tokens import api_token_create
 from pipeline.models import ImportRun, RunTransition
+from pipeline.services.accept import MAX_FILENAME_LENGTH
 from tests.support import hostile
 from tests.support.files import (
     HTML_AS_PDF,
@@ -105,13 +107,13 @@ def test_a_name_whose_extension_says_another_type_gets_the_right_one(api, sent, 
     assert Document.objects.get(id=response.json()["document_id"]).filename == stored
 
 
-def test_a_long_name_keeps_its_length_bound_when_its_extension_is_added(api, settings):
-    sent = "x" * settings.PAPERLANE_MAX_FILENAME_LENGTH
+def test_a_long_name_keeps_its_length_bound_when_its_extension_is_added(api):
+    sent = "x" * MAX_FILENAME_LENGTH
 
     response = upload(api, make_pdf(1), name=sent)
 
     stored = response.json()["filename"]
-    assert len(stored) == settings.PAPERLANE_MAX_FILENAME_LENGTH and stored.endswith("x.pdf")
+    assert len(stored) == MAX_FILENAME_LENGTH and stored.endswith("x.pdf")
 
 
 def test_the_run_can_be_polled(api):
@@ -140,8 +142,8 @@ def test_a_docx_reserves_the_page_count_its_properties_state(api, org):
     assert (run.reservation.pages, run.reservation.estimated) == (7, True)
 
 
-def test_a_docx_without_page_property_is_estimated_from_its_words(api, settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+def test_a_docx_without_page_property_is_estimated_from_its_words(api, monkeypatch):
+    monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 100)
     # 12 paragraphs of 2 + 80 words = 984 words -> 10 pages at 100 words a page.
     response = upload(api, make_docx(12, words_per_paragraph=80), name="notes.docx")
 

@@ -7,6 +7,7 @@ import io
 import pytest
 
 from core.errors import UnreadableDocument
+from documents import reading
 from documents.reading import extract_limits, inspect_upload
 from formats import docx, extract
 from formats.base import PagesOverBudget
@@ -19,8 +20,8 @@ def test_docx_garbage_is_unreadable(limits):
         docx.extract(b"PK\x03\x04 not really a zip", limits=limits)
 
 
-def test_a_docx_is_charged_by_its_words_when_it_states_fewer_pages(settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 500
+def test_a_docx_is_charged_by_its_words_when_it_states_fewer_pages(monkeypatch):
+    monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 500)
 
     extracted = docx.extract(
         hostile.docx_many_words(20_000, stated_pages=1), limits=extract_limits()
@@ -36,17 +37,17 @@ def test_a_docx_is_charged_what_it_states_when_that_is_more(limits):
     assert extracted.text.startswith("Paragraph 1.")
 
 
-def test_the_page_limit_applies_to_docx_at_extract(settings):
+def test_the_page_limit_applies_to_docx_at_extract(settings, monkeypatch):
     settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 5
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+    monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 100)
 
     with pytest.raises(UnreadableDocument, match="the most we accept is 5") as refused:
         docx.extract(hostile.docx_with_prefix(words=3000, prefix="ns0"), limits=extract_limits())
     assert refused.value.code == "too_many_pages"
 
 
-def test_a_docx_over_its_page_budget_stops_as_soon_as_its_words_pass_it(settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+def test_a_docx_over_its_page_budget_stops_as_soon_as_its_words_pass_it(monkeypatch):
+    monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 100)
     data = hostile.docx_many_words(20_000, stated_pages=1)  # 200 pages of words
 
     with pytest.raises(PagesOverBudget) as over:
@@ -147,8 +148,8 @@ def test_words_fed_in_pieces_count_as_the_whole_text():
     assert counter.words == count_words("Hello world 字字 again") == 4
 
 
-def test_a_docx_in_japanese_is_charged_for_its_text_not_its_spaces(settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 500
+def test_a_docx_in_japanese_is_charged_for_its_text_not_its_spaces(monkeypatch):
+    monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 500)
     body = "".join(f"<w:p>{_run('日本語の文章です。' * 100)}</w:p>" for _ in range(20))
 
     extracted = docx.extract(hostile.docx_of_body(body), limits=extract_limits())

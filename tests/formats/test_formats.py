@@ -11,6 +11,7 @@ import pytest
 
 from core.errors import UnreadableDocument, UnsupportedFileType
 from core.isolation import warm_up
+from documents import reading
 from documents.reading import accept_limits, inspect_upload
 from formats import docx, extract, pdf
 from formats.base import Deadline, DeadlinePassed, Inspection, clean_extracted
@@ -103,8 +104,8 @@ def test_a_cross_reference_stream_declaring_two_million_entries_is_refused_withi
     assert "2,000,000 objects" in refused.message and "500,000" in refused.message
 
 
-def test_a_cross_reference_table_listing_more_objects_than_the_limit_is_refused(settings):
-    settings.PAPERLANE_PDF_MAX_OBJECTS = 100_000
+def test_a_cross_reference_table_listing_more_objects_than_the_limit_is_refused(monkeypatch):
+    monkeypatch.setattr(reading, "PDF_MAX_OBJECTS", 100_000)
     # Two subsections of 60,000: the whole table counts, not its first subsection.
     data = hostile.pdf_with_long_xref_table(120_000)
     head, _, tail = data.partition(b"xref\n0 120000\n")
@@ -146,10 +147,10 @@ def test_a_hostile_pdf_is_answered_at_once_without_the_work_it_asks_for(build, e
         assert (result.status_code, result.code) == (422, expected)
 
 
-def test_what_the_bounds_do_not_foresee_ends_on_the_wall_clock(settings):
+def test_what_the_bounds_do_not_foresee_ends_on_the_wall_clock(monkeypatch):
     # 20 MB of spaces after the catalog: pypdf reads them one at a time looking for a
     # `stream` keyword, about 14 s in the request; the child is killed at the budget.
-    settings.PAPERLANE_ACCEPT_INSPECT_SECONDS = 0.5
+    monkeypatch.setattr(reading, "INSPECT_SECONDS", 0.5)
     crafted = hostile.pdf_with_padded_catalog(20_000_000)
 
     refused, elapsed = _inspect_timed(crafted)
@@ -161,18 +162,18 @@ def test_what_the_bounds_do_not_foresee_ends_on_the_wall_clock(settings):
     assert inspect_upload(io.BytesIO(make_pdf(3))).pages == 3
 
 
-def test_an_inspection_over_its_memory_is_refused_at_once_not_a_crash(settings):
+def test_an_inspection_over_its_memory_is_refused_at_once_not_a_crash(monkeypatch):
     # The child starts with about 130 MB of address space; the 450,000 entries of this
     # cross-reference stream need some 60 MB more.
-    settings.PAPERLANE_ACCEPT_INSPECT_MEMORY_MB = 100
+    monkeypatch.setattr(reading, "INSPECT_MEMORY_MB", 100)
     result, elapsed = _inspect_timed(hostile.pdf_with_huge_xref_stream(450_000))
 
     assert (result.status_code, result.code) == (422, "inspection_too_large")
     assert elapsed < 1
 
 
-def test_a_docx_without_stated_pages_is_estimated_from_its_words_in_any_prefix(settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+def test_a_docx_without_stated_pages_is_estimated_from_its_words_in_any_prefix(monkeypatch):
+    monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 100)
     data = _without_app_xml(hostile.docx_with_prefix(words=3000, prefix="ns0"))
 
     inspection = inspect_upload(io.BytesIO(data))
@@ -180,13 +181,13 @@ def test_a_docx_without_stated_pages_is_estimated_from_its_words_in_any_prefix(s
     assert (inspection.kind, inspection.pages, inspection.estimated) == ("docx", 30, True)
 
 
-def test_words_beyond_the_xml_budget_are_extrapolated(settings):
-    settings.PAPERLANE_DOCX_WORDS_PER_PAGE = 100
+def test_words_beyond_the_xml_budget_are_extrapolated(monkeypatch):
+    monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 100)
     data = make_docx(200, words_per_paragraph=80)  # 200 x 82 words, no stated pages
 
-    settings.PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = 10_000_000
+    monkeypatch.setattr(reading, "DOCX_XML_BUDGET_BYTES", 10_000_000)
     counted = inspect_upload(io.BytesIO(data)).pages
-    settings.PAPERLANE_ACCEPT_DOCX_XML_BUDGET_BYTES = 20_000
+    monkeypatch.setattr(reading, "DOCX_XML_BUDGET_BYTES", 20_000)
     extrapolated = inspect_upload(io.BytesIO(data)).pages
 
     assert counted == 164

@@ -9,6 +9,7 @@ from pypdf import PageObject, PdfWriter
 from pypdf.generic import NameObject, NumberObject
 
 from core.errors import UnreadableDocument, caused_by
+from documents import reading
 from documents.reading import accept_limits, extract_limits
 from formats import extract, pdf
 from formats.base import Deadline, DeadlinePassed, PagesOverBudget, too_slow
@@ -156,8 +157,8 @@ def test_more_pages_than_allowed_is_unreadable_even_if_the_file_claimed_fewer(se
         pdf.extract(hostile.pdf_with_lying_count(real_pages=5, stated=1), limits=extract_limits())
 
 
-def test_a_page_with_more_text_than_the_limit_is_refused_naming_it(settings):
-    settings.PAPERLANE_MAX_CHARS_PER_PAGE = 100
+def test_a_page_with_more_text_than_the_limit_is_refused_naming_it(monkeypatch):
+    monkeypatch.setattr(reading, "MAX_CHARS_PER_PAGE", 100)
 
     with pytest.raises(UnreadableDocument, match="Page 1 has more text") as refused:
         pdf.extract(make_pdf(2, words_per_page=100), limits=extract_limits())

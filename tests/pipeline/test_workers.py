@@ -315,19 +315,19 @@ def test_a_worker_killed_after_its_callback_but_before_rq_finished_the_job(api, 
 def test_documents_over_the_extraction_limits_fail_and_the_workers_carry_on(api, org, settings):
     settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 100_000
     Organisation.objects.filter(id=org.id).update(page_limit=10_000_000)
-    # Without limits on its text the heavy PDF takes well over 6 s of CPU and stays small,
-    # and the DOCX outgrows the memory in under 2 s (Django's start in the child
-    # included): each hits its own limit first, by a wide margin.
+    # Without a limit on the text of a document the heavy PDF (each page's text within the
+    # limit of one page) takes well over 6 s of CPU and stays small, and the DOCX outgrows
+    # the memory in under 2 s (Django's start in the child included): each hits its own
+    # limit first, by a wide margin.
     env = {
         "PAPERLANE_EXTRACT_CPU_SECONDS": "6",
         "PAPERLANE_EXTRACT_MEMORY_MB": "256",
         "PAPERLANE_MAX_PAGES_PER_DOCUMENT": "100000",
-        "PAPERLANE_MAX_CHARS_PER_PAGE": str(10**9),
         "PAPERLANE_MAX_CHARS_PER_DOCUMENT": str(10**9),
     }
     with running_workers(**env):
-        # About a second of PDFium's CPU a page here: far over 6 s on any machine.
-        heavy = accepted_run(api, hostile.pdf_with_shared_heavy_content(24, stream_mb=2))
+        # About 0.05 s of PDFium's CPU a page here: 20 s, far over 6 s on any machine.
+        heavy = accepted_run(api, hostile.pdf_with_shared_heavy_content(400, stream_mb=0.15))
         inflating = accepted_run(api, hostile.docx_outgrowing_memory(), name="inflating.docx")
         ended = wait_terminal([heavy.id, inflating.id], timeout=120)
         workers = redis_connection().smembers("rq:workers")

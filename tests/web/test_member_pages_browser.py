@@ -30,6 +30,7 @@ from tests.support.members import PASSWORD, document_with_text, documents_made
 from tests.support.pipeline import TEST_PIPELINE_ENV, running_workers
 from tests.support.processes import ROOT, process_env, web_server
 from tests.support.runs import document_with_chunks
+from web.document_views import DIRECT_UPLOAD_BYTES
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -507,9 +508,8 @@ def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, si
 
 
 def test_with_s3_a_large_file_goes_straight_to_the_bucket_with_its_progress(
-    browser, acme, s3, settings, tmp_path
+    browser, acme, s3, tmp_path
 ):
-    settings.PAPERLANE_WEB_DIRECT_UPLOAD_BYTES = 10_000
     # The page's origin PUTs to the bucket: its CORS allows it, as a deployment's must.
     s3.client.put_bucket_cors(
         Bucket=s3.bucket,
@@ -523,11 +523,10 @@ def test_with_s3_a_large_file_goes_straight_to_the_bucket_with_its_progress(
             ]
         },
     )
-    large, small = make_pdf(30, label="Large"), make_pdf(1)
-    assert len(large) > 10_000 > len(small)
-    env = process_env(
-        MEDIA_ROOT=str(tmp_path / "media"), PAPERLANE_WEB_DIRECT_UPLOAD_BYTES="10000", **s3.env
-    )
+    # Past the size above which the page sends a file straight to the bucket (9 MB).
+    large, small = make_pdf(80, words_per_page=16_000, label="Large"), make_pdf(1)
+    assert len(large) > DIRECT_UPLOAD_BYTES > len(small)
+    env = process_env(MEDIA_ROOT=str(tmp_path / "media"), **s3.env)
     with web_server(workers=1, threads=4, env=env) as base:
         site = SimpleNamespace(base=base)
         context, page = _signed_in(browser, site, "ada")

@@ -9,11 +9,13 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from core import uploads as core_uploads
 from core.upload_counts import upload_counts
 from documents.models import Document, PendingUpload
 from pipeline.models import ImportRun
 from tests.support.files import HTML_AS_PDF, make_docx, make_encrypted_pdf, make_pdf
 from tests.support.members import signed_in
+from web import document_views
 
 pytestmark = pytest.mark.django_db
 
@@ -55,8 +57,8 @@ def test_without_javascript_a_post_of_only_refused_files_answers_the_first_refus
     assert "needs 3 pages but only 1 of your page quota are left" in response.content.decode()
 
 
-def test_a_form_post_carries_at_most_its_bound_of_files(member_client, settings, redis_conn):
-    settings.PAPERLANE_UPLOAD_FORM_MAX_FILES = 2
+def test_a_form_post_carries_at_most_its_bound_of_files(member_client, redis_conn, monkeypatch):
+    monkeypatch.setattr(core_uploads, "FORM_MAX_FILES", 2)
     files = [_file(f"f{n}.pdf", make_pdf(1)) for n in range(3)]
 
     page = member_client.post("/", {"file": files}, follow=True).content.decode()
@@ -130,14 +132,14 @@ def test_a_viewer_cannot_send_a_file_by_the_script_either(org):
     assert not Document.objects.exists()
 
 
-def test_the_page_offers_direct_uploads_above_the_size_only_with_s3(member_client, s3, settings):
-    settings.PAPERLANE_WEB_DIRECT_UPLOAD_BYTES = 1000
+def test_the_page_offers_direct_uploads_above_the_size_only_with_s3(member_client, s3, monkeypatch):
+    monkeypatch.setattr(document_views, "DIRECT_UPLOAD_BYTES", 1000)
 
     assert 'data-direct-above="1000"' in member_client.get("/").content.decode()
 
 
-def test_without_s3_the_page_sends_every_file_through_the_web(member_client, settings):
-    settings.PAPERLANE_WEB_DIRECT_UPLOAD_BYTES = 1000
+def test_without_s3_the_page_sends_every_file_through_the_web(member_client, monkeypatch):
+    monkeypatch.setattr(document_views, "DIRECT_UPLOAD_BYTES", 1000)
 
     assert 'data-direct-above="0"' in member_client.get("/").content.decode()
     refused = member_client.post(
