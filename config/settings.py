@@ -285,13 +285,7 @@ PAPERLANE_ADMISSION_ORGANISATION_BOUND = env.int(
 )
 # The promise: no interactive stage waits longer than this for a worker.
 PAPERLANE_ADMISSION_PROMISE_SECONDS = env.int("PAPERLANE_ADMISSION_PROMISE_SECONDS", default=300)
-# Retry-After when no run ended lately (no drain rate to compute it from), and at most.
-PAPERLANE_ADMISSION_RETRY_AFTER_DEFAULT_SECONDS = env.int(
-    "PAPERLANE_ADMISSION_RETRY_AFTER_DEFAULT_SECONDS", default=30
-)
-PAPERLANE_ADMISSION_RETRY_AFTER_MAX_SECONDS = env.int(
-    "PAPERLANE_ADMISSION_RETRY_AFTER_MAX_SECONDS", default=900
-)
+# Retry-After's default and most: pipeline/services/admission.py.
 
 
 # ======================================================================================

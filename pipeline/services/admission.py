@@ -53,6 +53,9 @@ DRAIN_SAMPLE = 500
 DRAIN_MIN_SPAN_SECONDS = 5.0
 # Waiting runs past the promise are counted up to this many (to size the Retry-After).
 LATE_COUNT_LIMIT = 1000
+# Retry-After when no run ended lately (no drain rate to compute it from), and at most.
+RETRY_AFTER_DEFAULT_SECONDS = 30
+RETRY_AFTER_MAX_SECONDS = 900
 
 SLOT_KEY = "paperlane:admission:slot:"
 REFUSALS_KEY = "paperlane:stats:admission_refusals"
@@ -164,7 +167,7 @@ def _slot_script(connection: Redis) -> Script:
 def _take_slot(scope: str, *, reason: str, wait: float, step: float) -> float:
     """Seconds from now until the refused caller's turn; counts the refusal."""
     # Milliseconds, as the slots are kept: a wait of 120 s must read 120 s, not 120.0004.
-    now, ceiling = round(time.time(), 3), settings.PAPERLANE_ADMISSION_RETRY_AFTER_MAX_SECONDS
+    now, ceiling = round(time.time(), 3), RETRY_AFTER_MAX_SECONDS
     breaker = request_breaker()
     if not breaker.open:
         try:
@@ -193,13 +196,11 @@ def _refusal(
         wait, step = excess / rate, 1 / rate
     else:
         # Nothing ended in the window (workers stopped, or idle until this burst): no rate
-        # to compute from, so the configured default, the same for every caller.
-        wait, step = settings.PAPERLANE_ADMISSION_RETRY_AFTER_DEFAULT_SECONDS, 0.0
+        # to compute from, so the default, the same for every caller.
+        wait, step = RETRY_AFTER_DEFAULT_SECONDS, 0.0
     seconds = _take_slot(scope, reason=reason, wait=wait, step=step)
     # Whole seconds, rounded up (less a float's error), at least 1 and at most the maximum.
-    retry_after = min(
-        max(math.ceil(seconds - 1e-6), 1), settings.PAPERLANE_ADMISSION_RETRY_AFTER_MAX_SECONDS
-    )
+    retry_after = min(max(math.ceil(seconds - 1e-6), 1), RETRY_AFTER_MAX_SECONDS)
     return SystemBusy(
         f"The system is busy{busy_with}; please try again in {_in_words(retry_after)}.",
         retry_after=retry_after,
