@@ -33,7 +33,6 @@ import pypdfium2 as pdfium
 from _common import ROOT, SCRATCH
 from _pipeline_runs import run_burst
 from _workers import stage_order
-from django.conf import settings
 from django.db.models import Sum
 from pypdf import PdfReader
 
@@ -42,7 +41,7 @@ from documents.reading import extract_limits
 from formats import extract
 from pipeline.models import ImportRun, RunStatus
 from pipeline.stage_list import STAGES
-from pipeline.stages.extract import isolation_limits
+from pipeline.stages.extract import CHILD_DOCUMENTS, isolation_limits
 
 FIXTURES = ROOT / "tests" / "fixtures" / "real_world"
 EXTRACT_TIMEOUT = next(spec.timeout for spec in STAGES if spec.name == "extract")
@@ -87,7 +86,7 @@ def ours(data: bytes) -> tuple[str, int]:
         data,
         extract_limits(),
         limits=isolation_limits(timeout=EXTRACT_TIMEOUT),
-        reuse=settings.PAPERLANE_EXTRACT_CHILD_DOCUMENTS,
+        reuse=CHILD_DOCUMENTS,
     )
     return extracted.text, extracted.page_count
 

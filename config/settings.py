@@ -308,9 +308,6 @@ PAPERLANE_STAGE_BULK_CONCURRENCY = {
 }
 # Queues ("lanes") per stage and priority: organisations take turns between lanes.
 PAPERLANE_LANES = env.int("PAPERLANE_LANES", default=8)
-# Every Nth job a worker that prefers interactive work takes, it looks at bulk work
-# first, so bulk work moves while interactive work keeps arriving.
-PAPERLANE_BULK_EVERY = env.int("PAPERLANE_BULK_EVERY", default=4)
 # Transient errors: retried with exponential backoff and full jitter, then dead letter.
 PAPERLANE_RETRY_MAX_ATTEMPTS = env.int("PAPERLANE_RETRY_MAX_ATTEMPTS", default=5)
 PAPERLANE_RETRY_BASE_SECONDS = env.float("PAPERLANE_RETRY_BASE_SECONDS", default=2.0)
@@ -318,8 +315,6 @@ PAPERLANE_RETRY_CAP_SECONDS = env.float("PAPERLANE_RETRY_CAP_SECONDS", default=3
 # ...and a stage is dead-lettered only once it has also been failing this long: a short
 # provider outage must not use up a document's quick tries.
 PAPERLANE_RETRY_MIN_WINDOW_SECONDS = env.float("PAPERLANE_RETRY_MIN_WINDOW_SECONDS", default=60.0)
-# A stage still running this long past its timeout is hung: its worker is stopped.
-PAPERLANE_HUNG_MARGIN_SECONDS = env.int("PAPERLANE_HUNG_MARGIN_SECONDS", default=30)
 # A stage whose worker dies this many times in a row is poison: dead letter.
 PAPERLANE_POISON_CRASHES = env.int("PAPERLANE_POISON_CRASHES", default=3)
 # A worker holds a stage for this long and renews the hold every third of it;
@@ -328,9 +323,6 @@ PAPERLANE_LEASE_SECONDS = env.int("PAPERLANE_LEASE_SECONDS", default=30)
 PAPERLANE_SWEEP_INTERVAL_SECONDS = env.float("PAPERLANE_SWEEP_INTERVAL_SECONDS", default=5.0)
 # A due stage whose job has not started after this long is delivered again.
 PAPERLANE_REDELIVER_AFTER_SECONDS = env.int("PAPERLANE_REDELIVER_AFTER_SECONDS", default=60)
-# A job marked queued for this long that sits in no lane (its worker died between taking
-# it and starting it) is delivered again.
-PAPERLANE_STRANDED_AFTER_SECONDS = env.int("PAPERLANE_STRANDED_AFTER_SECONDS", default=10)
 # The name this host's workers go by in RQ, attempts and the admin (`run_workers --host`
 # overrides it for its children): two supervisors on one machine need two names.
 PAPERLANE_HOST_NAME = env("PAPERLANE_HOST_NAME", default=socket.gethostname())
@@ -343,26 +335,11 @@ PAPERLANE_SHUTDOWN_GRACE_SECONDS = env.int("PAPERLANE_SHUTDOWN_GRACE_SECONDS", d
 # job. See bench/pipeline.py for the cost. A plain RQ class named here gets the lane
 # order (pipeline.rq_workers.LaneOrder) and a prompt stop (pipeline/rq_workers.py) mixed in.
 PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="pipeline.rq_workers.LaneWorker")
-
-
-# ======================================================================================
-# Sweeper housekeeping: stored orphans, old syncs
-# ======================================================================================
-
-# Stored files no document points to (an accept killed before its commit) are
-# deleted once older than the grace, by a sweeper pass run every interval.
-PAPERLANE_ORPHAN_GRACE_SECONDS = env.int("PAPERLANE_ORPHAN_GRACE_SECONDS", default=3600)
-PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS = env.float(
-    "PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS", default=3600.0
-)
-# Stored keys one such pass looks at, going on from where the last one stopped (on S3,
-# a LIST request per 1,000 and a database query per 500): a pass over a large bucket
-# stays short, and a whole walk takes (keys / this) intervals.
-PAPERLANE_ORPHAN_KEYS_PER_PASS = env.int("PAPERLANE_ORPHAN_KEYS_PER_PASS", default=1_000_000)
-# Connections' syncs are deleted after this many days by the same pass (each connection
-# keeps its newest 20 whatever their age): a folder synced every few seconds records
-# thousands a day.
-PAPERLANE_SYNC_HISTORY_DAYS = env.int("PAPERLANE_SYNC_HISTORY_DAYS", default=30)
+# The workers' and the sweeper's other bounds are constants beside their use: bulk turns
+# (pipeline/rq_workers.py), the hung margin (pipeline/lease.py), stranded jobs
+# (pipeline/dispatch.py), the housekeeping of stored orphans (pipeline/sweeper.py) and of
+# old syncs (connectors/services.py), the extraction child's documents
+# (pipeline/stages/extract.py).
 
 
 # ======================================================================================
@@ -372,12 +349,9 @@ PAPERLANE_SYNC_HISTORY_DAYS = env.int("PAPERLANE_SYNC_HISTORY_DAYS", default=30)
 # Text is extracted in a child process with this much memory (address space) and CPU.
 PAPERLANE_EXTRACT_MEMORY_MB = env.int("PAPERLANE_EXTRACT_MEMORY_MB", default=1536)
 PAPERLANE_EXTRACT_CPU_SECONDS = env.int("PAPERLANE_EXTRACT_CPU_SECONDS", default=240)
-# Documents one such child extracts, one after another, before a new one takes over (1: a
-# new child per document). Each gets the CPU budget above; a child whose memory has grown
-# is replaced sooner, and a document over the memory limit is judged again in a new child.
-PAPERLANE_EXTRACT_CHILD_DOCUMENTS = env.int("PAPERLANE_EXTRACT_CHILD_DOCUMENTS", default=100)
+# A document with more text than this fails (and one with more on a page, or more chunks:
+# documents/reading.py, pipeline/stages/embed.py).
 PAPERLANE_MAX_CHARS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHARS_PER_DOCUMENT", default=20_000_000)
-PAPERLANE_MAX_CHUNKS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHUNKS_PER_DOCUMENT", default=25_000)
 
 
 # ======================================================================================

@@ -12,7 +12,6 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -419,6 +418,9 @@ def connection_request_sync(*, connection_id: int, actor: Actor) -> bool:
 SYNCS_ALWAYS_KEPT = 20
 # Syncs one housekeeping pass may delete.
 SYNCS_PER_PASS = 10_000
+# Syncs older than this many days are deleted by the sweeper's housekeeping (a folder
+# synced every few seconds records thousands a day).
+SYNC_HISTORY_DAYS = 30
 
 
 def connection_syncs_prune(*, older_than: datetime, limit: int) -> int:
@@ -446,6 +448,6 @@ def connection_syncs_prune(*, older_than: datetime, limit: int) -> int:
 
 def connection_syncs_prune_old() -> int:
     """The sweeper's housekeeping (registered in connectors/apps.py): syncs older than
-    PAPERLANE_SYNC_HISTORY_DAYS go, SYNCS_PER_PASS at most. Returns how many went."""
-    older_than = timezone.now() - timedelta(days=settings.PAPERLANE_SYNC_HISTORY_DAYS)
+    SYNC_HISTORY_DAYS go, SYNCS_PER_PASS at most. Returns how many went."""
+    older_than = timezone.now() - timedelta(days=SYNC_HISTORY_DAYS)
     return connection_syncs_prune(older_than=older_than, limit=SYNCS_PER_PASS)

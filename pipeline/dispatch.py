@@ -34,6 +34,9 @@ EXECUTE = "pipeline.engine.execute_stage"
 # Called by RQ in the worker when a stage job has returned, or has raised.
 ON_SUCCESS = "pipeline.dispatch.on_stage_job_success"
 ON_FAILURE = "pipeline.dispatch.on_stage_job_failure"
+# A job marked queued for this long that sits in no lane (its worker died between taking
+# it and starting it) is delivered again.
+STRANDED_AFTER_SECONDS = 10
 
 
 def stage_job_id(*, run_id: uuid.UUID | str, stage: str, attempt: int, generation: int = 0) -> str:
@@ -193,7 +196,7 @@ class JobState:
     position: int | None = None
     # The job is marked queued but sits neither in its queue nor in the list a
     # worker moves it to while taking it, and has for longer than a worker takes to
-    # start a job it popped (PAPERLANE_STRANDED_AFTER_SECONDS): nothing would ever run it.
+    # start a job it popped (STRANDED_AFTER_SECONDS): nothing would ever run it.
     stranded: bool = False
     # Marked queued and in no list, enqueued moments ago: a worker popped it and is
     # about to mark it started. Deleting it now would pull it from under that worker.
@@ -257,7 +260,7 @@ def _long_ago(moment: datetime | None) -> bool:
 def _queued_long(moment: datetime | None) -> bool:
     # The sweeper's rule for a job in no list: a worker that popped it marks it started
     # within milliseconds, so only one queued this long ago is left with nobody.
-    limit = timedelta(seconds=settings.PAPERLANE_STRANDED_AFTER_SECONDS)
+    limit = timedelta(seconds=STRANDED_AFTER_SECONDS)
     return moment is None or timezone.now() - moment > limit
 
 

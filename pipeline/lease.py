@@ -20,6 +20,9 @@ from pipeline.services.workers import run_renew_lease
 
 logger = logging.getLogger(__name__)
 
+# A stage still running this long past its timeout is hung: its worker is stopped.
+HUNG_MARGIN_SECONDS = 30
+
 
 class LeaseKeeper:
     """Renews the current lease, and stops a stage that outlives its timeout.
@@ -46,7 +49,7 @@ class LeaseKeeper:
             # Only the log fields: the whole context would hand this thread's
             # database connection (a context variable in Django) to the keeper.
             self._log_fields = current_log_context()
-            self._deadline = time.monotonic() + timeout + settings.PAPERLANE_HUNG_MARGIN_SECONDS
+            self._deadline = time.monotonic() + timeout + HUNG_MARGIN_SECONDS
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
             self._thread.start()

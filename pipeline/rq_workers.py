@@ -4,7 +4,7 @@
 `dequeue_any` over a fixed list of keys), so a new job is taken the moment it is pushed;
 after each job it reorders that list: its own priority's lanes first, rotated so the lane
 after the one just served comes first (lanes take turns), the other priority's lanes
-after them (no idle worker while there is work), and every PAPERLANE_BULK_EVERY-th pick an
+after them (no idle worker while there is work), and every BULK_EVERY-th pick an
 interactive-first worker puts the bulk lanes first (bulk work never starves). While the
 provider a stage calls keeps failing (core/provider_breaker.py), the worker takes none of
 that stage's jobs until the pause ends.
@@ -21,8 +21,6 @@ per idle worker.
 import math
 import time
 
-from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import Queue
 from rq.exceptions import DequeueTimeout
@@ -34,6 +32,9 @@ from pipeline.queues import PRIORITIES, queue_lane, queue_stage
 from pipeline.stage_list import stage_spec
 
 LISTEN_SECONDS = 1.0
+# Every Nth job a worker that prefers interactive work takes, it looks at bulk work
+# first, so bulk work moves while interactive work keeps arriving.
+BULK_EVERY = 4
 
 
 class PromptStop:
@@ -54,15 +55,6 @@ class PromptStop:
 PAUSE_BEAT_SECONDS = 2.0
 
 
-def bulk_every() -> int:
-    every = settings.PAPERLANE_BULK_EVERY
-    if not isinstance(every, int) or every < 1:
-        raise ImproperlyConfigured(
-            f"PAPERLANE_BULK_EVERY must be a whole number >= 1, not {every!r}"
-        )
-    return every
-
-
 class LaneOrder:
     """Mixed into an RQ worker class: orders the worker's lanes before each pick.
 
@@ -75,7 +67,6 @@ class LaneOrder:
         if prefers not in PRIORITIES:
             raise ValueError(f"unknown priority {prefers!r}; use one of {', '.join(PRIORITIES)}")
         self.prefers = prefers
-        self.bulk_every = bulk_every()
         self.picks = 0
         self._lanes: dict[str, list[Queue]] = {priority: [] for priority in PRIORITIES}
         self._others: list[Queue] = []
@@ -94,9 +85,7 @@ class LaneOrder:
 
     def first_priority(self) -> str:
         """The priority whose lanes the next pick looks at first."""
-        if self.prefers == RunPriority.INTERACTIVE and self.picks % self.bulk_every == (
-            self.bulk_every - 1
-        ):
+        if self.prefers == RunPriority.INTERACTIVE and self.picks % BULK_EVERY == BULK_EVERY - 1:
             return RunPriority.BULK
         return self.prefers
 

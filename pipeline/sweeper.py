@@ -15,11 +15,10 @@ One pass:
 4. direct uploads whose time to be completed is over: removed, with the object of
    each one never completed (documents/services/pending_uploads.py);
 5. only when asked, the housekeeping (`sweep --loop` does it every
-   PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, on one host each interval: a lock in
-   Redis): stored files no document points to, older than
-   PAPERLANE_ORPHAN_GRACE_SECONDS, are deleted, looking at
-   PAPERLANE_ORPHAN_KEYS_PER_PASS keys a pass and going on from where the last pass
-   stopped (kept in Redis); then what other apps registered to be done with it
+   HOUSEKEEPING_INTERVAL_SECONDS, on one host each interval: a lock in Redis): stored
+   files no document points to, older than ORPHAN_GRACE_SECONDS, are deleted, looking
+   at ORPHAN_KEYS_PER_PASS keys a pass and going on from where the last pass stopped
+   (kept in Redis); then what other apps registered to be done with it
    (`sweeper_housekeeping_register`: the connectors' old syncs).
 
 Each step looks at a bounded number of runs (or files), oldest first, so a
@@ -41,7 +40,7 @@ from documents.models import QuotaReservation
 from documents.services.orphans import stored_orphans_remove
 from documents.services.pending_uploads import pending_uploads_remove_expired
 from documents.services.quota import quota_release
-from pipeline import broker
+from pipeline import broker, dispatch
 from pipeline.dispatch import DISPATCH_FIELDS, WAITING_STATUSES, current_job_id, enqueue_current
 from pipeline.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
 from pipeline.queues import is_served_queue
@@ -56,6 +55,14 @@ DELIVERIES_CHECKED_PER_PASS = 10_000
 # Expired direct uploads one pass may remove: a transaction each, and a storage DELETE
 # for each one never completed.
 UPLOADS_PER_PASS = 200
+# Stored files no document points to (an accept killed before its commit) are deleted
+# once older than the grace, by a housekeeping pass run every interval.
+ORPHAN_GRACE_SECONDS = 3600
+HOUSEKEEPING_INTERVAL_SECONDS = 3600.0
+# Stored keys one such pass looks at, going on from where the last one stopped (on S3,
+# a LIST request per 1,000 and a database query per 500): a pass over a large bucket
+# stays short, and a whole walk takes (keys / this) intervals.
+ORPHAN_KEYS_PER_PASS = 1_000_000
 # Stored files one orphan pass may delete.
 ORPHANS_PER_PASS = 1_000
 # Jobs asked about in one Redis round trip.
@@ -68,9 +75,8 @@ MARKER_KEY = "paperlane:sweeper:marker"
 # interval: with a sweeper on every host, one of them looks each interval, not all.
 CHECK_LOCK_KEY = "paperlane:sweeper:checking"
 CHECK_LOCK_SHARE = 0.8  # of PAPERLANE_SWEEP_INTERVAL_SECONDS
-# The same for the housekeeping, for most of PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS.
+# The same for the housekeeping, for most of HOUSEKEEPING_INTERVAL_SECONDS.
 HOUSEKEEPING_LOCK_KEY = "paperlane:sweeper:housekeeping"
-HOUSEKEEPING_LOCK_MAX_SECONDS = 24 * 3600
 # The last stored key the orphan pass looked at: the next pass goes on after it. Lost with
 # Redis's data, the walk starts again from the first key.
 ORPHANS_RESUME_KEY = "paperlane:sweeper:orphans_after"
@@ -150,9 +156,7 @@ def _take_the_check() -> bool:
 def _take_the_housekeeping() -> bool:
     """Whether this sweeper is the one to do the housekeeping this interval (a Redis that
     does not answer says yes: the housekeeping needs only the storage and the database)."""
-    # At most a day: a host configured with a far longer interval must not hold it for all.
-    interval = min(settings.PAPERLANE_ORPHAN_SWEEP_INTERVAL_SECONDS, HOUSEKEEPING_LOCK_MAX_SECONDS)
-    return _take(HOUSEKEEPING_LOCK_KEY, seconds=interval)
+    return _take(HOUSEKEEPING_LOCK_KEY, seconds=HOUSEKEEPING_INTERVAL_SECONDS)
 
 
 def _take(key: str, *, seconds: float) -> bool:
@@ -178,7 +182,7 @@ def _redeliver_lost_jobs() -> int:
     # Leave a moment for the accept path and callbacks to enqueue on their own.
     settled_before = now - timedelta(seconds=2)
     stale_before = now - timedelta(seconds=settings.PAPERLANE_REDELIVER_AFTER_SECONDS)
-    stranded_before = now - timedelta(seconds=settings.PAPERLANE_STRANDED_AFTER_SECONDS)
+    stranded_before = now - timedelta(seconds=dispatch.STRANDED_AFTER_SECONDS)
     runs = list(
         ImportRun.objects.filter(
             status__in=ACTIVE_STATUSES, lease_owner="", updated_at__lt=settled_before
@@ -201,7 +205,7 @@ def _redeliver_batch(
     job_ids = [current_job_id(run) for run in runs]
     fields = ("status", "enqueued_at", "started_at", "origin")
     states = broker.jobs_fields(connection, job_ids, fields)
-    # LPOS walks the list, so only jobs queued longer than PAPERLANE_STRANDED_AFTER_SECONDS
+    # LPOS walks the list, so only jobs queued longer than STRANDED_AFTER_SECONDS
     # are looked for: in a healthy system none, in a backlog the oldest, which LPOS finds
     # near the head. A worker killed between taking a job off its lanes and starting it
     # leaves one: a host lost, a worker killed under load; found within seconds, not minutes.
@@ -258,7 +262,7 @@ def _release_ended_reservations() -> int:
 
 
 def _remove_orphaned_files() -> int:
-    grace = timedelta(seconds=settings.PAPERLANE_ORPHAN_GRACE_SECONDS)
+    grace = timedelta(seconds=ORPHAN_GRACE_SECONDS)
     redis = redis_connection()
     try:
         after = (redis.get(ORPHANS_RESUME_KEY) or b"").decode()
@@ -267,7 +271,7 @@ def _remove_orphaned_files() -> int:
     done = stored_orphans_remove(
         older_than=timezone.now() - grace,
         limit=ORPHANS_PER_PASS,
-        examine=settings.PAPERLANE_ORPHAN_KEYS_PER_PASS,
+        examine=ORPHAN_KEYS_PER_PASS,
         after=after,
     )
     try:

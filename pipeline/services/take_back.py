@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from pipeline import lease
 from pipeline.models import ImportRun, RunStatus, StageAttempt
 from pipeline.services.transitions import SWEEPER, Actor, attempt_finish, run_move
 from pipeline.stage_list import STAGES
@@ -97,7 +98,7 @@ def attempts_abandon_unreported(*, limit: int) -> int:
     now = timezone.now()
     closed = 0
     for spec in STAGES:
-        past = spec.timeout + settings.PAPERLANE_HUNG_MARGIN_SECONDS
+        past = spec.timeout + lease.HUNG_MARGIN_SECONDS
         past += settings.PAPERLANE_LEASE_SECONDS
         unreported = list(
             StageAttempt.objects.filter(

@@ -39,6 +39,9 @@ from retrieval.chunking import Piece, chunk_document
 from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector
 from retrieval.vector_index import chunks_write
 
+# A document whose text makes more chunks than this fails.
+MAX_CHUNKS_PER_DOCUMENT = 25_000
+
 
 def _embed(embedder: Embedder, batch: list[str]) -> list[list[float]]:
     provider = breaker(PROVIDER)
@@ -58,7 +61,7 @@ def _pieces(document: Document) -> list[Piece]:
     pieces = chunk_document(
         extracted.text, page_starts=extracted.page_starts, outline=extracted.outline
     )
-    limit = settings.PAPERLANE_MAX_CHUNKS_PER_DOCUMENT
+    limit = MAX_CHUNKS_PER_DOCUMENT
     if len(pieces) > limit:
         raise PermanentError(
             f"The document's text makes {len(pieces):,} chunks; the limit is {limit:,} chunks "

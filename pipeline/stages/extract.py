@@ -24,6 +24,11 @@ from pipeline.errors import PermanentError
 from pipeline.stages.context import StageContext
 from pipeline.stages.stored_file import read_stored
 
+# Documents one extraction child extracts, one after another, before a new one takes over
+# (1: a new child per document). Each gets the CPU budget; a child whose memory has grown
+# is replaced sooner, and a document over the memory limit is judged again in a new child.
+CHILD_DOCUMENTS = 100
+
 
 def isolation_limits(*, timeout: int) -> Limits:
     """The child's limits. Its wall clock ends before the stage's own `timeout` (less a
@@ -65,7 +70,7 @@ def run(ctx: StageContext) -> None:
             extract_limits(),
             limits=isolation_limits(timeout=ctx.timeout),
             on_progress=ctx.progress,
-            reuse=settings.PAPERLANE_EXTRACT_CHILD_DOCUMENTS,
+            reuse=CHILD_DOCUMENTS,
             page_budget=held + available,
         )
     except LimitExceeded as exc:

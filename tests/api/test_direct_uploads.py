@@ -18,6 +18,7 @@ from core.errors import UnreadableDocument
 from documents.models import Document, PendingUpload, QuotaReservation, UsageEntry
 from documents.services import pending_uploads
 from documents.services.tokens import api_token_create
+from pipeline import sweeper
 from pipeline.models import ImportRun
 from pipeline.services import direct_uploads as presigned_service
 from pipeline.sweeper import sweep_once
@@ -596,8 +597,8 @@ def test_the_sweeper_removes_a_completed_uploads_row_but_never_its_documents_obj
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_orphan_pass_leaves_an_open_uploads_object_to_the_upload(s3, api, settings):
-    settings.PAPERLANE_ORPHAN_GRACE_SECONDS = 0
+def test_the_orphan_pass_leaves_an_open_uploads_object_to_the_upload(s3, api, monkeypatch):
+    monkeypatch.setattr(sweeper, "ORPHAN_GRACE_SECONDS", 0)
     grant = put_for(api, make_pdf(1))
     key = PendingUpload.objects.get(id=grant["upload_id"]).storage_key
 

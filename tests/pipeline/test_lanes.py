@@ -11,6 +11,7 @@ from rq.job import Job
 from rq.worker import SimpleWorker
 
 from core.redis import redis_connection
+from pipeline import dispatch, rq_workers
 from pipeline.broker import get_queue
 from pipeline.dispatch import delivery_of, enqueue_current, job_state, stage_redeliver
 from pipeline.lanes import lane_choose
@@ -140,8 +141,8 @@ def test_a_worker_serves_the_lanes_in_turn(redis_conn, worker_class):
     assert drain("extract", worker_class=worker_class) == ["a0", "b0", "c0", "a1", "b1", "a2", "a3"]
 
 
-def test_bulk_work_moves_every_nth_pick_while_interactive_work_waits(redis_conn, settings):
-    settings.PAPERLANE_BULK_EVERY = 4
+def test_bulk_work_moves_every_nth_pick_while_interactive_work_waits(redis_conn, monkeypatch):
+    monkeypatch.setattr(rq_workers, "BULK_EVERY", 4)
     org = str(uuid.uuid4())
     for n in range(12):
         enqueue_pick("embed", INTERACTIVE, org, f"i{n}")
@@ -190,7 +191,9 @@ def delivery_job_of(run: ImportRun) -> str:
     return f"run-{run.id}-0-{run.stage}-0"
 
 
-def test_redelivery_finds_a_job_gone_from_its_lane_and_queues_it_again(org, redis_conn, settings):
+def test_redelivery_finds_a_job_gone_from_its_lane_and_queues_it_again(
+    org, redis_conn, monkeypatch
+):
     run = unchecked_run(org, make_pdf(1), kind="pdf", pages=1)
     assert enqueue_current(run)
     job_id = delivery_job_of(run)
@@ -200,7 +203,7 @@ def test_redelivery_finds_a_job_gone_from_its_lane_and_queues_it_again(org, redi
     assert not stage_redeliver(delivery=delivery_of(run))
     assert redis_conn.exists(f"rq:job:{job_id}") and waiting_job_ids(run.stage) == []
     # Out of every list for longer than a worker takes to start a job it popped: lost.
-    settings.PAPERLANE_STRANDED_AFTER_SECONDS = 0
+    monkeypatch.setattr(dispatch, "STRANDED_AFTER_SECONDS", 0)
     assert job_state(run).stranded
 
     assert stage_redeliver(delivery=delivery_of(run))

@@ -92,7 +92,7 @@ def test_bulk_work_moves_while_interactive_work_keeps_arriving(api, org, setting
 
     assert finished.status == "succeeded", finished.error_message
     assert arriving, "no interactive upload arrived while the bulk run was in the pipeline"
-    # Every PAPERLANE_BULK_EVERY-th (4th) pick of a worker looks at bulk work first, so
+    # Every BULK_EVERY-th (4th) pick of a worker looks at bulk work first, so
     # at each of the five stages the bulk job waits for at most about four interactive
     # jobs: some 20 in all, far fewer than the 120 queued ahead of it (measured: 7).
     ahead = finished_before(interactive, done)

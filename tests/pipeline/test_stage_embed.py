@@ -13,6 +13,7 @@ from pipeline.engine import execute_stage
 from pipeline.models import ImportRun
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import Actor
+from pipeline.stages import embed as embed_stage
 from retrieval.embedding import PROVIDER
 from tests.support.embedders import HookedEmbedder
 from tests.support.files import make_pdf
@@ -46,8 +47,8 @@ def test_chunk_ids_are_stable_per_document_version_and_index():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_document_with_more_chunks_than_the_limit_fails_naming_it(api, settings):
-    settings.PAPERLANE_MAX_CHUNKS_PER_DOCUMENT = 2
+def test_a_document_with_more_chunks_than_the_limit_fails_naming_it(api, monkeypatch):
+    monkeypatch.setattr(embed_stage, "MAX_CHUNKS_PER_DOCUMENT", 2)
 
     run = drive(accepted_run(api, make_pdf(6, words_per_page=300)).id)
 
