@@ -220,7 +220,7 @@ class TokenOut(Schema):
     # The token's first characters, to tell tokens apart (`pl_AbC123…`).
     prefix: str
     created_at: datetime
-    # Written at most once a minute per token (PAPERLANE_TOKEN_TOUCH_SECONDS).
+    # Written at most once a minute per token (documents/services/tokens.py).
     last_used_at: datetime | None
     revoked_at: datetime | None
     active: bool

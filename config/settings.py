@@ -359,7 +359,6 @@ PAPERLANE_MAX_CHARS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHARS_PER_DOCUMENT", d
 # ======================================================================================
 
 PAPERLANE_CHUNK_CHARS = env.int("PAPERLANE_CHUNK_CHARS", default=1200)
-PAPERLANE_CHUNK_OVERLAP_CHARS = env.int("PAPERLANE_CHUNK_OVERLAP_CHARS", default=200)
 # The embedding provider's class: the local hashing one (offline, the default) or
 # retrieval.http_embedder.HttpEmbedder for an OpenAI-compatible /v1/embeddings endpoint.
 PAPERLANE_EMBEDDER = env("PAPERLANE_EMBEDDER", default="retrieval.embedding.HashingEmbedder")
@@ -388,24 +387,13 @@ PAPERLANE_EMBED_TOKENS_PER_MINUTE = env.int("PAPERLANE_EMBED_TOKENS_PER_MINUTE",
 # An input estimated longer than this is split before it is sent (0: only when the
 # provider answers that it is too long).
 PAPERLANE_EMBED_MAX_INPUT_TOKENS = env.int("PAPERLANE_EMBED_MAX_INPUT_TOKENS", default=0)
-# A 429 whose Retry-After is at most this is waited out (by every worker) and the request
-# sent again; a longer one ends the attempt as a transient error (the stage retries it).
-PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS = env.float(
-    "PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS", default=30.0
-)
 # GET /search: the stemmer (a PostgreSQL text search configuration: `english`, `simple`
 # for none, ...). The index is built in it: after changing it, run `manage.py
 # search_index` (it rebuilds the index).
 PAPERLANE_SEARCH_LANGUAGE = env("PAPERLANE_SEARCH_LANGUAGE", default="english")
-# The best chunks by text that are then ranked with the query's embedding (when the
-# embedder's vectors have a meaning) and cut to one per document.
-PAPERLANE_SEARCH_CANDIDATES = env.int("PAPERLANE_SEARCH_CANDIDATES", default=200)
 # Whether the query embedding's cosine ranks too: `auto` when the embedder's vectors have
 # a meaning (not the default hashing one, whose ranking made search worse), `always`, `never`.
 PAPERLANE_SEARCH_FUSE_EMBEDDINGS = env("PAPERLANE_SEARCH_FUSE_EMBEDDINGS", default="auto")
-# Chunks read for each word of the query: at most 3 of each document, and this many in all
-# (each document's first before any one's second), from a word's first ten times as many.
-PAPERLANE_SEARCH_MATCHES_RANKED = env.int("PAPERLANE_SEARCH_MATCHES_RANKED", default=300)
 # Each search statement's bound in PostgreSQL: the text lookup is refused past it, the
 # nearest-neighbour lookup gives none (ranked by text).
 PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)
@@ -415,16 +403,10 @@ PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=300
 PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = env.int(
     "PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS", default=5000
 )
-# A provider that fails this many calls in a row (every worker counted) pauses its stage's
-# workers for the pause, doubled each time it fails again after one, up to the longest
-# (core/provider_breaker.py).
-PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = env.int(
-    "PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES", default=3
-)
-PAPERLANE_PROVIDER_PAUSE_SECONDS = env.float("PAPERLANE_PROVIDER_PAUSE_SECONDS", default=1.0)
-PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS = env.float(
-    "PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS", default=5.0
-)
+# Chunks' overlap (retrieval/chunking.py), waiting out a provider's 429
+# (retrieval/http_embedder.py), the search's candidates (retrieval/search.py) and matches
+# read (retrieval/text.py), and the pause of a failing provider (core/provider_breaker.py)
+# are constants beside their use.
 
 
 # ======================================================================================
@@ -445,8 +427,6 @@ PAPERLANE_METRICS_TOKEN = env("PAPERLANE_METRICS_TOKEN", default="")
 # API tokens
 # ======================================================================================
 
-# API tokens: only write last_used_at when it is older than this.
-PAPERLANE_TOKEN_TOUCH_SECONDS = env.int("PAPERLANE_TOKEN_TOUCH_SECONDS", default=60)
 # Active (unrevoked) API tokens an organisation may hold at once; 0 turns the check off.
 PAPERLANE_MAX_ACTIVE_TOKENS = env.int("PAPERLANE_MAX_ACTIVE_TOKENS", default=50)
 # Requests one API token may make in any minute; more get 429 with Retry-After (0: no

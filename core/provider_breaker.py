@@ -4,9 +4,9 @@ When calls to the provider keep failing, the workers of the stage that calls it 
 taking that stage's jobs for a while instead of spending a try of every waiting run on
 a provider that is down: the runs stay queued with their retry budget whole, and an
 outage that outlasts the retries no longer sends them to the dead letter. The pause
-starts after PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES failures in a row (across every
-worker and host), lasts PAPERLANE_PROVIDER_PAUSE_SECONDS and doubles each time it opens
-again, up to PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS. When it ends, the next job is the
+starts after PAUSE_AFTER_FAILURES failures in a row (across every worker and host),
+lasts PAUSE_SECONDS and doubles each time it opens again, up to PAUSE_MAX_SECONDS.
+When it ends, the next job is the
 probe: a success closes the breaker, a failure opens it again at once, for longer.
 
 The state is one Redis hash per provider. Reading it costs the stage's workers one
@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
-from django.conf import settings
 from redis.exceptions import RedisError
 
 from core.redis import redis_connection
@@ -27,6 +26,12 @@ from core.redis import redis_connection
 logger = logging.getLogger(__name__)
 
 KEY = "paperlane:breaker:{name}"
+# A provider that fails this many calls in a row (every worker counted) pauses its
+# stage's workers for the pause, doubled each time it fails again after one, up to the
+# longest.
+PAUSE_AFTER_FAILURES = 3
+PAUSE_SECONDS = 1.0
+PAUSE_MAX_SECONDS = 5.0
 
 # KEYS: the hash. ARGV: now, failures that open it, first pause, longest pause, TTL.
 # Returns the pause it opened for, or 0. While it is open, a failure says nothing new
@@ -63,7 +68,7 @@ class ProviderBreaker:
     def failed(self) -> float:
         """Count a failed call; returns the pause it opened, or 0."""
         self._failing = True
-        max_pause = settings.PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS
+        max_pause = PAUSE_MAX_SECONDS
         try:
             pause = float(
                 redis_connection().eval(
@@ -71,8 +76,8 @@ class ProviderBreaker:
                     1,
                     self.key,
                     time.time(),
-                    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES,
-                    settings.PAPERLANE_PROVIDER_PAUSE_SECONDS,
+                    PAUSE_AFTER_FAILURES,
+                    PAUSE_SECONDS,
                     max_pause,
                     int(max_pause * 4 + 60),
                 )

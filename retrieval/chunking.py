@@ -49,6 +49,8 @@ def clean_text(text: str) -> str:
 
 
 _BREAKS = ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ")
+# How much of a chunk the next one repeats (PAPERLANE_CHUNK_CHARS must be longer).
+OVERLAP_CHARS = 200
 
 
 def split_spans(
@@ -58,7 +60,7 @@ def split_spans(
     characters, ending at natural breaks where possible, each starting `overlap`
     characters before the previous one ended, without their surrounding whitespace."""
     size = size or settings.PAPERLANE_CHUNK_CHARS
-    overlap = settings.PAPERLANE_CHUNK_OVERLAP_CHARS if overlap is None else overlap
+    overlap = OVERLAP_CHARS if overlap is None else overlap
     if overlap >= size:
         raise ValueError("overlap must be smaller than the chunk size")
     spans, start, length = [], 0, len(text)

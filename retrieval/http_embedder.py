@@ -4,7 +4,7 @@
 Each request first takes a permit from the limits every worker shares
 (retrieval/provider_limit.py). What the provider answers decides what the stage does:
 - 429: its Retry-After holds every worker, then the request is sent again (a wait longer
-  than PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS ends the attempt as transient);
+  than RETRY_AFTER_MAX_SECONDS ends the attempt as transient);
 - 5xx, a timeout, a connection that fails: transient (`ProviderUnavailable`, a
   ConnectionError), so the stage retries with backoff and the provider's breaker counts it;
 - 401/403, 404, any other 4xx: permanent (`ProviderRefused`), the run fails at once with
@@ -29,6 +29,9 @@ from retrieval.provider_limit import estimate_tokens, provider_hold, provider_pe
 
 # 429s answered to one request, each waited out, before the attempt ends as transient.
 MAX_BUSY_ANSWERS = 5
+# A 429 whose Retry-After is at most this is waited out (by every worker) and the request
+# sent again; a longer one ends the attempt as a transient error (the stage retries it).
+RETRY_AFTER_MAX_SECONDS = 30.0
 # How much of a provider's error text is kept in a message.
 MESSAGE_CHARS = 300
 # What providers say when an input is longer than the model takes (OpenAI, vLLM, TEI, ...).
@@ -228,7 +231,7 @@ class HttpEmbedder:
                     code="embedding_refused",
                 )
             wait = _retry_after(response)
-            if wait > settings.PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS:
+            if wait > RETRY_AFTER_MAX_SECONDS:
                 provider_hold(seconds=wait)
                 raise ProviderUnavailable(
                     "the embedding provider answered 429 Too Many Requests "

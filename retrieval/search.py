@@ -59,8 +59,11 @@ SNIPPET_CHARS = 240
 _WORD = re.compile(r"\w+")
 # Reciprocal rank fusion's constant: 60, as in its paper and most search engines.
 _FUSION_K = 60
+# The best chunks by text that are then ranked with the query's embedding (when the
+# embedder's vectors have a meaning) and cut to one per document.
+CANDIDATES = 200
 # A document's chunks in the pool that is ranked with the embedding: so that the pool of
-# PAPERLANE_SEARCH_CANDIDATES holds at least a third as many documents.
+# CANDIDATES holds at least a third as many documents.
 _CHUNKS_PER_DOCUMENT = 3
 # The chunks nearest the query's embedding that join the candidates (bench/vectors.py: an
 # HNSW search for 50 of 100,000 chunks, p95 28 ms).
@@ -210,7 +213,7 @@ def _text_order(found: TextCandidates) -> list[TextMatch]:
 
 
 def _pool(by_text: list[TextMatch]) -> list[TextMatch]:
-    """The first PAPERLANE_SEARCH_CANDIDATES matches by text, at most a few of each
+    """The first CANDIDATES matches by text, at most a few of each
     document: those whose embeddings are compared with the query's."""
     taken: dict[object, int] = {}
     pool = []
@@ -219,7 +222,7 @@ def _pool(by_text: list[TextMatch]) -> list[TextMatch]:
             continue
         taken[match.document_id] = taken.get(match.document_id, 0) + 1
         pool.append(match)
-        if len(pool) >= settings.PAPERLANE_SEARCH_CANDIDATES:
+        if len(pool) >= CANDIDATES:
             break
     return pool
 

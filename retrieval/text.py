@@ -3,7 +3,7 @@
 which of the query's clauses each matching document holds, over all its chunks.
 
 Each clause of the query is looked up on its own: of the organisation's chunks holding
-it, at most PER_DOCUMENT of each document and PAPERLANE_SEARCH_MATCHES_RANKED in all
+it, at most PER_DOCUMENT of each document and MATCHES_RANKED in all
 (each document's first before any one's second), taken from its first _READ_FACTOR
 times as many, so a common word cannot crowd a rare one out, nor one long document the
 others. How many chunks hold a clause gives its
@@ -108,8 +108,11 @@ _CLAUSE = f"""
 # A document's chunks read for a clause: enough for its best chunk to be among them often,
 # few enough that the matches read span many documents.
 PER_DOCUMENT = 3
+# Chunks read for each clause of the query: at most PER_DOCUMENT of each document, and
+# this many in all (each document's first before any one's second).
+MATCHES_RANKED = 300
 # A clause's matches read, in the table's order, to find those of many documents: this
-# many times PAPERLANE_SEARCH_MATCHES_RANKED (a clause in more chunks weighs as in these).
+# many times MATCHES_RANKED (a clause in more chunks weighs as in these).
 _READ_FACTOR = 10
 # Of a clause beside others in more chunks than the matches read, the documents ranked.
 _COMMON_SAMPLE = 50
@@ -129,7 +132,7 @@ def text_candidates(
     """The matches of `query`'s clauses in the organisation's searchable chunks, best
     first; which clauses the `deepest` best documents hold is exact."""
     language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
-    per_clause = settings.PAPERLANE_SEARCH_MATCHES_RANKED
+    per_clause = MATCHES_RANKED
     with connection.cursor() as cursor:
         # A clause's matches are read through the GIN index whatever the statistics say:
         # a sequential scan would unpack every chunk's vector to test it.

@@ -23,10 +23,10 @@ INTERACTIVE = RunPriority.INTERACTIVE
 
 
 @pytest.fixture
-def provider(redis_conn, settings):
-    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 3
-    settings.PAPERLANE_PROVIDER_PAUSE_SECONDS = 1.0
-    settings.PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS = 3.0
+def provider(redis_conn, monkeypatch):
+    monkeypatch.setattr("core.provider_breaker.PAUSE_AFTER_FAILURES", 3)
+    monkeypatch.setattr("core.provider_breaker.PAUSE_SECONDS", 1.0)
+    monkeypatch.setattr("core.provider_breaker.PAUSE_MAX_SECONDS", 3.0)
     named = breaker(PROVIDER)
     named._failing = False  # this process's handle outlives the test's Redis database
     return named

@@ -120,11 +120,11 @@ def test_a_stage_lagging_behind_needs_attention(operator, api, settings, workers
 
 
 def test_a_stage_whose_provider_keeps_failing_needs_attention(
-    operator, settings, workers_for_every_stage
+    operator, workers_for_every_stage, monkeypatch
 ):
-    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 3
-    settings.PAPERLANE_PROVIDER_PAUSE_SECONDS = 30
-    settings.PAPERLANE_PROVIDER_PAUSE_MAX_SECONDS = 60
+    monkeypatch.setattr("core.provider_breaker.PAUSE_AFTER_FAILURES", 3)
+    monkeypatch.setattr("core.provider_breaker.PAUSE_SECONDS", 30)
+    monkeypatch.setattr("core.provider_breaker.PAUSE_MAX_SECONDS", 60)
     provider = breaker(PROVIDER)
     for _ in range(3):
         provider.failed()

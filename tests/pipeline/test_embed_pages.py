@@ -65,9 +65,9 @@ def _badlin_section(page: int) -> str:
     return [title for first, title in BADLIN_SECTIONS if first <= page][-1]
 
 
-def test_a_real_pdfs_outline_gives_each_chunk_its_section(api, settings):
+def test_a_real_pdfs_outline_gives_each_chunk_its_section(api, settings, monkeypatch):
     settings.PAPERLANE_CHUNK_CHARS = 30
-    settings.PAPERLANE_CHUNK_OVERLAP_CHARS = 12
+    monkeypatch.setattr("retrieval.chunking.OVERLAP_CHARS", 12)
 
     run = drive(accepted_run(api, (FOLDER / "badlin1.pdf").read_bytes(), "badlin1.pdf").id)
 
@@ -109,9 +109,11 @@ def _docx_with_headings() -> bytes:
     return out.getvalue()
 
 
-def test_a_word_documents_chunks_are_in_the_section_of_its_headings_without_pages(api, settings):
+def test_a_word_documents_chunks_are_in_the_section_of_its_headings_without_pages(
+    api, settings, monkeypatch
+):
     settings.PAPERLANE_CHUNK_CHARS = 400
-    settings.PAPERLANE_CHUNK_OVERLAP_CHARS = 60
+    monkeypatch.setattr("retrieval.chunking.OVERLAP_CHARS", 60)
 
     run = drive(accepted_run(api, _docx_with_headings(), "notes.docx").id)
 

@@ -77,7 +77,7 @@ def test_the_providers_failures_are_counted_by_its_breaker_and_a_success_closes_
     api, settings, monkeypatch
 ):
     settings.PAPERLANE_EMBEDDER = "tests.support.embedders.FlakyEmbedder"
-    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 2
+    monkeypatch.setattr("core.provider_breaker.PAUSE_AFTER_FAILURES", 2)
     monkeypatch.setenv("EMBED_FAILURES", "2")
     run = accepted_run(api, make_pdf(1))
     execute_stage(str(run.id), "extract")

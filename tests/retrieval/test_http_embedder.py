@@ -129,8 +129,8 @@ def test_a_429_holds_every_worker(server, redis_conn):
     assert all(r.at - server.requests[0].at >= 1.0 for r in server.requests[1:])
 
 
-def test_a_429_asking_for_longer_than_the_setting_ends_the_attempt(server, settings):
-    settings.PAPERLANE_EMBED_RETRY_AFTER_MAX_SECONDS = 5
+def test_a_429_asking_for_longer_than_the_bound_ends_the_attempt(server, monkeypatch):
+    monkeypatch.setattr("retrieval.http_embedder.RETRY_AFTER_MAX_SECONDS", 5)
     server.script = [busy("120")]
 
     with pytest.raises(ProviderUnavailable, match="429"):

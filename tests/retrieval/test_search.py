@@ -84,9 +84,9 @@ def test_documents_holding_every_word_come_first_then_those_holding_the_most(api
 
 
 def test_a_document_holds_a_common_word_even_where_its_first_matches_were_elsewhere(
-    api, org, settings
+    api, org, monkeypatch
 ):
-    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 2  # "harbour" is in more chunks than read
+    monkeypatch.setattr("retrieval.text.MATCHES_RANKED", 2)  # "harbour" is in more chunks than read
     for n in range(3):
         document_with_chunks(org, f"harbour-{n}.pdf", [f"the harbour wall {n}"])
     every = document_with_chunks(org, "every.pdf", ["the pilot boards", "at the harbour"])
@@ -126,9 +126,9 @@ def test_apostrophes_and_hyphens_match_however_they_are_written(api, org):
         assert found == [str(keeper.id)], q
 
 
-def test_one_long_document_does_not_hide_the_others(api, org, settings):
-    settings.PAPERLANE_SEARCH_CANDIDATES = 20
-    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 10
+def test_one_long_document_does_not_hide_the_others(api, org, monkeypatch):
+    monkeypatch.setattr("retrieval.search.CANDIDATES", 20)
+    monkeypatch.setattr("retrieval.text.MATCHES_RANKED", 10)
     # Loaded first, with more chunks holding the word than the matches read of it.
     long = document_with_chunks(org, "long.pdf", ["tide tide tide table"] * 30)
     short = [document_with_chunks(org, f"{n}.pdf", [f"a tide came in {n}"]) for n in range(3)]
@@ -216,8 +216,10 @@ def test_with_embeddings_fused_the_ranking_says_so(api, org, settings):
     assert body["results"][0]["score"] == 1  # first by text and by embedding
 
 
-def test_with_the_provider_paused_it_ranks_by_text_and_says_so(api, org, redis_conn, settings):
-    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 1
+def test_with_the_provider_paused_it_ranks_by_text_and_says_so(
+    api, org, redis_conn, settings, monkeypatch
+):
+    monkeypatch.setattr("core.provider_breaker.PAUSE_AFTER_FAILURES", 1)
     settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
     document_with_chunks(org, "kept.pdf", ["the anchor chain"])
     breaker(PROVIDER).failed()
@@ -283,8 +285,8 @@ def test_a_deleted_document_is_not_found_even_if_its_chunks_were_left(api, org):
     assert [hit["document_id"] for hit in results] == [str(kept.id)]
 
 
-def test_a_common_word_is_read_in_many_documents_not_many_chunks_of_a_few(api, org, settings):
-    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 6
+def test_a_common_word_is_read_in_many_documents_not_many_chunks_of_a_few(api, org, monkeypatch):
+    monkeypatch.setattr("retrieval.text.MATCHES_RANKED", 6)
     documents = [document_with_chunks(org, "long.pdf", [f"the tern {n}" for n in range(10)])]
     documents += [
         document_with_chunks(org, f"{n}.pdf", [f"a tern {n}", f"the tern again {n}"])
@@ -297,9 +299,9 @@ def test_a_common_word_is_read_in_many_documents_not_many_chunks_of_a_few(api, o
 
 
 def test_a_common_word_alone_finds_as_many_documents_as_its_matches_read(
-    api, org, settings, monkeypatch
+    api, org, monkeypatch
 ):
-    settings.PAPERLANE_SEARCH_MATCHES_RANKED = 8
+    monkeypatch.setattr("retrieval.text.MATCHES_RANKED", 8)
     monkeypatch.setattr(text, "_COMMON_SAMPLE", 2)  # a word beside others: 2
     documents = [
         document_with_chunks(org, f"{n}.pdf", [f"a tern {n}", f"the tern again {n}"])

@@ -229,7 +229,7 @@ def _notes(response) -> list[str]:
 
 
 def test_the_page_says_when_the_provider_could_not_rank_and_during_a_re_embed(
-    member_client, org, settings, redis_conn
+    member_client, org, settings, redis_conn, monkeypatch
 ):
     document_with_chunks(org, "old.pdf", ["tide tables", "harbour tide"])
     settings.PAPERLANE_EMBEDDING_DIMENSIONS = 64  # a new model: one document re-embedded
@@ -239,7 +239,7 @@ def test_the_page_says_when_the_provider_could_not_rank_and_during_a_re_embed(
     assert _notes(member_client.get("/search/", {"q": "tide"})) == []
     settings.PAPERLANE_SEARCH_FUSE_EMBEDDINGS = "always"
     [moving] = _notes(member_client.get("/search/", {"q": "tide"}))
-    settings.PAPERLANE_PROVIDER_PAUSE_AFTER_FAILURES = 1
+    monkeypatch.setattr("core.provider_breaker.PAUSE_AFTER_FAILURES", 1)
     breaker(PROVIDER).failed()
     [paused] = _notes(member_client.get("/search/", {"q": "tide"}))
 
