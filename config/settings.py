@@ -447,8 +447,13 @@ PAPERLANE_API_SERVERS = env.list("PAPERLANE_API_SERVERS", default=[])
 # first, `manage.py reencrypt_connector_credentials` rewrites what is stored; then the
 # old key can go (connectors/secrets.py).
 PAPERLANE_CONNECTOR_KEYS = env.list("PAPERLANE_CONNECTOR_KEYS", default=[])
-# The single key of earlier versions, used when PAPERLANE_CONNECTOR_KEYS is not set.
-PAPERLANE_CONNECTOR_KEY = env("PAPERLANE_CONNECTOR_KEY", default="")
+# The single key of earlier versions is no longer read: a deployment that still sets it
+# alone would no longer read the credentials stored under it.
+if os.environ.get("PAPERLANE_CONNECTOR_KEY") and not PAPERLANE_CONNECTOR_KEYS:
+    raise ImproperlyConfigured(
+        "PAPERLANE_CONNECTOR_KEY is no longer read: set PAPERLANE_CONNECTOR_KEYS to the same "
+        "key (a list, newest first), then unset PAPERLANE_CONNECTOR_KEY."
+    )
 # How often each provider's connections are synced without being asked (seconds):
 # local folders are polled; OneDrive is synced on change notifications, this is the fallback.
 PAPERLANE_CONNECTOR_SYNC_SECONDS = {
@@ -456,22 +461,6 @@ PAPERLANE_CONNECTOR_SYNC_SECONDS = {
     "onedrive": 900,
     **{k: float(v) for k, v in env.dict("PAPERLANE_CONNECTOR_SYNC_SECONDS", default={}).items()},
 }
-# How often the connectors loop looks for due connections, and calls each provider's upkeep.
-PAPERLANE_CONNECTOR_LOOP_SECONDS = env.float("PAPERLANE_CONNECTOR_LOOP_SECONDS", default=1.0)
-PAPERLANE_CONNECTOR_MAINTAIN_SECONDS = env.int("PAPERLANE_CONNECTOR_MAINTAIN_SECONDS", default=60)
-# A connection pauses itself after this many failed syncs in a row.
-PAPERLANE_CONNECTOR_MAX_FAILURES = env.int("PAPERLANE_CONNECTOR_MAX_FAILURES", default=5)
-# One sync holds its connection this long, renewed with every page.
-PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS = env.int(
-    "PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS", default=120
-)
-# The store stage's download of one file: its size limit and time limit.
-PAPERLANE_CONNECTOR_MAX_FILE_BYTES = env.int(
-    "PAPERLANE_CONNECTOR_MAX_FILE_BYTES", default=PAPERLANE_MAX_UPLOAD_BYTES
-)
-PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS = env.float(
-    "PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS", default=60.0
-)
 # A file deleted at its source: its document is marked so; remove its chunks from search too?
 PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS = env.bool(
     "PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS", default=True
@@ -484,13 +473,10 @@ PAPERLANE_CONNECTOR_DELETE_REMOVES_CHUNKS = env.bool(
 PAPERLANE_LOCAL_FOLDER_ROOTS = env.list("PAPERLANE_LOCAL_FOLDER_ROOTS", default=[])
 if any(not os.path.isabs(root) for root in PAPERLANE_LOCAL_FOLDER_ROOTS):
     raise ImproperlyConfigured("PAPERLANE_LOCAL_FOLDER_ROOTS must name absolute paths.")
-# A local file is imported once its size and modification time stayed the same this long.
-PAPERLANE_LOCAL_STABLE_SECONDS = env.float("PAPERLANE_LOCAL_STABLE_SECONDS", default=2.0)
-# Where each provider's code lives (one more provider is one more line).
-PAPERLANE_CONNECTOR_PROVIDERS = {
-    "local": "connectors.local.LocalFolderProvider",
-    "onedrive": "connectors.onedrive.OneDriveProvider",
-}
+# The connectors' other bounds are constants beside their use: the loop's pace
+# (connectors/loop.py), a connection's failures and sync lease (connectors/sync.py), a
+# download's time (connectors/source.py; its size is PAPERLANE_MAX_UPLOAD_BYTES), a local
+# file's quiet time (connectors/local.py), the providers (connectors/registry.py).
 
 
 # ======================================================================================
@@ -546,26 +532,6 @@ PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS = env.list(
 # Public HTTPS address of the notification endpoint (https://<host>/connections/onedrive/
 # notifications/); empty: no change notifications, the periodic sync only.
 PAPERLANE_ONEDRIVE_NOTIFICATION_URL = env("PAPERLANE_ONEDRIVE_NOTIFICATION_URL", default="")
-# Every call to Microsoft waits at most this long for each read.
-PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS = env.float("PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS", default=10.0)
-# Access tokens are refreshed this long before they expire.
-PAPERLANE_ONEDRIVE_REFRESH_MARGIN_SECONDS = env.float(
-    "PAPERLANE_ONEDRIVE_REFRESH_MARGIN_SECONDS", default=300.0
-)
-# A 429/503 whose Retry-After is at most this is waited for within the call (up to three
-# times); a longer one ends the sync as "busy" and it is tried again after Retry-After.
-PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS = env.float(
-    "PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS", default=5.0
-)
-# Graph's delta reports a folder moved or renamed, not what is under it, so the sync lists
-# such a folder's contents itself; one sync lists at most this many items that way. Past
-# it, the sync enumerates the whole drive again instead (and reconciles at its end).
-PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS = env.int("PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS", default=10_000)
-# Change-notification subscriptions are made for this long (Graph's limit for drive items
-# is 42,300 minutes) and renewed when less than the renew margin is left.
-PAPERLANE_ONEDRIVE_SUBSCRIPTION_MINUTES = env.int(
-    "PAPERLANE_ONEDRIVE_SUBSCRIPTION_MINUTES", default=4320
-)
-PAPERLANE_ONEDRIVE_SUBSCRIPTION_RENEW_SECONDS = env.int(
-    "PAPERLANE_ONEDRIVE_SUBSCRIPTION_RENEW_SECONDS", default=86_400
-)
+# Graph's timeouts and waits (connectors/onedrive_graph.py), its folder walks
+# (connectors/onedrive_folders.py) and subscriptions (connectors/onedrive.py) are
+# constants beside their use.

@@ -2,7 +2,7 @@
 
 A file's version is its size, modification time (ns) and a SHA-256 of its bytes.
 A file is listed only once it has stopped changing: the same size and mtime in
-two polls at least PAPERLANE_LOCAL_STABLE_SECONDS apart, and again after its
+two polls at least STABLE_SECONDS apart, and again after its
 bytes were hashed. The folder is only ever read: files are opened read-only
 without following links, and nothing is written, moved or deleted there.
 
@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from django.conf import settings
-
 from connectors.base import ChangePage, FolderRefused, ProviderError, RemoteFile
 from connectors.local_roots import local_folder_check
 from connectors.models import Connection
@@ -33,6 +31,8 @@ logger = logging.getLogger(__name__)
 # Files listed per page (each page is recorded in one transaction).
 PAGE_SIZE = 500
 HASH_BLOCK = 1024 * 1024
+# A file is imported once its size and modification time stayed the same this long.
+STABLE_SECONDS = 2.0
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 # Non-blocking only for the open: a FIFO put where the file was then opens at once.
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -194,7 +194,7 @@ class LocalFolderProvider:
         listed: dict = state["files"]
         pending: dict = state["pending"]
         now = time.time()
-        stable_after = settings.PAPERLANE_LOCAL_STABLE_SECONDS
+        stable_after = STABLE_SECONDS
         changed: list[RemoteFile] = []
         present: set[str] = set()
         next_pending: dict = {}

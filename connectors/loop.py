@@ -28,6 +28,10 @@ from connectors.sync import (
 
 logger = logging.getLogger(__name__)
 
+# How often the loop looks for due connections, and calls each provider's upkeep.
+LOOP_SECONDS = 1.0
+MAINTAIN_SECONDS = 60
+
 # Connections taken per pass; the rest are next.
 BATCH = 50
 

@@ -16,7 +16,7 @@
   by comparing with the folders the sync recorded (connectors/folders.py).
 - `410 Gone` (resync): enumeration restarts from the `Location` Graph gives, or
   from nothing, and the pages say `restarted` so the sync reconciles. So does a sync
-  whose folder walks would list more than PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS items.
+  whose folder walks would list more than WALK_MAX_ITEMS items (onedrive_folders.py).
 - Files are downloaded in the store stage from a pre-authenticated URL fetched
   right then (`@microsoft.graph.downloadUrl`); the URL is never stored, and is fetched
   only from Microsoft's download hosts (connectors/onedrive_download.py).
@@ -35,6 +35,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from connectors import loop as connectors_loop
 from connectors.base import (
     ChangePage,
     NeedsReconnect,
@@ -59,6 +60,11 @@ from connectors.services import connection_credentials, connection_set_credentia
 from pipeline.errors import PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
+
+# Change-notification subscriptions are made for this long (Graph's limit for drive items
+# is 42,300 minutes) and renewed when less than the renew margin is left.
+SUBSCRIPTION_MINUTES = 4320
+SUBSCRIPTION_RENEW_SECONDS = 86_400
 
 
 def client_state(connection_id: int) -> str:
@@ -149,7 +155,6 @@ class OneDriveProvider:
             drive=drive,
             connection=connection,
             tree=tree,
-            limit=settings.PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS,
         )
         restarted = False
         if cursor and not folders.store.populated():
@@ -271,7 +276,7 @@ class OneDriveProvider:
         notification subscription alive (when a notification URL is set)."""
         client = connection_client(connection, self.config)
         tokens = Tokens.from_dict(_credentials(connection))
-        ahead = self.config.refresh_margin + settings.PAPERLANE_CONNECTOR_MAINTAIN_SECONDS
+        ahead = self.config.refresh_margin + connectors_loop.MAINTAIN_SECONDS
         if tokens.expiring(ahead):
             onedrive_tokens_refresh(connection=connection, stale=tokens, config=self.config)
         if settings.PAPERLANE_ONEDRIVE_NOTIFICATION_URL:
@@ -339,9 +344,8 @@ def subscription_keep(*, connection: Connection, client: GraphClient) -> dict:
     lifetime"); on OneDrive for Business only the root folder can be subscribed to.
     """
     now = datetime.now(UTC)
-    minutes = min(settings.PAPERLANE_ONEDRIVE_SUBSCRIPTION_MINUTES, 42_300)
-    expires = now + timedelta(minutes=minutes)
-    margin = timedelta(seconds=settings.PAPERLANE_ONEDRIVE_SUBSCRIPTION_RENEW_SECONDS)
+    expires = now + timedelta(minutes=SUBSCRIPTION_MINUTES)
+    margin = timedelta(seconds=SUBSCRIPTION_RENEW_SECONDS)
     current = (connection.provider_state or {}).get("subscription")
     if current:
         if datetime.fromisoformat(current["expires_at"]) - margin > now:

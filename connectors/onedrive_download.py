@@ -5,8 +5,8 @@ URL someone else wrote: it is fetched only over HTTPS from Microsoft's download 
 (PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS), and so is every redirect it leads to (a few at
 most, each checked before it is asked). No other scheme is even possible: the client
 (connectors/onedrive_http.py) knows HTTP(S) alone. Each read waits at most the
-OneDrive timeout, the whole download at most PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS,
-and no more than PAPERLANE_CONNECTOR_MAX_FILE_BYTES is read.
+OneDrive timeout, the whole download at most the store stage's (connectors/source.py,
+DOWNLOAD_SECONDS), and no more than PAPERLANE_MAX_UPLOAD_BYTES is read.
 """
 
 import io
@@ -19,6 +19,7 @@ from typing import BinaryIO
 import httpx
 from django.conf import settings
 
+from connectors import source
 from connectors.onedrive_http import HTTP_FAILURES, http_client
 from pipeline.errors import PermanentError, TransientError
 
@@ -126,7 +127,7 @@ class _Stream(io.RawIOBase):
         if time.monotonic() > self._deadline:
             raise TransientError(
                 "The OneDrive download took longer than "
-                f"{settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS:.0f} s.",
+                f"{source.DOWNLOAD_SECONDS:.0f} s.",
                 code="download_timeout",
             )
         if not self._pending:
@@ -163,8 +164,8 @@ def download_open(link: str, *, timeout: float) -> BinaryIO | None:
     why = download_refusal(link)
     if why:
         raise _refused(link, why)
-    limit = settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES
-    deadline = time.monotonic() + settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS
+    limit = settings.PAPERLANE_MAX_UPLOAD_BYTES
+    deadline = time.monotonic() + source.DOWNLOAD_SECONDS
     with ExitStack() as closing:
         client = closing.enter_context(http_client(timeout=timeout))
         response = _follow(client, link)

@@ -18,7 +18,7 @@ should always track items by id" (https://learn.microsoft.com/graph/api/driveite
   paths follow. A recorded folder now outside is listed too, and its files reported
   deleted. A recorded folder deleted is forgotten, and the files recorded under it go
   with it, whether or not the listing names each one.
-- One sync lists at most PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS items that way; past it
+- One sync lists at most WALK_MAX_ITEMS items that way; past it
   `WalkTooLong` is raised and the provider enumerates the drive from scratch, which
   reconciles everything (nothing is dropped silently).
 """
@@ -38,10 +38,14 @@ from connectors.onedrive_items import as_delta_lists_it, gone_file, item_file
 # is the most `children` answers in one page).
 CHILD_FIELDS = "id,name,size,cTag,eTag,file,folder,root,deleted,parentReference"
 CHILDREN_PAGE = 200
+# Graph's delta reports a folder moved or renamed, not what is under it, so the sync lists
+# such a folder's contents itself; one sync lists at most this many items that way. Past
+# it, the sync enumerates the whole drive again instead (and reconciles at its end).
+WALK_MAX_ITEMS = 10_000
 
 
 class WalkTooLong(Exception):
-    """A sync's folder walks listed more items than PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS."""
+    """A sync's folder walks listed more items than WALK_MAX_ITEMS."""
 
 
 def _quoted(item_id: str) -> str:
@@ -145,14 +149,14 @@ class FolderChanges:
     moved with them. Walks never list a folder twice in one sync."""
 
     def __init__(
-        self, *, client: GraphClient, drive: str, connection: Connection, tree: Tree, limit: int
+        self, *, client: GraphClient, drive: str, connection: Connection, tree: Tree
     ) -> None:
         self.client = client
         self.drive = drive
         self.tree = tree
         self.folder_id = connection.folder_id
         self.store = FolderStore(connection)
-        self.limit = limit
+        self.limit = WALK_MAX_ITEMS
         # Items listed by walks in this sync (bounded by `limit`).
         self.listed = 0
         self.walked: set[str] = set()

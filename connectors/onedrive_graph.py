@@ -23,13 +23,21 @@ from connectors.base import NeedsReconnect, ProviderBusy, ProviderError
 from connectors.onedrive_http import HTTP_FAILURES, http_client
 from connectors.problems import Problem
 
-# Each call a person waits on (connecting a folder) gets at most this long.
+# Every call to Microsoft waits at most this long for each read; a call a person waits on
+# (connecting a folder) at most REQUEST_TIMEOUT_SECONDS.
+TIMEOUT_SECONDS = 10.0
 REQUEST_TIMEOUT_SECONDS = 5
+# Access tokens are refreshed this long before they expire.
+REFRESH_MARGIN_SECONDS = 300.0
+# A 429/503 whose Retry-After is at most this is waited for within the call (up to three
+# times); a longer one ends the sync as "busy" and it is tried again after Retry-After.
+INLINE_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
 class OneDriveConfig:
-    """The app registration and endpoints, from the PAPERLANE_ONEDRIVE_* settings."""
+    """The app registration and endpoints, from the PAPERLANE_ONEDRIVE_* settings, and
+    the timeouts and waits above."""
 
     client_id: str
     client_secret: str
@@ -50,9 +58,9 @@ class OneDriveConfig:
             login_url=settings.PAPERLANE_ONEDRIVE_LOGIN_URL.rstrip("/"),
             graph_url=settings.PAPERLANE_ONEDRIVE_GRAPH_URL.rstrip("/"),
             scopes=settings.PAPERLANE_ONEDRIVE_SCOPES,
-            timeout=settings.PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS,
-            refresh_margin=settings.PAPERLANE_ONEDRIVE_REFRESH_MARGIN_SECONDS,
-            inline_wait_limit=settings.PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS,
+            timeout=TIMEOUT_SECONDS,
+            refresh_margin=REFRESH_MARGIN_SECONDS,
+            inline_wait_limit=INLINE_WAIT_SECONDS,
         )
 
     def for_request(self) -> "OneDriveConfig":
@@ -289,7 +297,7 @@ class GraphClient:
     def call(self, method: str, url: str, *, body: dict | None = None) -> Answer:
         """The answer to a Graph call; 401, 429 and 503 are dealt with here.
 
-        Retry-After up to PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS is waited for in the
+        Retry-After up to INLINE_WAIT_SECONDS is waited for in the
         call (a few times); a longer one raises ProviderBusy so the sync is tried again
         later instead of holding a worker.
         """

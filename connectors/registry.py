@@ -1,12 +1,17 @@
-"""Which code serves a connection's provider (PAPERLANE_CONNECTOR_PROVIDERS)."""
+"""Which code serves a connection's provider (PROVIDERS)."""
 
 from functools import cache
 
-from django.conf import settings
 from django.utils.module_loading import import_string
 
 from connectors.base import Provider, ProviderError
 from connectors.models import Connection
+
+# Where each provider's code lives (one more provider is one more line).
+PROVIDERS = {
+    "local": "connectors.local.LocalFolderProvider",
+    "onedrive": "connectors.onedrive.OneDriveProvider",
+}
 
 
 @cache
@@ -16,7 +21,7 @@ def _provider(dotted: str) -> Provider:
 
 def provider_for(connection: Connection) -> Provider:
     """The provider of `connection`; ProviderError if it is not installed here."""
-    dotted = settings.PAPERLANE_CONNECTOR_PROVIDERS.get(connection.provider)
+    dotted = PROVIDERS.get(connection.provider)
     if not dotted:
         raise ProviderError(f"No connector is configured for {connection.provider}.")
     try:

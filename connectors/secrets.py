@@ -4,9 +4,8 @@ The keys are PAPERLANE_CONNECTOR_KEYS, newest first: credentials are encrypted w
 first and read with any (MultiFernet), so a new key goes in front and the old one stays
 behind it until `reencrypt_connector_credentials` has rewritten every stored token with
 the new one. The entry `from-secret-key` stands for the key derived from SECRET_KEY,
-which is the only key when none is set (and PAPERLANE_CONNECTOR_KEY, the single key of
-earlier versions, is not either): a deployment works without one more secret, and its
-stored credentials stay readable when it starts naming keys of its own.
+which is the only key when none is set: a deployment works without one more secret, and
+its stored credentials stay readable when it starts naming keys of its own.
 """
 
 import base64
@@ -32,23 +31,18 @@ def _derived_key() -> str:
 
 def connector_keys() -> list[str]:
     """The configured keys, newest first, with `from-secret-key` resolved."""
-    named = [k.strip() for k in settings.PAPERLANE_CONNECTOR_KEYS if k.strip()]
-    if not named:
-        named = [settings.PAPERLANE_CONNECTOR_KEY or DERIVED_KEY]
+    named = [k.strip() for k in settings.PAPERLANE_CONNECTOR_KEYS if k.strip()] or [DERIVED_KEY]
     return [_derived_key() if key == DERIVED_KEY else key for key in named]
 
 
 def _fernets() -> list[Fernet]:
     fernets = []
-    setting = "PAPERLANE_CONNECTOR_KEY"
-    if settings.PAPERLANE_CONNECTOR_KEYS:
-        setting = "PAPERLANE_CONNECTOR_KEYS"
     for number, key in enumerate(connector_keys(), start=1):
         try:
             fernets.append(Fernet(key))
         except ValueError as exc:
             raise ImproperlyConfigured(
-                f"{setting}: key {number} must be 32 url-safe base64-encoded bytes "
+                f"PAPERLANE_CONNECTOR_KEYS: key {number} must be 32 url-safe base64-encoded bytes "
                 "(python -c 'from cryptography.fernet import Fernet; "
                 "print(Fernet.generate_key().decode())') or from-secret-key."
             ) from exc

@@ -51,6 +51,9 @@ CONNECTED_BY_FORMER_MEMBER = "connected_by_former_member"
 READ_BLOCK = 1024 * 1024
 # Downloads up to this size stay in memory; larger ones spill to a temporary file.
 SPOOL_BYTES = 8 * 1024 * 1024
+# The store stage's download of one file takes at most this long (its size is bounded
+# as an upload's, by PAPERLANE_MAX_UPLOAD_BYTES).
+DOWNLOAD_SECONDS = 60.0
 
 
 def _import_of(run: ImportRun) -> ConnectorImport:
@@ -142,14 +145,14 @@ def _new_document(record: ConnectorImport) -> Document:
 def _download(ctx: StageContext, connection: Connection, record: ConnectorImport):
     """The file's bytes now, fetched fresh from the provider, within the size and time
     limits: (spooled file, size, sha256)."""
-    limit = settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES
+    limit = settings.PAPERLANE_MAX_UPLOAD_BYTES
     too_large = PermanentError(
         f"{record.name} is larger than {limit:,} bytes, the limit for one file.",
         code="file_too_large",
     )
     if record.size_bytes is not None and record.size_bytes > limit:
         raise too_large
-    deadline = time.monotonic() + settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS
+    deadline = time.monotonic() + DOWNLOAD_SECONDS
     spooled = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
     digest, size = hashlib.sha256(), 0
     try:
@@ -161,7 +164,7 @@ def _download(ctx: StageContext, connection: Connection, record: ConnectorImport
                 if time.monotonic() > deadline:
                     raise TransientError(
                         f"downloading {record.path} took longer than "
-                        f"{settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS:.0f} s",
+                        f"{DOWNLOAD_SECONDS:.0f} s",
                         code="download_timeout",
                     )
                 digest.update(block)

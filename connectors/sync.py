@@ -47,6 +47,10 @@ State = ConnectorImport.State
 SUPPORTED_SUFFIXES = (".pdf", ".docx")
 # The longest pause between failed syncs of one connection.
 MAX_BACKOFF_SECONDS = 3600
+# A connection pauses itself after this many failed syncs in a row.
+MAX_FAILURES = 5
+# One sync holds its connection this long, renewed with every page.
+SYNC_LEASE_SECONDS = 120
 # Between a provider's version and the count of its appearances in the content version
 # of a file that came back to a content it had before ("<hash>#2").
 AGAIN = "#"
@@ -109,14 +113,14 @@ def connection_claim_sync(
     )
     if only_due:
         candidates = candidates.filter(connection_due_q(now))
-    lease = now + timedelta(seconds=settings.PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS)
+    lease = now + timedelta(seconds=SYNC_LEASE_SECONDS)
     if candidates.update(sync_owner=owner, sync_lease_until=lease) != 1:
         return None
     return Connection.objects.select_related("organisation").get(id=connection_id)
 
 
 def _renew(connection: Connection, owner: str) -> None:
-    lease = timezone.now() + timedelta(seconds=settings.PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS)
+    lease = timezone.now() + timedelta(seconds=SYNC_LEASE_SECONDS)
     if not Connection.objects.filter(id=connection.id, sync_owner=owner).update(
         sync_lease_until=lease
     ):
@@ -493,7 +497,7 @@ def _finish(
         else:
             row.consecutive_failures += 1
             failures = row.consecutive_failures
-            if failures >= settings.PAPERLANE_CONNECTOR_MAX_FAILURES:
+            if failures >= MAX_FAILURES:
                 move = "give_up"
                 reason = f"Paused after {failures} failed syncs in a row. {plain}"
             else:

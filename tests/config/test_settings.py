@@ -5,6 +5,8 @@ import secrets
 import subprocess
 import sys
 
+from cryptography.fernet import Fernet
+
 from tests.support.processes import ROOT
 
 
@@ -42,6 +44,19 @@ def test_without_debug_it_refuses_to_start_without_a_secret_key():
 
 def test_a_development_run_starts_without_a_secret_key():
     assert _manage("check", DEBUG="true").returncode == 0
+
+
+def test_the_single_connector_key_of_earlier_versions_alone_refuses_to_start():
+    old_key = Fernet.generate_key().decode()
+
+    refused = _manage("check", DEBUG="true", PAPERLANE_CONNECTOR_KEY=old_key)
+    beside_the_list = _manage(
+        "check", DEBUG="true", PAPERLANE_CONNECTOR_KEY=old_key, PAPERLANE_CONNECTOR_KEYS=old_key
+    )
+
+    assert refused.returncode != 0
+    assert "set PAPERLANE_CONNECTOR_KEYS to the same key" in refused.stderr
+    assert beside_the_list.returncode == 0, beside_the_list.stderr
 
 
 def test_production_settings_pass_the_deployment_checks():

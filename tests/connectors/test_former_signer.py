@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from connectors.base import NeedsReconnect, RemoteFile
 from connectors.loop import connectors_maintain
 from connectors.models import Connection, ConnectionEvent, ConnectorImport
+from connectors.registry import PROVIDERS
 from connectors.services import SYSTEM, connection_pause
 from connectors.sync import connection_refresh_imports
 from documents.models import Document
@@ -24,13 +25,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def remote(settings, monkeypatch):
+def remote(monkeypatch):
     """OneDrive stood in for by a scripted provider, which notes whose upkeep it did and
     which files it was asked for."""
-    settings.PAPERLANE_CONNECTOR_PROVIDERS = {
-        **settings.PAPERLANE_CONNECTOR_PROVIDERS,
-        "onedrive": "tests.support.providers.ScriptedProvider",
-    }
+    monkeypatch.setitem(PROVIDERS, "onedrive", "tests.support.providers.ScriptedProvider")
     ScriptedProvider.script, ScriptedProvider.files = [], {}
     monkeypatch.setattr(ScriptedProvider, "maintained", [], raising=False)
     monkeypatch.setattr(ScriptedProvider, "opened", [], raising=False)

@@ -191,9 +191,9 @@ def test_a_page_limit_that_fits_some_files_charges_exactly_those(org, folder, co
 
 
 def test_a_missing_folder_pauses_the_connection_after_repeated_failures(
-    settings, folder, connection
+    folder, connection, monkeypatch
 ):
-    settings.PAPERLANE_CONNECTOR_MAX_FAILURES = 3
+    monkeypatch.setattr("connectors.sync.MAX_FAILURES", 3)
     folder.rename(folder.with_name("moved"))
 
     results = [sync(connection).sync.result for _ in range(3)]
@@ -207,18 +207,18 @@ def test_a_missing_folder_pauses_the_connection_after_repeated_failures(
     assert sync_module.connection_sync(connection=connection, only_due=False) is None
 
 
-def test_a_file_still_changing_is_not_listed_until_it_stops(settings, folder, connection):
+def test_a_file_still_changing_is_not_listed_until_it_stops(folder, connection, monkeypatch):
     path = write(folder, "growing.pdf", make_pdf(3)[:200])
     assert sync(connection).counts.run_ids == []  # seen for the first time
     with path.open("ab") as fh:
         fh.write(b"more bytes")  # it changed since the last poll
     assert sync(connection).counts.run_ids == []
-    settings.PAPERLANE_LOCAL_STABLE_SECONDS = 60
+    monkeypatch.setattr("connectors.local.STABLE_SECONDS", 60)
     path.write_bytes(make_pdf(3))
     assert sync(connection).counts.run_ids == []
     # Unchanged, but not yet for 60 s.
     assert sync(connection).counts.run_ids == []
-    settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
+    monkeypatch.setattr("connectors.local.STABLE_SECONDS", 0)
 
     [run_id] = sync(connection).counts.run_ids
 

@@ -26,8 +26,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _fast_settle(settings):
-    settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
+def _fast_settle(monkeypatch):
+    monkeypatch.setattr("connectors.local.STABLE_SECONDS", 0)
 
 
 @pytest.fixture

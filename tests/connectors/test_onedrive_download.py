@@ -202,8 +202,8 @@ def test_a_redirect_loop_ends_after_a_few_redirects(remote):
     assert len(remote.requests) <= MAX_REDIRECTS + 1
 
 
-def test_a_trickling_download_is_cut_at_the_time_limit(remote, settings):
-    settings.PAPERLANE_CONNECTOR_DOWNLOAD_SECONDS = 1.0
+def test_a_trickling_download_is_cut_at_the_time_limit(remote, monkeypatch):
+    monkeypatch.setattr("connectors.source.DOWNLOAD_SECONDS", 1.0)
     started = time.monotonic()
 
     with pytest.raises(TransientError) as slow:
@@ -227,7 +227,7 @@ def test_a_download_that_stops_sending_breaks_off_at_the_read_timeout(remote):
 
 
 def test_a_download_larger_than_the_limit_is_refused_declared_or_not(remote, settings):
-    settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES = 100_000
+    settings.PAPERLANE_MAX_UPLOAD_BYTES = 100_000
 
     with pytest.raises(PermanentError) as declared:
         download_open(f"{remote.url}/big", timeout=5)

@@ -273,9 +273,9 @@ def test_a_folder_deleted_before_its_walk_takes_the_files_recorded_under_it(grap
 
 
 def test_a_walk_past_its_bound_enumerates_the_drive_again_and_loses_nothing(
-    graph, org, tree, settings
+    graph, org, tree, monkeypatch
 ):
-    settings.PAPERLANE_ONEDRIVE_WALK_MAX_ITEMS = 3
+    monkeypatch.setattr("connectors.onedrive_folders.WALK_MAX_ITEMS", 3)
     connection = imported(graph, org)
     before = len(graph.state.requests)
 
@@ -368,8 +368,8 @@ def test_a_walk_whose_imports_were_not_recorded_is_walked_again(graph, org, tree
     assert len(calls(graph, before, f"/items/{tree['batch']}/children")) == 2
 
 
-def test_graph_throttling_a_walk_is_waited_for_or_ends_the_sync_busy(graph, org, tree, settings):
-    settings.PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS = 2
+def test_graph_throttling_a_walk_is_waited_for_or_ends_the_sync_busy(graph, org, tree, monkeypatch):
+    monkeypatch.setattr("connectors.onedrive_graph.INLINE_WAIT_SECONDS", 2)
     connection = imported(graph, org)
     graph.move(tree["batch"], "Contracts")
     cursor = Connection.objects.get(id=connection.id).cursor

@@ -258,9 +258,9 @@ def test_gone_restarts_the_listing_and_reconciles_without_duplicates(graph, org,
 
 @pytest.mark.slow
 def test_a_short_retry_after_is_waited_for_and_a_long_one_ends_the_sync_busy(
-    graph, org, drive_files, settings
+    graph, org, drive_files, monkeypatch
 ):
-    settings.PAPERLANE_ONEDRIVE_INLINE_WAIT_SECONDS = 2
+    monkeypatch.setattr("connectors.onedrive_graph.INLINE_WAIT_SECONDS", 2)
     connection = connected(graph, org)
     graph.fail_next(1, status=429, retry_after=1)
     graph.fail_next(1, status=503, retry_after=1)
@@ -361,13 +361,14 @@ def test_an_expired_download_url_is_fetched_again_and_a_large_file_refused(
     assert len(item_gets) == 2
 
     graph.state.download_seconds = 60
-    settings.PAPERLANE_CONNECTOR_MAX_FILE_BYTES = 100
+    settings.PAPERLANE_MAX_UPLOAD_BYTES = 100
     with pytest.raises(PermanentError, match="larger than 100 bytes"):
         provider.open(connection, drive_files["a"])
 
 
 # A sync process that dies (SIGKILL) right after the last page's imports committed and
-# before its delta link is saved: the worst moment for "exactly once".
+# before its delta link is saved: the worst moment for "exactly once". Its hold on the
+# connection lasts a second, so the test need not wait out a real sync lease.
 KILLED_BEFORE_THE_CURSOR = """
 import os, signal, django
 django.setup()
@@ -377,6 +378,7 @@ from connectors import sync
 def die(**kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 
+sync.SYNC_LEASE_SECONDS = 1
 sync.connection_save_cursor = die
 sync.connection_sync(connection=Connection.objects.get(id=int(os.environ["CONNECTION_ID"])))
 """
@@ -395,11 +397,7 @@ def test_a_sync_killed_between_recording_and_saving_the_cursor_loses_and_duplica
     graph, org, drive_files
 ):
     connection = connected(graph, org)
-    env = process_env(
-        CONNECTION_ID=str(connection.id),
-        PAPERLANE_CONNECTOR_SYNC_LEASE_SECONDS="1",
-        **_graph_env(graph),
-    )
+    env = process_env(CONNECTION_ID=str(connection.id), **_graph_env(graph))
 
     child = subprocess.run(
         [sys.executable, "-c", KILLED_BEFORE_THE_CURSOR], cwd=ROOT, env=env, timeout=60

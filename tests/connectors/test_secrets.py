@@ -42,7 +42,7 @@ def read(connection: Connection) -> dict:
 
 
 def test_with_no_key_set_the_key_is_derived_from_the_secret_key(org, settings):
-    settings.PAPERLANE_CONNECTOR_KEYS, settings.PAPERLANE_CONNECTOR_KEY = [], ""
+    settings.PAPERLANE_CONNECTOR_KEYS = []
     connection = onedrive(org, 1)
 
     settings.PAPERLANE_CONNECTOR_KEYS = ["from-secret-key"]
@@ -55,8 +55,8 @@ def test_with_no_key_set_the_key_is_derived_from_the_secret_key(org, settings):
 def test_a_new_key_in_front_still_reads_what_older_keys_stored(org, settings):
     settings.PAPERLANE_CONNECTOR_KEYS = []
     derived = onedrive(org, 1)  # under the key derived from SECRET_KEY
-    settings.PAPERLANE_CONNECTOR_KEY = OLD
-    single = onedrive(org, 2)  # under the single key of earlier versions
+    settings.PAPERLANE_CONNECTOR_KEYS = [OLD]
+    single = onedrive(org, 2)  # under a key of its own, now the older one
 
     settings.PAPERLANE_CONNECTOR_KEYS = [NEW, OLD, "from-secret-key"]
 

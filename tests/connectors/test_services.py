@@ -67,13 +67,13 @@ def test_credentials_written_under_another_key_cannot_be_read(org, settings):
 
 
 def test_a_key_of_its_own_is_used_when_set_and_checked(org, settings):
-    settings.PAPERLANE_CONNECTOR_KEY = "Zm9yLXRlc3RzLW9ubHktMzItYnl0ZXMta2V5LXBscyE="
+    settings.PAPERLANE_CONNECTOR_KEYS = ["Zm9yLXRlc3RzLW9ubHktMzItYnl0ZXMta2V5LXBscyE="]
     connection = onedrive(org)
     settings.SECRET_KEY = "rotated-secret-key"
     assert connection_credentials(connection=connection) == SECRET
 
-    settings.PAPERLANE_CONNECTOR_KEY = "not-a-fernet-key"
-    with pytest.raises(ImproperlyConfigured, match="PAPERLANE_CONNECTOR_KEY"):
+    settings.PAPERLANE_CONNECTOR_KEYS = ["not-a-fernet-key"]
+    with pytest.raises(ImproperlyConfigured, match="PAPERLANE_CONNECTOR_KEYS: key 1"):
         connection_credentials(connection=connection)
 
 

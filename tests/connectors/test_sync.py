@@ -14,6 +14,7 @@ from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, RemoteFile
 from connectors.folders import _outermost
 from connectors.loop import connections_due, connectors_maintain, connectors_sync_due
 from connectors.models import Connection, ConnectionEvent, ConnectionFolder, ConnectorImport
+from connectors.registry import PROVIDERS
 from connectors.services import SYSTEM, connection_request_sync
 from connectors.sync import (
     connection_claim_sync,
@@ -40,11 +41,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def remote(settings):
-    settings.PAPERLANE_CONNECTOR_PROVIDERS = {
-        **settings.PAPERLANE_CONNECTOR_PROVIDERS,
-        "onedrive": "tests.support.providers.ScriptedProvider",
-    }
+def remote(monkeypatch):
+    monkeypatch.setitem(PROVIDERS, "onedrive", "tests.support.providers.ScriptedProvider")
     ScriptedProvider.script, ScriptedProvider.files, ScriptedProvider.cursors_given = [], {}, []
     yield ScriptedProvider
     ScriptedProvider.script, ScriptedProvider.files = [], {}

@@ -8,6 +8,8 @@ import time
 import pytest
 from django.utils import timezone
 
+from connectors.local import STABLE_SECONDS
+from connectors.loop import LOOP_SECONDS
 from connectors.models import Connection, ConnectorImport
 from connectors.services import connection_create_local
 from documents.models import Document, UsageEntry
@@ -18,13 +20,12 @@ from tests.support.pipeline import running_workers, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-CONNECTOR_ENV = {
-    "PAPERLANE_CONNECTOR_SYNC_SECONDS": "local=0.3",
-    "PAPERLANE_CONNECTOR_LOOP_SECONDS": "0.2",
-    # Longer than the slow copy's pauses between writes (1.2 s), which are longer than
-    # the polling interval: only the time window keeps the copy from being listed early.
-    "PAPERLANE_LOCAL_STABLE_SECONDS": "2.5",
-}
+# The folder is polled as often as the connectors loop looks (LOOP_SECONDS, a second).
+CONNECTOR_ENV = {"PAPERLANE_CONNECTOR_SYNC_SECONDS": "local=0.3"}
+# The slow copy pauses between writes longer than the polling interval and shorter than a
+# file must stay unchanged to be listed (STABLE_SECONDS, 2 s): only that time window keeps
+# the copy from being listed early.
+SLOW_COPY_PAUSE = (LOOP_SECONDS + STABLE_SECONDS) / 2
 
 
 def succeeded_runs() -> int:
@@ -59,7 +60,7 @@ def test_files_dropped_while_it_runs_are_imported_once_and_left_as_they_were(org
         slow = threading.Thread(
             target=write_slowly,
             args=(folder / "slow.pdf", slow_data),
-            kwargs={"pieces": 6, "pause": 1.2, "done": done},
+            kwargs={"pieces": 6, "pause": SLOW_COPY_PAUSE, "done": done},
         )
         slow.start()
         for batch in range(5):

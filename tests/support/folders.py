@@ -53,9 +53,9 @@ def local_folder_fixtures(name: str):
     fixture's local connection to it."""
 
     @pytest.fixture(autouse=True)
-    def _fast_settle(settings):
+    def _fast_settle(monkeypatch):
         # Two polls in a row see a file unchanged: enough to list it in these tests.
-        settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
+        monkeypatch.setattr("connectors.local.STABLE_SECONDS", 0)
 
     @pytest.fixture
     def folder(tmp_path):

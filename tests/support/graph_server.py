@@ -800,7 +800,6 @@ def graph_settings(graph: GraphServer) -> dict[str, object]:
         "PAPERLANE_ONEDRIVE_TENANT": graph.tenant,
         "PAPERLANE_ONEDRIVE_GRAPH_URL": graph.graph_url,
         "PAPERLANE_ONEDRIVE_LOGIN_URL": graph.url,
-        "PAPERLANE_ONEDRIVE_TIMEOUT_SECONDS": 5.0,
         # Its download URLs are on its own (plain HTTP) address.
         "PAPERLANE_ONEDRIVE_DOWNLOAD_HOSTS": [graph.url],
     }

@@ -2,7 +2,7 @@
 revoked provider, and file bytes. It stands for the remote service (as a local HTTP
 server does for Graph); the sync, stages and database under test are the real ones.
 
-Tests point PAPERLANE_CONNECTOR_PROVIDERS["onedrive"] at `ScriptedProvider` and set
+Tests point connectors.registry.PROVIDERS["onedrive"] at `ScriptedProvider` and set
 `ScriptedProvider.script`: a list of listings, each a list of ChangePages (or an
 exception to raise), served one listing per sync.
 """

@@ -40,8 +40,8 @@ graph = graph_fixture()
 
 
 @pytest.fixture(autouse=True)
-def _fast_settle(settings):
-    settings.PAPERLANE_LOCAL_STABLE_SECONDS = 0
+def _fast_settle(monkeypatch):
+    monkeypatch.setattr("connectors.local.STABLE_SECONDS", 0)
 
 
 def signed_in(username: str, organisation, role: str = "admin") -> Client:

@@ -141,9 +141,9 @@ def test_a_local_folder_gone_says_so_and_a_refused_one_pauses(
 
 
 def test_failures_in_a_row_pause_with_the_plain_reason(
-    org, tmp_path, settings, member_client, operator
+    org, tmp_path, member_client, operator, monkeypatch
 ):
-    settings.PAPERLANE_CONNECTOR_MAX_FAILURES = 2
+    monkeypatch.setattr("connectors.sync.MAX_FAILURES", 2)
     folder = tmp_path / "scans"
     folder.mkdir()
     connection = connection_create_local(organisation=org, path=str(folder))

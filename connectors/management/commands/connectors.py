@@ -1,10 +1,10 @@
 import logging
 import time
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
+from connectors import loop as connectors_loop
 from connectors.loop import connectors_maintain, connectors_sync_due
 
 logger = logging.getLogger(__name__)
@@ -13,8 +13,8 @@ logger = logging.getLogger(__name__)
 class Command(BaseCommand):
     help = (
         "Sync the connected folders that are due (or, with --loop, keep syncing them every "
-        "PAPERLANE_CONNECTOR_LOOP_SECONDS, with providers' upkeep every "
-        "PAPERLANE_CONNECTOR_MAINTAIN_SECONDS)."
+        f"{connectors_loop.LOOP_SECONDS:g} s, with providers' upkeep every "
+        f"{connectors_loop.MAINTAIN_SECONDS:g} s)."
     )
 
     def add_arguments(self, parser):
@@ -39,9 +39,9 @@ def _loop() -> None:
         try:
             close_old_connections()
             if time.monotonic() >= maintain_due:
-                maintain_due = time.monotonic() + settings.PAPERLANE_CONNECTOR_MAINTAIN_SECONDS
+                maintain_due = time.monotonic() + connectors_loop.MAINTAIN_SECONDS
                 connectors_maintain()
             connectors_sync_due()
         except Exception:  # keep syncing through database hiccups
             logger.exception("connectors pass failed; trying again")
-        time.sleep(settings.PAPERLANE_CONNECTOR_LOOP_SECONDS)
+        time.sleep(connectors_loop.LOOP_SECONDS)
