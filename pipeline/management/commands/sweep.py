@@ -6,8 +6,9 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 from redis.exceptions import RedisError
 
+from pipeline import sweeper
 from pipeline.lag import lag_sample_record, stage_lags
-from pipeline.sweeper import HOUSEKEEPING_INTERVAL_SECONDS, redis_lost_data, sweep_once
+from pipeline.sweeper import redis_lost_data, sweep_once
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +20,7 @@ class Command(BaseCommand):
     help = (
         "One full sweeper pass with the housekeeping (stored orphan files, old syncs). With "
         "--loop, a pass every PAPERLANE_SWEEP_INTERVAL_SECONDS and at once when Redis has "
-        f"lost its data, and the housekeeping every {HOUSEKEEPING_INTERVAL_SECONDS:.0f} s."
+        f"lost its data, and the housekeeping every {sweeper.HOUSEKEEPING_INTERVAL_SECONDS:.0f} s."
     )
 
     def add_arguments(self, parser):
@@ -36,15 +37,15 @@ class Command(BaseCommand):
 
 
 def _loop() -> None:
-    """Sweep every interval, the housekeeping every HOUSEKEEPING_INTERVAL_SECONDS, until
-    stopped."""
+    """Sweep every interval, the housekeeping every HOUSEKEEPING_INTERVAL_SECONDS of
+    pipeline/sweeper.py, until stopped."""
     # The housekeeping walks a share of the storage: once at start, then every interval.
     housekeeping_due = time.monotonic()
     _redis_lost_data()  # sets the marker: this pass covers whatever came before
     while True:
         housekeeping = time.monotonic() >= housekeeping_due
         if housekeeping:
-            housekeeping_due = time.monotonic() + HOUSEKEEPING_INTERVAL_SECONDS
+            housekeeping_due = time.monotonic() + sweeper.HOUSEKEEPING_INTERVAL_SECONDS
         try:
             close_old_connections()
             sweep_once(housekeeping=housekeeping, one_of_many=True)
