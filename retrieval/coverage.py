@@ -70,10 +70,10 @@ def embedding_coverage_by_organisation(*, limit: int) -> list[tuple[Organisation
 
 
 def documents_to_reembed(*, organisation: Organisation | None = None) -> QuerySet:
-    """(document id, organisation id) of the documents whose searchable chunks are not
-    all on the current model."""
+    """The ids of the documents whose searchable chunks are not all on the current model,
+    oldest document first."""
     chunks = _searchable_chunks().exclude(embedding_model=get_embedder().name)
     if organisation is not None:
         chunks = chunks.filter(document__organisation=organisation)
-    pairs = chunks.values_list("document_id", "document__organisation_id")
-    return pairs.distinct().order_by("document_id")
+    rows = chunks.values_list("document_id", "document__created_at")
+    return rows.distinct().order_by("document__created_at", "document_id")

@@ -51,16 +51,16 @@ def documents_reembed(
     """Re-embed every document of `organisation` (or of all) whose searchable chunks are
     not all on the current model: at most `limit` of them (the rest are `left`)."""
     model = get_embedder().name
-    pairs = list(documents_to_reembed(organisation=organisation))
-    handled = pairs if limit is None else pairs[:limit]
-    outcomes = [_reembed(document_id, actor=actor, model=model) for document_id, _ in handled]
+    found = [document_id for document_id, _ in documents_to_reembed(organisation=organisation)]
+    handled = found if limit is None else found[:limit]
+    outcomes = [_reembed(document_id, actor=actor, model=model) for document_id in handled]
     return ReembedStarted(
         model=model,
-        documents=len(pairs),
+        documents=len(found),
         started=outcomes.count(STARTED),
         in_pipeline=outcomes.count(IN_PIPELINE),
         waiting=outcomes.count(WAITING),
-        left=len(pairs) - len(handled),
+        left=len(found) - len(handled),
     )
 
 
