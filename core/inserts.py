@@ -66,6 +66,17 @@ def insert_values(
     return columns, values, params
 
 
+def insert_params(obj: Model, *, computed: dict[str, str] | None = None) -> list:
+    """The parameters of `insert_values(obj, computed=...)` alone, in its order: for a
+    statement written once from a model's columns, whose values change per call."""
+    computed = computed or {}
+    return [
+        _value(obj, field)
+        for field in obj._meta.concrete_fields
+        if not (field.primary_key and obj.pk is None) and field.name not in computed
+    ]
+
+
 def _statement(objs: list[Model]) -> tuple[str, list, list]:
     """The statement, its parameters, and the (row, foreign key) pairs it reads back."""
     shape, read_back = [], []

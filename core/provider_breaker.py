@@ -62,6 +62,12 @@ class ProviderBreaker:
     _failing: bool = False
 
     @property
+    def failing(self) -> bool:
+        """Whether this process has seen the provider fail, or its breaker not closed,
+        since its last success."""
+        return self._failing
+
+    @property
     def key(self) -> str:
         return KEY.format(name=self.name)
 

@@ -53,6 +53,8 @@ class PromptStop:
 
 # A worker waiting for a paused provider looks again (and beats) at least this often.
 PAUSE_BEAT_SECONDS = 2.0
+# A worker that has seen no provider fail asks whether one is paused at most this often.
+PAUSE_LOOK_SECONDS = 0.5
 
 
 class LaneOrder:
@@ -78,6 +80,7 @@ class LaneOrder:
         self._ordered_queues = self.lane_order()
         # Stage -> the breaker of the provider it calls, for the stages read here that call one.
         self._providers = {}
+        self._looked_at = float("-inf")
         for queue in self.queues:
             lane = queue_lane(queue.name)
             if lane and (provider := stage_spec(lane.stage).provider):
@@ -128,11 +131,19 @@ class LaneOrder:
         return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
 
     def _paused_stages(self) -> dict[str, float]:
-        """Stage -> seconds its jobs still wait, for the stages whose provider is paused."""
+        """Stage -> seconds its jobs still wait, for the stages whose provider is paused.
+        While every provider is well, as far as this worker has seen, Redis is asked at
+        most every PAUSE_LOOK_SECONDS, not before each job: a pause another worker opens
+        meanwhile costs this one at most the jobs it takes in that moment."""
+        failing = any(provider.failing for provider in self._providers.values())
+        now = time.monotonic()
+        if not failing and now - self._looked_at < PAUSE_LOOK_SECONDS:
+            return {}
         paused = {}
         for stage, provider in self._providers.items():
             if (wait := provider.paused_for()) > 0:
                 paused[stage] = wait
+        self._looked_at = now
         return paused
 
     def reorder_queues(self, reference_queue: Queue) -> None:

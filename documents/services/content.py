@@ -133,7 +133,8 @@ def document_make_searchable(*, document: Document) -> int:
     settle's transaction): its chunk count is recorded and the chunks of every other
     version (the one it supersedes) are dropped. Returns the chunk count."""
     version = document.version
-    Chunk.objects.filter(document=document).exclude(version=version).delete()
+    if version > 1:  # a first version supersedes none
+        Chunk.objects.filter(document=document).exclude(version=version).delete()
     count = Chunk.objects.filter(document=document, version=version).count()
     Document.objects.filter(id=document.id).update(searchable_version=version, chunk_count=count)
     document.searchable_version, document.chunk_count = version, count

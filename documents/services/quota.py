@@ -213,6 +213,10 @@ def quota_resize(
     take the extra pages if they fit (else QuotaExceeded, and nothing changes), or give
     back what was held beyond them. A reservation no longer held is left as it is.
     `estimated`: the count is still a guess (a connector's DOCX before extraction)."""
+    if reservation.pages == pages and reservation.estimated == estimated:
+        # Nothing to change whatever its row says now (held, or no longer held): no lock.
+        # Only the worker holding the run resizes its pages.
+        return reservation
     reservation = _locked(reservation)
     if reservation.status != Held.HELD or (
         reservation.pages == pages and reservation.estimated == estimated

@@ -15,7 +15,7 @@ from functools import cache
 
 from django.db import connection
 
-from core.inserts import insert_values
+from core.inserts import insert_params, insert_values
 from documents.models import Document, QuotaReservation
 from pipeline.models import ImportRun, RunStatus, RunTransition, StageAttempt
 from pipeline.services.transitions import (
@@ -140,26 +140,61 @@ def _table(model) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
-def _row(prefix: str, obj, params: dict, computed: dict[str, str]) -> tuple[str, str]:
-    """`obj`'s columns and values for an INSERT ... SELECT, its parameters added to
-    `params` under names starting with `prefix`."""
-    columns, values, row_params = insert_values(obj, computed=computed)
-    supplied = iter(row_params)
-    named = []
-    for position, value in enumerate(values):
-        if value == "%s":
-            name = f"{prefix}{position}"
-            params[name] = next(supplied)
-            value = f"%({name})s"
-        named.append(value)
+def _row_sql(prefix: str, model, computed: dict[str, str]) -> tuple[str, str]:
+    """A row of `model`'s columns and values for an INSERT ... SELECT: SQL for those in
+    `computed`, a parameter named `<prefix><n>` for the n-th of the others, in the order
+    `insert_params` gives their values."""
+    columns, values, _ = insert_values(model(), computed=computed)
+    supplied = iter(range(len(values)))
+    named = [f"%({prefix}{next(supplied)})s" if value == "%s" else value for value in values]
     return ", ".join(columns), ", ".join(named)
 
 
+def _row_params(prefix: str, obj, computed: dict[str, str], params: dict) -> None:
+    for position, value in enumerate(insert_params(obj, computed=computed)):
+        params[f"{prefix}{position}"] = value
+
+
+# The created_at of a history row written in a statement is the statement's `now`.
+TRANSITION_AT_NOW = {"created_at": "%(now)s"}
+
+
+# Written once: only the values change from one claim or completion to the next, so each
+# connection prepares the statement once (config/settings.py).
 @cache
-def _claim_columns() -> str:
+def _claim_sql() -> str:
+    attempt_columns, attempt_values = _row_sql("a", StageAttempt, ATTEMPT_FROM_CLAIM)
+    transition_columns, transition_values = _row_sql("t", RunTransition, TRANSITION_AT_NOW)
     parts = [(ImportRun, "claimed"), (Document, "document"), (QuotaReservation, "reservation")]
-    return ", ".join(
-        f'{alias}."{field.column}"' for model, alias in parts for field in _fields(model)
+    return CLAIM_SQL.format(
+        runs=_table(ImportRun),
+        attempts=_table(StageAttempt),
+        transitions=_table(RunTransition),
+        documents=_table(Document),
+        reservations=_table(QuotaReservation),
+        claimed_from=", ".join(f"%(from{n})s" for n in range(len(CLAIMED_FROM))),
+        due=DUE_SQL,
+        attempt_columns=attempt_columns,
+        attempt_values=attempt_values,
+        transition_columns=transition_columns,
+        transition_values=transition_values,
+        columns=", ".join(
+            f'{alias}."{field.column}"' for model, alias in parts for field in _fields(model)
+        ),
+    )
+
+
+@cache
+def _complete_sql(changed: tuple[str, ...], closed: tuple[str, ...]) -> str:
+    transition_columns, transition_values = _row_sql("t", RunTransition, TRANSITION_AT_NOW)
+    return COMPLETE_SQL.format(
+        runs=_table(ImportRun),
+        attempts=_table(StageAttempt),
+        transitions=_table(RunTransition),
+        changes=", ".join(f"{name} = %(set_{name})s" for name in changed),
+        attempt_changes=", ".join(f"{name} = %(attempt_{name})s" for name in closed),
+        transition_columns=transition_columns,
+        transition_values=transition_values,
     )
 
 
@@ -179,10 +214,8 @@ def claim_statement(take: ClaimTake) -> tuple[ImportRun, int] | None:
         "queued": RunStatus.QUEUED.value,
         "processing": CLAIMED_TO,
     }
-    claimed_from = []
     for position, status in enumerate(sorted(CLAIMED_FROM)):
         params[f"from{position}"] = status
-        claimed_from.append(f"%(from{position})s")
     attempt = StageAttempt(job_id=take.job_id, worker=take.worker, started_at=take.now)
     # The history row of a queued run's start, written only if the run was queued.
     claimed = ImportRun(id=take.run_id, status=CLAIMED_TO, stage=take.stage)
@@ -193,24 +226,10 @@ def claim_statement(take: ClaimTake) -> tuple[ImportRun, int] | None:
         actor=take.actor,
         reason=take.reason,
     )
-    attempt_columns, attempt_values = _row("a", attempt, params, ATTEMPT_FROM_CLAIM)
-    transition_columns, transition_values = _row("t", started, params, {"created_at": "%(now)s"})
-    sql = CLAIM_SQL.format(
-        runs=_table(ImportRun),
-        attempts=_table(StageAttempt),
-        transitions=_table(RunTransition),
-        documents=_table(Document),
-        reservations=_table(QuotaReservation),
-        claimed_from=", ".join(claimed_from),
-        due=DUE_SQL,
-        attempt_columns=attempt_columns,
-        attempt_values=attempt_values,
-        transition_columns=transition_columns,
-        transition_values=transition_values,
-        columns=_claim_columns(),
-    )
+    _row_params("a", attempt, ATTEMPT_FROM_CLAIM, params)
+    _row_params("t", started, TRANSITION_AT_NOW, params)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_claim_sql(), params)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -222,16 +241,15 @@ def claim_statement(take: ClaimTake) -> tuple[ImportRun, int] | None:
     return run, row[-1]
 
 
-def _assignments(prefix: str, changes: dict, params: dict) -> str:
-    for name, value in changes.items():
-        params[f"{prefix}{name}"] = value
-    return ", ".join(f"{name} = %({prefix}{name})s" for name in changes)
-
-
 def complete_statement(done: StageDone, finished: ImportRun) -> bool:
     """Complete in one statement; False (nothing written) if the run is not held by
     `done.owner` any more. `finished` is the run as the statement leaves it."""
-    params = {"run_id": done.run_id, "owner": done.owner, "attempt_id": done.attempt_id}
+    params = {
+        "run_id": done.run_id,
+        "owner": done.owner,
+        "attempt_id": done.attempt_id,
+        "now": done.now,
+    }
     closed = {**ATTEMPT_SUCCEEDED, "finished_at": done.now, "cpu_ms": done.cpu_ms}
     moved = transition_row(
         finished,
@@ -240,17 +258,10 @@ def complete_statement(done: StageDone, finished: ImportRun) -> bool:
         actor=done.actor,
         reason=done.reason,
     )
-    params["now"] = done.now
-    transition_columns, transition_values = _row("t", moved, params, {"created_at": "%(now)s"})
-    sql = COMPLETE_SQL.format(
-        runs=_table(ImportRun),
-        attempts=_table(StageAttempt),
-        transitions=_table(RunTransition),
-        changes=_assignments("set_", done.changes, params),
-        attempt_changes=_assignments("attempt_", closed, params),
-        transition_columns=transition_columns,
-        transition_values=transition_values,
-    )
+    params.update({f"set_{name}": value for name, value in done.changes.items()})
+    params.update({f"attempt_{name}": value for name, value in closed.items()})
+    _row_params("t", moved, TRANSITION_AT_NOW, params)
+    sql = _complete_sql(tuple(done.changes), tuple(closed))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()[0] == 1

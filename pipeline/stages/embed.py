@@ -6,9 +6,9 @@ vector.
 
 Each call to the provider is counted by its breaker (core/provider_breaker.py): while the
 provider keeps failing, the embed workers pause instead of failing a try of every run.
-Before each call the worker asks the database whether it still holds the run: a run
-cancelled, or a stage taken back from a worker that stopped answering, costs no call
-after that.
+Before each call but the first, made at once after the claim that proved the run is this
+worker's, the worker asks the database whether it still holds the run: a run cancelled,
+or a stage taken back from a worker that stopped answering, costs no call after that.
 
 Chunk ids come from (document, version, index), so a re-run (a retry, a worker killed
 half way, a re-embed with a new model: pipeline/services/reembed.py) overwrites the rows
@@ -75,11 +75,14 @@ def _digest(text: str) -> str:
     return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
 
+def _first_try(ctx: StageContext) -> bool:
+    """The run's first try at its first generation: no chunk of its version exists yet."""
+    return ctx.run.generation == 0 and ctx.run.stage_attempts <= 1
+
+
 def _kept(ctx: StageContext, model: str) -> dict[int, str]:
-    """The chunks of this version already embedded by `model` (index -> MD5 of the text).
-    A run's first try at its first generation has written none: no query for it."""
-    run = ctx.run
-    if run.generation == 0 and run.stage_attempts <= 1:
+    """The chunks of this version already embedded by `model` (index -> MD5 of the text)."""
+    if _first_try(ctx):
         return {}
     return document_chunks_on_model(document=ctx.document, model=model)
 
@@ -121,7 +124,8 @@ def run(ctx: StageContext) -> None:
             with ctx.complete():
                 if chunks is not None:
                     chunks_write(**chunks)
-                document_chunks_finish(document=document, count=total)
+                if not _first_try(ctx):  # an earlier, longer try's chunks past the end
+                    document_chunks_finish(document=document, count=total)
             return
         if chunks is None:
             ctx.progress(start + len(batch), total)
