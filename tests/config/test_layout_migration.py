@@ -4,14 +4,15 @@ lost: its rows, each connector run's link to its file, the content types and so 
 Operators group's permissions. The database is tests/fixtures/layout/jobs_era.sql,
 made by that commit's code (make_jobs_era.py beside it says how)."""
 
-import os
-import subprocess
-import sys
-
-import psycopg
 import pytest
 from django.db import connection
 
+from tests.support.databases import (
+    database_create,
+    database_manage,
+    database_rows,
+    databases_drop,
+)
 from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.slow
@@ -46,47 +47,15 @@ OPERATORS_PERMISSIONS = (
 )
 
 
-def _url(name: str) -> str:
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{name}"
-
-
 @pytest.fixture
 def old_database():
-    name = f"{connection.settings_dict['NAME']}_jobs_era"
-    with psycopg.connect(_url("postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    loaded = subprocess.run(
-        ["psql", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(DUMP), _url(name)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert loaded.returncode == 0, loaded.stderr
+    name = database_create(f"{connection.settings_dict['NAME']}_jobs_era", DUMP)
     yield name
-    with psycopg.connect(_url("postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _rows(name: str, sql: str) -> list[tuple]:
-    with psycopg.connect(_url(name)) as db:
-        return db.execute(sql).fetchall()
+    databases_drop(name)
 
 
 def _counts(name: str) -> dict[str, int]:
-    return {table: _rows(name, f"SELECT count(*) FROM {table}")[0][0] for table in TABLES}
-
-
-def _manage(name: str, *args: str, code: str = "") -> subprocess.CompletedProcess:
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="tests.settings",
-        DATABASE_URL=_url(name),
-        SECRET_KEY="test-secret",
-    )
-    command = [sys.executable, "manage.py", *args] if args else [sys.executable, "-c", code]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    return {table: database_rows(name, f"SELECT count(*) FROM {table}")[0][0] for table in TABLES}
 
 
 GAINED = ["operations.view_pipeline", "axes.view_accessattempt", "axes.delete_accessattempt"]
@@ -94,15 +63,15 @@ GAINED = ["operations.view_pipeline", "axes.view_accessattempt", "axes.delete_ac
 
 def test_a_database_from_before_the_relayout_migrates_with_nothing_lost(old_database):
     before = _counts(old_database)
-    links = _rows(
+    links = database_rows(
         old_database,
         "SELECT id, connector_import_id FROM jobs_importrun WHERE connector_import_id IS NOT NULL",
     )
-    content_types = dict(_rows(old_database, CONTENT_TYPES))
-    operators = _rows(old_database, OPERATORS_PERMISSIONS)
+    content_types = dict(database_rows(old_database, CONTENT_TYPES))
+    operators = database_rows(old_database, OPERATORS_PERMISSIONS)
     assert before["jobs_importrun"] == 10 and len(links) == 3 and before["documents_chunk"] > 0
 
-    migrated = _manage(old_database, "migrate", "--no-input")
+    migrated = database_manage(old_database, "migrate", "--no-input")
 
     assert migrated.returncode == 0, migrated.stderr
     # The renamed app's migrations are the jobs ones, already applied: only the moves run.
@@ -115,7 +84,7 @@ def test_a_database_from_before_the_relayout_migrates_with_nothing_lost(old_data
         "auth_group_permissions": before["auth_group_permissions"] + len(GAINED),
     }
     # Each connector run's file now points at its run, the same pairs as before.
-    moved = _rows(
+    moved = database_rows(
         old_database,
         "SELECT run_id, id FROM documents_connectorimport WHERE run_id IS NOT NULL",
     )
@@ -123,16 +92,16 @@ def test_a_database_from_before_the_relayout_migrates_with_nothing_lost(old_data
     # The same content types under the apps' new names: permissions and the admin's log
     # follow, nothing is made anew.
     after = dict(
-        _rows(old_database, "SELECT app_label || '.' || model, id FROM django_content_type")
+        database_rows(old_database, "SELECT app_label || '.' || model, id FROM django_content_type")
     )
     for model in ("importrun", "stageattempt", "runtransition"):
         assert after[f"pipeline.{model}"] == content_types[f"jobs.{model}"]
     for model in ("connection", "connectorimport", "connectionsync", "connectionfolder"):
         assert after[f"connectors.{model}"] == content_types[f"documents.{model}"]
     assert not [label for label in after if label.startswith("jobs.")]
-    now = _rows(old_database, OPERATORS_PERMISSIONS)
+    now = database_rows(old_database, OPERATORS_PERMISSIONS)
     assert operators and set(operators) <= set(now)
-    gained = _rows(
+    gained = database_rows(
         old_database,
         "SELECT ct.app_label || '.' || p.codename FROM auth_permission p"
         " JOIN django_content_type ct ON ct.id = p.content_type_id"
@@ -140,7 +109,7 @@ def test_a_database_from_before_the_relayout_migrates_with_nothing_lost(old_data
     )
     assert sorted(row[0] for row in gained) == sorted(GAINED)
     # And the code reads it: runs with their files, through the new link.
-    probe = _manage(
+    probe = database_manage(
         old_database,
         code=(
             "import django; django.setup()\n"
@@ -153,4 +122,4 @@ def test_a_database_from_before_the_relayout_migrates_with_nothing_lost(old_data
     )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.split("\n")[:2] == ["['scan-0.pdf', 'scan-1.pdf', 'scan-2.pdf']", "1"]
-    assert _manage(old_database, "migrate", "--check").returncode == 0
+    assert database_manage(old_database, "migrate", "--check").returncode == 0

@@ -5,14 +5,18 @@ nothing, its rows are all there, search finds its settled documents. The databas
 tests/fixtures/layout/main_c850636.sql, made by that commit's code (make_main_c850636.py
 beside it says how)."""
 
-import os
 import subprocess
-import sys
 
-import psycopg
 import pytest
 from django.db import connection
 
+from tests.support.databases import (
+    database_create,
+    database_manage,
+    database_rows,
+    database_url,
+    databases_drop,
+)
 from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.slow
@@ -24,51 +28,9 @@ WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name
 """
 
 
-def _url(name: str) -> str:
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{name}"
-
-
-def _database(name: str, dump=None) -> str:
-    with psycopg.connect(_url("postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    if dump is not None:
-        loaded = subprocess.run(
-            ["psql", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(dump), _url(name)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert loaded.returncode == 0, loaded.stderr
-    return name
-
-
-def _drop(*names: str) -> None:
-    with psycopg.connect(_url("postgres"), autocommit=True) as admin:
-        for name in names:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _rows(name: str, sql: str) -> list[tuple]:
-    with psycopg.connect(_url(name)) as db:
-        return db.execute(sql).fetchall()
-
-
 def _counts(name: str) -> dict[str, int]:
-    tables = [table for (table,) in _rows(name, TABLES)]
-    return {table: _rows(name, f'SELECT count(*) FROM "{table}"')[0][0] for table in tables}
-
-
-def _manage(name: str, *args: str, code: str = "") -> subprocess.CompletedProcess:
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="tests.settings",
-        DATABASE_URL=_url(name),
-        SECRET_KEY="test-secret",
-    )
-    command = [sys.executable, "manage.py", *args] if args else [sys.executable, "-c", code]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    tables = [table for (table,) in database_rows(name, TABLES)]
+    return {table: database_rows(name, f'SELECT count(*) FROM "{table}"')[0][0] for table in tables}
 
 
 def _schema(name: str) -> list[str]:
@@ -77,7 +39,7 @@ def _schema(name: str) -> list[str]:
 
 def _dump(name: str, *options: str) -> str:
     dumped = subprocess.run(
-        ["pg_dump", *options, "--no-owner", "--no-privileges", _url(name)],
+        ["pg_dump", *options, "--no-owner", "--no-privileges", database_url(name)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -98,14 +60,14 @@ print(json.dumps([hit.filename for hit in hits]))
 
 def test_a_database_from_c850636_migrates_with_nothing_lost_and_is_searched(tmp_path):
     base = connection.settings_dict["NAME"]
-    old = _database(f"{base}_c850636", DUMP)
-    fresh = _database(f"{base}_fresh")
+    old = database_create(f"{base}_c850636", DUMP)
+    fresh = database_create(f"{base}_fresh")
     reloaded = f"{base}_reloaded"
     try:
         before = _counts(old)
         assert before["jobs_importrun"] == 10 and before["documents_chunk"] > 0
 
-        migrated = _manage(old, "migrate", "--no-input")
+        migrated = database_manage(old, "migrate", "--no-input")
 
         assert migrated.returncode == 0, migrated.stderr
         assert _counts(old) == before
@@ -113,13 +75,13 @@ def test_a_database_from_c850636_migrates_with_nothing_lost_and_is_searched(tmp_
         # for index (the migrations that kept their own SQL made the same), both through
         # a dump and a reload as the fixture was: PostgreSQL stores a reloaded condition
         # in an equivalent form of its own.
-        assert _manage(fresh, "migrate", "--no-input").returncode == 0
+        assert database_manage(fresh, "migrate", "--no-input").returncode == 0
         dump = tmp_path / "fresh.sql"
         dump.write_text(_dump(fresh))
-        _database(reloaded, dump)
+        database_create(reloaded, dump)
         assert _schema(old) == _schema(reloaded)
-        searched = _manage(old, code=SEARCH)
+        searched = database_manage(old, code=SEARCH)
         assert searched.returncode == 0, searched.stderr
         assert searched.stdout.strip().splitlines()[-1] == '["tides.pdf"]'
     finally:
-        _drop(old, fresh, reloaded)
+        databases_drop(old, fresh, reloaded)
