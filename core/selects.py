@@ -30,8 +30,18 @@ class _Part:
 
 
 class RowSelect:
-    def __init__(self, model: type[Model], *, where: str, related: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        model: type[Model],
+        *,
+        where: str,
+        related: tuple[str, ...] = (),
+        for_update: bool = False,
+    ) -> None:
+        """`for_update`: the row found is locked to the end of the transaction (of the
+        model's table only, `FOR UPDATE OF t`)."""
         self.model, self.where, self.related = model, where, related
+        self.for_update = for_update
         self._compiled: tuple[str, list[_Part]] | None = None
 
     def _compile(self) -> tuple[str, list[_Part]]:
@@ -73,8 +83,9 @@ class RowSelect:
         """The first row the statement finds, as an instance of the model with its related
         instances in place; None if it finds none."""
         sql, parts = self._compile()
+        lock = " FOR UPDATE OF t" if self.for_update else ""
         with connection.cursor() as cursor:
-            cursor.execute(f"{sql} LIMIT 1", params)
+            cursor.execute(f"{sql} LIMIT 1{lock}", params)
             row = cursor.fetchone()
         if row is None:
             return None

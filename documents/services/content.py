@@ -3,12 +3,22 @@
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models.functions import MD5
 from django.utils import timezone
 
+from core.selects import RowSelect
 from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText
 from formats.base import Extracted
+
+# Settling a version (every document's): its chunks counted and it made the searchable one
+# in one statement written once, where the ORM would build two querysets.
+_SEARCHABLE = (
+    f"UPDATE {Document._meta.db_table} SET searchable_version = %s, chunk_count = "
+    f"(SELECT count(*) FROM {Chunk._meta.db_table} WHERE document_id = %s AND version = %s) "
+    "WHERE id = %s RETURNING chunk_count"
+)
+_TEXT = RowSelect(DocumentText, where="t.document_id = %s AND t.version = %s")
 
 # The longest section title a chunk keeps (Chunk.section).
 SECTION_CHARS = Chunk._meta.get_field("section").max_length
@@ -44,7 +54,7 @@ def document_text_save(*, document: Document, extracted: Extracted) -> None:
 
 
 def document_text_get(*, document: Document) -> DocumentText | None:
-    return DocumentText.objects.filter(document=document, version=document.version).first()
+    return _TEXT.first([document.id, document.version])
 
 
 @dataclass(frozen=True)
@@ -135,8 +145,9 @@ def document_make_searchable(*, document: Document) -> int:
     version = document.version
     if version > 1:  # a first version supersedes none
         Chunk.objects.filter(document=document).exclude(version=version).delete()
-    count = Chunk.objects.filter(document=document, version=version).count()
-    Document.objects.filter(id=document.id).update(searchable_version=version, chunk_count=count)
+    with connection.cursor() as cursor:
+        cursor.execute(_SEARCHABLE, [version, document.id, version, document.id])
+        (count,) = cursor.fetchone()
     document.searchable_version, document.chunk_count = version, count
     return count
 
