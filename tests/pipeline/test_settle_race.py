@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 # claiming the run, or completing (locking the reservation it charges), and the cancel
 # locking the run.
 CLAIMING = "%WITH old AS (%"
-CHARGING = 'SELECT "documents_quotareservation"."id"%'
+CHARGING = '%FROM "documents_quotareservation" t %FOR UPDATE OF t%'
 CANCELLING = 'SELECT "jobs_importrun"."id"%'
 
 
