@@ -12,7 +12,6 @@ import io
 import json
 import subprocess
 import sys
-import time
 import typing
 import uuid
 from dataclasses import dataclass, replace
@@ -26,7 +25,7 @@ import pytest
 from documents.services.organisations import organisation_create
 from documents.services.tokens import api_token_create
 from tests.support.files import make_pdf
-from tests.support.pipeline import running_workers
+from tests.support.pipeline import running_workers, wait_for
 from tests.support.processes import process_env, web_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -201,13 +200,13 @@ def test_a_pdf_is_uploaded_once_processed_found_fetched_and_deleted(integration)
         assert accepted.filename == "field notes.pdf"
         assert accepted.status_url == f"/api/v1/runs/{accepted.run_id}"
         member(accepted.status, "queued")
-        deadline = time.monotonic() + 60
-        while True:
+
+        def ended():  # polled through the generated client, as an integration would
             polled = api("runs", "runs_get").sync_detailed(run_id=accepted.run_id, client=client)
             run = answer(polled, 200)
-            if run.status.value not in NOT_ENDED or time.monotonic() > deadline:
-                break
-            time.sleep(0.25)
+            return run if run.status.value not in NOT_ENDED else None
+
+        run = wait_for(ended, timeout=60, interval=0.25, what="the run to end")
 
     member(run.status, "succeeded")
     member(run.stage, "settle")

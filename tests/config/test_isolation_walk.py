@@ -5,6 +5,8 @@ the second organisation's ids as a member of the first, and without credentials.
 Nothing here lists the routes: a route added tomorrow is walked tomorrow, and one whose
 path parameter the walk cannot fill, or that answers anything but 404 with another
 organisation's id, fails. Routes that answer everyone are named below, with the reason.
+Each walk counts what it tried of each kind against a floor (WALKED_AT_LEAST), so a walk
+that finds no routes fails instead of passing with nothing checked.
 """
 
 import json
@@ -43,6 +45,15 @@ MEMBER_JSON = {
 # Staff only, whatever the organisation: the operator's side (admin, dashboard, /metrics).
 OPERATOR_PREFIXES = ("/admin/", "/metrics")
 METHODS = ("get", "post")
+# How many of each kind the walks below try today, as a floor: a walk that finds none (a
+# resolver change, a schema path change) fails instead of passing with nothing checked. A
+# route added raises a count; a route removed is a decision to lower its floor here.
+WALKED_AT_LEAST = {
+    "member pages": 27,  # URL patterns, but the public, operator and API ones
+    "operator pages": 138,  # URL patterns under OPERATOR_PREFIXES
+    "API URL patterns": 14,
+    "API operations": 14,
+}
 
 
 @pytest.fixture
@@ -89,6 +100,15 @@ def _refused_to_non_operators(response) -> bool:
     return response.status_code in (401, 403, 404, 405)
 
 
+def assert_walked(walked: dict[str, int]) -> None:
+    """Each kind of route was walked, and no fewer than WALKED_AT_LEAST says."""
+    for kind, count in walked.items():
+        assert count > 0, f"the walk found no {kind}: tests/support/routes.py sees none"
+        assert count >= WALKED_AT_LEAST[kind], (
+            f"walked {count} {kind}, fewer than the {WALKED_AT_LEAST[kind]} in WALKED_AT_LEAST"
+        )
+
+
 def _leaks(response, theirs: World) -> list[str]:
     body = response.content.decode(errors="replace")
     return [secret for secret in theirs.secrets if secret in body]
@@ -118,7 +138,7 @@ def test_every_page_refuses_another_organisations_ids(two_worlds, alice):
                     _leaks(response, theirs),
                 )
         walked += 1
-    assert walked >= 10
+    assert_walked({"member pages": walked})
 
 
 # The member pages that name a document, run, upload or token in their path: each is
@@ -158,7 +178,7 @@ def test_every_api_operation_refuses_another_organisations_ids(two_worlds):
     mine, theirs = two_worlds
     values = theirs.values()
     operations = api_operations()
-    assert len(operations) >= 14
+    assert_walked({"API operations": len(operations)})
     for operation in operations:
         for name in operation.path_params:
             assert name in values, (
@@ -178,6 +198,7 @@ def test_every_api_operation_refuses_another_organisations_ids(two_worlds):
 def test_every_api_route_is_an_operation_of_the_schema_or_public():
     operations = {(op.path, op.operation_id) for op in api_operations()}
     paths = {path for path, _ in operations}
+    walked = 0
     for route in url_routes():
         if route.namespace != "api" or route.full_name in PUBLIC:
             continue
@@ -185,16 +206,20 @@ def test_every_api_route_is_an_operation_of_the_schema_or_public():
             text if kind == "text" else "{" + text + "}" for kind, text in route.pieces
         )
         assert template in paths, f"{route.full_name} ({template}) is not in the OpenAPI schema"
+        walked += 1
+    assert_walked({"API URL patterns": walked, "API operations": len(operations)})
 
 
 def test_without_credentials_the_api_is_401_and_pages_send_to_sign_in(two_worlds):
     _, theirs = two_worlds
     anonymous = Client()
+    walked = {"API operations": 0, "operator pages": 0, "member pages": 0}
     for operation in api_operations():
         url = operation.url(theirs.values())
         response = anonymous.generic(operation.method, url)
         assert response.status_code == 401, (operation.method, url, response.status_code)
         assert response.json()["code"] == "unauthorized"
+        walked["API operations"] += 1
     for route in url_routes():
         if route.full_name in PUBLIC or route.namespace == "api":
             continue
@@ -204,7 +229,9 @@ def test_without_credentials_the_api_is_401_and_pages_send_to_sign_in(two_worlds
         if _is_operator_route(url):
             for response in answers.values():
                 assert _refused_to_non_operators(response), (route.full_name, url, codes)
+            walked["operator pages"] += 1
             continue
+        walked["member pages"] += 1
         if route.full_name in MEMBER_JSON:
             refused = [r for r in answers.values() if r.status_code == 401]
             assert refused and all(r.status_code in (401, 405) for r in answers.values()), (
@@ -221,10 +248,12 @@ def test_without_credentials_the_api_is_401_and_pages_send_to_sign_in(two_worlds
         assert redirected and all(r.status_code in (302, 405) for r in answers.values()), (
             f"{route.full_name}: {url} answered {codes} without credentials"
         )
+    assert_walked(walked)
 
 
 def test_a_member_gets_nothing_of_the_operators_side(two_worlds, alice):
     _, theirs = two_worlds
+    walked = 0
     for route in url_routes():
         if route.full_name in PUBLIC:
             continue
@@ -235,6 +264,8 @@ def test_a_member_gets_nothing_of_the_operators_side(two_worlds, alice):
             response = getattr(alice, method)(url)
             assert _refused_to_non_operators(response), (route.full_name, method, url)
             assert not _leaks(response, theirs)
+        walked += 1
+    assert_walked({"operator pages": walked})
 
 
 def test_the_walk_finds_a_leak():

@@ -32,6 +32,18 @@ def succeeded_runs() -> int:
     return ImportRun.objects.filter(source="connector", status="succeeded").count()
 
 
+def wait_for_polls(connection: Connection, count: int) -> None:
+    """Until the connectors loop has finished `count` more syncs of `connection`: a quiet
+    poll records no sync, only moves the connection's last sync time."""
+    seen = set()
+
+    def polled() -> bool:
+        seen.add(Connection.objects.get(id=connection.id).last_sync_at)
+        return len(seen) > count
+
+    wait_for(polled, timeout=30, interval=0.05, what=f"{count} more polls of the folder")
+
+
 def write_slowly(path, data: bytes, *, pieces: int, pause: float, done: dict) -> None:
     """Write `data` in `pieces`, `pause` seconds apart, as a slow copy would."""
     step = len(data) // pieces + 1
@@ -39,7 +51,7 @@ def write_slowly(path, data: bytes, *, pieces: int, pause: float, done: dict) ->
         for start in range(0, len(data), step):
             fh.write(data[start : start + step])
             fh.flush()
-            time.sleep(pause)
+            time.sleep(pause)  # the copy's slowness is what the connector must wait out
     done["at"] = timezone.now()
 
 
@@ -66,7 +78,7 @@ def test_files_dropped_while_it_runs_are_imported_once_and_left_as_they_were(org
         for batch in range(5):
             for n in range(10):
                 write(folder, f"batch{batch}/doc{n}.pdf", make_pdf(1 + n % 3, label=f"B{batch}"))
-            time.sleep(0.5)
+            wait_for_polls(connection, 1)  # a poll between batches: they come in as it runs
         slow.join()
         dropped = fingerprint(folder)
 
@@ -77,7 +89,7 @@ def test_files_dropped_while_it_runs_are_imported_once_and_left_as_they_were(org
         edited.write_bytes(make_pdf(6, label="Edited"))
         edited_print = fingerprint(folder)
         wait_for(lambda: succeeded_runs() == 52, timeout=120, what="the edited file's run")
-        time.sleep(2)  # a few more polls: nothing more may start
+        wait_for_polls(connection, 3)  # nothing more may start
 
     assert ImportRun.objects.filter(source="connector").count() == 52
     assert ConnectorImport.objects.count() == 52

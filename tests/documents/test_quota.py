@@ -1,7 +1,6 @@
 """Quota reservations under real concurrency, the ledger and releases, on PostgreSQL."""
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -15,6 +14,7 @@ from documents.services.quota import quota_release, quota_settle
 from documents.services.tokens import api_token_create
 from pipeline.models import ImportRun
 from tests.support.files import make_pdf
+from tests.support.locks import wait_for_lock_waiters
 from tests.support.processes import web_server
 from tests.support.runs import held_reservation
 from tests.support.uploads import accepted_run
@@ -157,21 +157,26 @@ def test_quota_endpoint_reports_the_organisations_numbers(api, org, other_api):
     assert theirs["pages_reserved"] == 0
 
 
+# The ledger's insert, as PostgreSQL shows it waiting on another's insert of the same version.
+CHARGING = f"INSERT INTO {UsageEntry._meta.db_table} %"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_settles_of_one_version_at_once_charge_it_once(api, org):
     run = _accepted_run(api, 3)
     other = held_reservation(organisation_id=org.id, pages=3)
     first_inserted = threading.Event()
-    outcomes = {}
+    outcomes, order = {}, []
 
-    def settle_and_hold():  # settles, then keeps its transaction open a while
+    def settle_and_hold():  # settles, then keeps its transaction open until the second waits
         try:
             with transaction.atomic():
                 outcomes["first"] = quota_settle(
                     reservation=run.reservation, document=run.document, pages=3
                 ).charged
                 first_inserted.set()
-                time.sleep(0.5)
+                wait_for_lock_waiters(1, like=CHARGING, timeout=10)
+                order.append("first commits")
         finally:
             first_inserted.set()
             connection.close()
@@ -179,16 +184,15 @@ def test_two_settles_of_one_version_at_once_charge_it_once(api, org):
     holder = threading.Thread(target=settle_and_hold)
     holder.start()
     first_inserted.wait(10)
-    started = time.monotonic()
     try:
+        order.append("second settles")
         # Waits for the first transaction on the ledger's unique key, then charges nothing.
         outcomes["second"] = quota_settle(reservation=other, document=run.document, pages=3).charged
     finally:
-        waited = time.monotonic() - started
         holder.join(10)
 
+    assert order == ["second settles", "first commits"]  # at once, not one after the other
     assert outcomes == {"first": True, "second": False}
-    assert waited > 0.3
     org.refresh_from_db()
     assert (org.pages_used, org.pages_reserved) == (3, 0)
     assert UsageEntry.objects.filter(document=run.document).count() == 1

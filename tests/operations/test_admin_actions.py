@@ -8,7 +8,6 @@ races are real: two threads on two database connections.
 import html
 import re
 import threading
-import time
 
 import pytest
 from django.contrib.admin.models import LogEntry
@@ -38,6 +37,7 @@ from pipeline.stage_list import first_stage
 from tests.support.admin import RUNS, act, make_runs, operator_client
 from tests.support.files import make_pdf
 from tests.support.lanes import waiting_count, waiting_job_ids
+from tests.support.locks import wait_for_lock_waiters
 from tests.support.pipeline import running_workers, wait_terminal
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -232,7 +232,7 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
     for earlier in stages_before:
         assert execute_stage(str(run.id), earlier)["outcome"] == "succeeded"
     claim = run_claim(run_id=run.id, stage=stage, job_id="job-1", worker="host.1.w")
-    holding = threading.Event()
+    holding, order = threading.Event(), []
 
     def worker_finishes():
         try:
@@ -241,7 +241,9 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
             with transaction.atomic():
                 run_complete_stage(claim=claim)
                 holding.set()
-                time.sleep(0.5)  # the operator's dead-letter waits on the row lock
+                # Goes on once the operator's dead-letter waits on the run's row lock.
+                wait_for_lock_waiters(1, like='SELECT "jobs_importrun"."id"%', timeout=10)
+                order.append("worker goes on")
                 if stage == "settle":
                     quota_settle(
                         reservation=claim.run.reservation, document=claim.run.document, pages=1
@@ -252,9 +254,11 @@ def test_a_worker_finishing_as_the_operator_dead_letters_never_resurrects_or_und
     worker = threading.Thread(target=worker_finishes)
     worker.start()
     assert holding.wait(5)
+    order.append("operator acts")
     result = act(operator, "dead_letter", [run], reason="poisonous file")
     worker.join()
 
+    assert order == ["operator acts", "worker goes on"]  # the two met on the run's lock
     run.refresh_from_db()
     if stage == "extract":
         # The worker's stage counted; the run was then taken out at the next one.

@@ -3,13 +3,12 @@
 The page is read twice. While the burst flows, numbers that only move one way
 (attempts that succeeded, pages charged, runs still open) must lie between what
 the database said just before and just after the page was rendered. Then the
-workers are suspended (`rq suspend`): once two readings of the database and RQ a
-second apart agree, the page must show exactly those numbers.
+workers are suspended (`rq suspend`): once every worker has seen it (or waits on empty
+lanes) and no stage is held, the page must show exactly what the database and RQ say.
 """
 
 import re
 import shutil
-import time
 from datetime import timedelta
 
 import pytest
@@ -19,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rq.registry import ScheduledJobRegistry, StartedJobRegistry
 from rq.suspension import resume, suspend
-from rq.worker import Worker
+from rq.worker import Worker, WorkerStatus
 
 from core.redis import redis_connection
 from documents.models import Organisation
@@ -123,18 +122,22 @@ def open_runs_shown(numbers: dict) -> int:
     return sum(s["due"] + s["running"] + s["retry_scheduled"] for s in numbers["stages"].values())
 
 
-def stable_truth(timeout: float = 30) -> dict:
-    """The database and RQ once nothing moves: no stage held, two readings a second apart equal."""
-    deadline = time.monotonic() + timeout
-    previous = None
-    while time.monotonic() < deadline:
-        current = truth()
-        held = any(s["running"] or s["started_jobs"] for s in current["stages"].values())
-        if not held and current == previous:
-            return current
-        previous = None if held else current
-        time.sleep(1)
-    raise AssertionError("the pipeline did not come to rest after `rq suspend`")
+def truth_at_rest() -> dict | None:
+    """The database and RQ once every worker has seen `rq suspend` or waits on lanes with
+    nothing in them or being taken, and no stage is held; None until then."""
+    connection = redis_connection()
+    for worker in Worker.all(connection=connection):
+        state = worker.get_state()
+        lanes = [get_queue(name) for name in worker.queue_names()]
+        # An idle worker blocked on empty lanes takes nothing while the others are suspended.
+        idle = state == WorkerStatus.IDLE and not any(
+            lane.count or connection.llen(lane.intermediate_queue_key) for lane in lanes
+        )
+        if state != WorkerStatus.SUSPENDED and not idle:
+            return None
+    current = truth()
+    held = any(s["running"] or s["started_jobs"] for s in current["stages"].values())
+    return None if held else current
 
 
 def test_the_dashboard_shows_a_burst_as_the_database_and_rq_see_it(
@@ -185,7 +188,7 @@ def test_the_dashboard_shows_a_burst_as_the_database_and_rq_see_it(
         # Pause the workers and compare exactly.
         suspend(redis_connection())
         try:
-            rest = stable_truth()
+            rest = wait_for(truth_at_rest, timeout=30, what="the pipeline to rest")
             page.reload()
             paused = shown(page)
             again = truth()

@@ -124,7 +124,7 @@ def test_a_burst_over_the_backlog_bound_is_refused_and_each_is_accepted_after_it
 
         def again(item) -> tuple[int, int, httpx.Response]:
             (n, _), wait = item
-            time.sleep(wait)
+            time.sleep(wait)  # a client honouring Retry-After: that wait is the promise tested
             return n, wait, post(base, f"burst-{n}.pdf")
 
         with ThreadPoolExecutor(max_workers=len(refused)) as pool:

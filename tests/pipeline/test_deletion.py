@@ -2,7 +2,6 @@
 brings no text or chunk back and charges nothing."""
 
 import threading
-import time
 
 import pytest
 from django.db import OperationalError, connection
@@ -19,11 +18,14 @@ from pipeline.services.people import run_cancel, run_retry
 from pipeline.services.transitions import Actor
 from tests.support.embedders import HookedEmbedder
 from tests.support.files import make_pdf
+from tests.support.locks import wait_for_lock_waiters
 from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PERSON = Actor("user:alice")
+# A run's row lock, as PostgreSQL shows the query waiting for it.
+LOCKING_THE_RUN = 'SELECT "jobs_importrun"."id"%'
 
 
 def deleted(run: ImportRun) -> None:
@@ -102,10 +104,20 @@ def test_a_retry_racing_the_deletion_waits_for_it_then_finds_the_document_delete
     def mark_when_told(**kwargs):
         runs_locked.set()  # the deletion holds the document's runs now
         assert finish.wait(10)
+        order.append("deletion goes on")
         marked(**kwargs)
 
     monkeypatch.setattr(deletion, "document_mark_deleted", mark_when_told)
-    outcome = {}
+    outcome, order = {}, []
+
+    def noted(execute, sql, params, many, context):
+        if sql.startswith(LOCKING_THE_RUN.rstrip("%")) and "FOR UPDATE" in sql:
+            order.append("retry locks the run")
+        return execute(sql, params, many, context)
+
+    def retry():
+        with connection.execute_wrapper(noted):
+            return run_retry(run=run, actor=PERSON)
 
     def in_thread(name, fn):
         try:
@@ -118,34 +130,19 @@ def test_a_retry_racing_the_deletion_waits_for_it_then_finds_the_document_delete
     deleting = threading.Thread(target=in_thread, args=("delete", lambda: deleted(run)))
     deleting.start()
     assert runs_locked.wait(10)
-    retrying = threading.Thread(
-        target=in_thread, args=("retry", lambda: run_retry(run=run, actor=PERSON))
-    )
+    retrying = threading.Thread(target=in_thread, args=("retry", retry))
     retrying.start()
-    wait_until_waiting_for_a_lock()
+    wait_for_lock_waiters(1, like=LOCKING_THE_RUN, timeout=10)  # the retry, on the run's lock
     finish.set()
     deleting.join(10)
     retrying.join(10)
 
+    assert order == ["retry locks the run", "deletion goes on"]  # it came mid-deletion
     assert outcome["delete"] is None
     assert isinstance(outcome["retry"], Conflict) and outcome["retry"].code == "document_deleted"
     assert ImportRun.objects.get(id=run.id).status == "cancelled"
     org.refresh_from_db()
     assert org.pages_reserved == 0
-
-
-def wait_until_waiting_for_a_lock(timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            )
-            if cursor.fetchone()[0]:
-                return
-            time.sleep(0.05)
-    raise AssertionError("nothing waited for a lock")
 
 
 def test_a_deletion_that_postgresql_ended_as_a_deadlock_is_done_again(api, monkeypatch):

@@ -16,7 +16,7 @@ import pytest
 from core.redis import redis_connection
 from documents.models import Chunk, Document, QuotaReservation, UsageEntry
 from pipeline.models import ImportRun, StageAttempt
-from tests.support.embedders import PAUSED, provider_calls
+from tests.support.embedders import PAUSED, holding_jobs, provider_calls
 from tests.support.files import make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
 from tests.support.uploads import accepted_run
@@ -45,14 +45,13 @@ def hold_in_a_call(run: ImportRun, *, batches: int) -> ImportRun:
     wait_for(lambda: len(calls_of(run)) >= batches, timeout=60, what=f"{batches} batches")
     redis_connection().set(PAUSED, 1)
 
-    def settled() -> ImportRun | None:
-        before = len(calls_of(run))
-        time.sleep(1)
+    def held() -> ImportRun | None:
+        if not any(str(run.id) in job for job in holding_jobs()):
+            return None
         now = ImportRun.objects.get(id=run.id)
-        calls = len(calls_of(run))
-        return now if calls == before and now.progress_done == calls - 1 else None
+        return now if now.progress_done == len(calls_of(run)) - 1 else None
 
-    return wait_for(settled, timeout=30, what="the worker to wait for an answer")
+    return wait_for(held, timeout=30, what="the worker to wait for an answer")
 
 
 def release_the_answers() -> None:

@@ -23,6 +23,7 @@ from documents.storage import document_storage_key, storage_delete, storage_put
 from pipeline import lease
 from pipeline.broker import get_queue
 from pipeline.dispatch import stage_job_id
+from pipeline.lag import LAG_KEY
 from pipeline.models import ImportRun, RunSource, StageAttempt
 from pipeline.queues import queue_for
 from pipeline.services.people import run_cancel
@@ -318,6 +319,7 @@ def test_a_job_left_half_taken_by_a_dead_worker_is_redelivered_by_a_later_pass(a
     enqueued_long_ago(job_id)
 
     assert sweep_once().redelivered == 0  # first seen: a live worker may be taking it
+    # A sweep interval must pass on the clock: RQ stamps when a pass first saw it.
     time.sleep(1.1)
     assert sweep_once().redelivered == 1
     assert lane_of(job_id).job_ids == [job_id]
@@ -513,8 +515,10 @@ def test_the_sweep_loop_redelivers_at_once_after_redis_lost_its_data(api):
         start_new_session=True,
     )
     try:
-        wait_for(lambda: redis_connection().exists(MARKER_KEY), timeout=30, what="a first pass")
-        time.sleep(1)  # the first pass is over
+        # A pass ends with the minute's lag sample: the first pass is over once it is there.
+        wait_for(lambda: redis_connection().exists(LAG_KEY), timeout=30, what="a first pass")
+        # It has looked for lost jobs: only a pass after the flush can bring the job back.
+        assert redis_connection().exists(CHECK_LOCK_KEY)
         age(run)
         redis_connection().flushdb()
         flushed = time.monotonic()

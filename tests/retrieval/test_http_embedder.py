@@ -4,7 +4,6 @@ becomes. tests/pipeline/test_http_provider_runs.py runs it in worker processes."
 
 import math
 import threading
-import time
 
 import pytest
 
@@ -28,6 +27,7 @@ from tests.support.embedding_server import (
     most_in_any_window,
     slow,
 )
+from tests.support.pipeline import wait_for
 
 DIMENSIONS = 32
 
@@ -116,9 +116,7 @@ def test_a_429_holds_every_worker(server, redis_conn):
     server.script = [busy("1")]
     told = threading.Thread(target=HttpEmbedder().embed, args=(["hello"],))
     told.start()
-    deadline = time.monotonic() + 5
-    while not redis_conn.exists(HOLD) and time.monotonic() < deadline:
-        time.sleep(0.01)  # until the 429 is answered and its hold set
+    wait_for(lambda: redis_conn.exists(HOLD), timeout=5, interval=0.01, what="the 429's hold")
 
     # A request from elsewhere, begun after the 429, is also held until it passed.
     HttpEmbedder().embed(["another worker's batch"])
@@ -126,6 +124,7 @@ def test_a_429_holds_every_worker(server, redis_conn):
 
     statuses = [r.status for r in server.requests]
     assert statuses == [429, 200, 200]
+    assert server.requests[0].inputs == ["hello"]  # the other worker's came after the 429
     assert all(r.at - server.requests[0].at >= 1.0 for r in server.requests[1:])
 
 

@@ -4,7 +4,6 @@ it (tests/support/pgvector_server.py)."""
 
 import json
 import threading
-import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -29,7 +28,7 @@ from retrieval.vector_index import (
     vector_text,
 )
 from retrieval.vectors import nearest_chunks
-from tests.support.locks import another_connection
+from tests.support.locks import another_connection, wait_for_lock_waiters
 from tests.support.pgvector_server import default_database, pgvector_server
 from tests.support.runs import document_with_chunks
 from tests.support.vector_embedders import SynonymEmbedder
@@ -354,27 +353,34 @@ def test_the_backfill_leaves_alone_a_vector_a_reembed_wrote_meanwhile(on_pgvecto
         "embedding_vector = %s::vector WHERE id = %s",
         [pack_vector(new_vector), new.name, vector_text(pack_vector(new_vector)), chunk_id],
     )
-    backfill_pid = connection.cursor().connection.info.backend_pid
+    # Opened here: in another thread Django's connection is the tests' own database.
+    watcher = another_connection(autocommit=True)
+    writing, order = "UPDATE documents_chunk SET", []
 
     def commit_once_the_backfill_waits():
-        with another_connection(autocommit=True) as watcher:
-            for _ in range(600):
-                waiting = watcher.execute(
-                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
-                    [backfill_pid],
-                ).fetchone()
-                if waiting:
-                    break
-                time.sleep(0.05)
-        reembed.commit()
-        reembed.close()
+        try:
+            wait_for_lock_waiters(1, like=writing + "%", observer=watcher)
+            order.append("re-embed commits")
+        finally:
+            reembed.commit()
+            reembed.close()
+            watcher.close()
+
+    def noted(execute, sql, params, many, context):
+        if sql.startswith(writing):
+            order.append("backfill writes")
+        return execute(sql, params, many, context)
 
     committer = threading.Thread(target=commit_once_the_backfill_waits)
     committer.start()
     try:
-        filled = chunk_vectors_backfill()
+        with connection.execute_wrapper(noted):
+            filled = chunk_vectors_backfill()
     finally:
         committer.join(60)
+
+    # The re-embed committed while the backfill's write waited on it, not before it read.
+    assert order == ["backfill writes", "re-embed commits"]
 
     with connection.cursor() as cursor:
         cursor.execute(

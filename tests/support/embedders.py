@@ -87,6 +87,13 @@ class HookedEmbedder(HashingEmbedder):
 CALLS = "test:embed:calls"
 # While this key is in Redis, RecordingEmbedder holds every answer.
 PAUSED = "test:embed:paused"
+# The stage jobs whose call RecordingEmbedder is holding now.
+HOLDING = "test:embed:holding"
+
+
+def holding_jobs() -> set[str]:
+    """The ids of the stage jobs RecordingEmbedder holds inside a call, waiting on PAUSED."""
+    return {job.decode() for job in redis_connection().smembers(HOLDING)}
 
 
 def provider_calls() -> list[dict]:
@@ -98,15 +105,19 @@ class RecordingEmbedder(HashingEmbedder):
     """Notes each call (the stage job making it, its process, when) in Redis before it
     answers, so a test can tell which worker called the provider, and when. A call takes
     EMBED_DELAY seconds (none unless set), and its answer waits while PAUSED is set: a
-    test stops a worker inside a call, its batch not yet saved, for as long as it likes."""
+    test stops a worker inside a call, its batch not yet saved, for as long as it likes,
+    and sees it there in HOLDING."""
 
     def embed(self, texts, *, max_seconds=None):
         time.sleep(float(os.environ.get("EMBED_DELAY", "0")))
         job = get_current_job()
         entry = {"job": job.id if job else "", "pid": os.getpid(), "at": time.time()}
         redis_connection().rpush(CALLS, json.dumps(entry))
-        while redis_connection().exists(PAUSED):
-            time.sleep(0.1)
+        if redis_connection().exists(PAUSED):
+            redis_connection().sadd(HOLDING, entry["job"])
+            while redis_connection().exists(PAUSED):
+                time.sleep(0.1)
+            redis_connection().srem(HOLDING, entry["job"])
         return super().embed(texts)
 
 

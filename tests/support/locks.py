@@ -31,20 +31,11 @@ class RowLock:
     def waiting(self, like: str = "%") -> list[str]:
         """The queries of this database's sessions waiting on a lock, oldest first, of
         those whose text is LIKE `like`."""
-        rows = self._observer.execute(
-            "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND query LIKE %s ORDER BY query_start",
-            [like],
-        ).fetchall()
-        return [query for (query,) in rows]
+        return sessions_waiting(self._observer, like)
 
     def wait_for_waiters(self, count: int, *, like: str = "%", timeout: float = 30) -> None:
         """Until `count` sessions wait on a lock with a query LIKE `like`."""
-        deadline = time.monotonic() + timeout
-        while len(self.waiting(like)) < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {count} sessions on a lock ({like})")
-            time.sleep(0.02)
+        _wait_for_waiters(self._observer, count, like=like, timeout=timeout)
 
     def __enter__(self) -> "RowLock":
         return self
@@ -67,3 +58,39 @@ def another_connection(*, autocommit: bool = False) -> psycopg.Connection:
         dbname=db["NAME"],
         autocommit=autocommit,
     )
+
+
+def wait_for_lock_waiters(
+    count: int = 1,
+    *,
+    like: str = "%",
+    timeout: float = 30,
+    observer: psycopg.Connection | None = None,
+) -> None:
+    """Until `count` sessions of the test's database wait on a lock with a query LIKE
+    `like`, whoever holds it: for a lock taken by the code under test, not a RowLock.
+    Looks from `observer` (autocommit) if given, else from a connection of its own."""
+    if observer is not None:
+        _wait_for_waiters(observer, count, like=like, timeout=timeout)
+        return
+    with another_connection(autocommit=True) as own:
+        _wait_for_waiters(own, count, like=like, timeout=timeout)
+
+
+def sessions_waiting(observer: psycopg.Connection, like: str = "%") -> list[str]:
+    """The queries of this database's sessions waiting on a lock, oldest first, of those
+    whose text is LIKE `like`, as `observer` (an autocommit connection) sees them."""
+    rows = observer.execute(
+        "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND query LIKE %s ORDER BY query_start",
+        [like],
+    ).fetchall()
+    return [query for (query,) in rows]
+
+
+def _wait_for_waiters(observer: psycopg.Connection, count: int, *, like: str, timeout: float):
+    deadline = time.monotonic() + timeout
+    while len(sessions_waiting(observer, like)) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {count} sessions on a lock ({like})")
+        time.sleep(0.02)

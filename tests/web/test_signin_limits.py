@@ -77,7 +77,7 @@ def test_the_lock_ends_with_the_cool_off(people, settings):
     assert locked.status_code == 429
     assert sign_in(client, MEMBER_LOGIN, "alice", PASSWORD).status_code == 429
 
-    time.sleep(2.5)
+    time.sleep(2.5)  # the cool-off must pass on the clock axes reads
 
     assert signed_in(sign_in(client, MEMBER_LOGIN, "alice", PASSWORD), MEMBER_LOGIN)
     # A successful sign-in starts the count again.
