@@ -11,8 +11,8 @@ from api.errors import ERROR_CODES, ErrorCode, errors
 from api.params import DOCUMENT_ID, PAGE_LIMIT, PAGE_OFFSET, RUN_ID
 from api.responses import BINARY_FILE, no_content
 from api.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
+from core.http import download_response
 from core.uploads import client_file_name, upload_refusal
-from documents.downloads import document_file_response
 from documents.selectors import document_file, document_get, document_list
 from formats.base import MEDIA_TYPES
 from pipeline.models import ImportRun, RunSource, RunStatus, Stage
@@ -231,7 +231,11 @@ def documents_file(request, document_id: uuid.UUID = DOCUMENT_ID):
     while a connected file is not stored yet, `503` with `Retry-After` when the storage
     does not answer."""
     document = document_get(organisation=request.organisation, document_id=document_id)
-    return document_file_response(document=document, stored=document_file(document=document))
+    return download_response(
+        stored=document_file(document=document),
+        filename=document.filename,
+        content_type=MEDIA_TYPES[document.kind],
+    )
 
 
 # What each stage that counts its work counts.

@@ -4,7 +4,7 @@ also when it happens outside the NinjaAPI (a middleware, an unknown address)."""
 from django.http import HttpRequest, JsonResponse
 from django.views import defaults
 
-from core.api_paths import is_api_request
+from core.http import is_api_request
 
 
 def bad_request(request: HttpRequest, exception=None):

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from django.http import HttpRequest, JsonResponse, QueryDict
 from django.shortcuts import render
 
-from core.api_paths import is_api_request
 from core.errors import ServiceError
+from core.http import is_api_request
 
 REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
 REFUSED_TEMPLATE = "client_text_refused.html"

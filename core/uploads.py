@@ -18,8 +18,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParser
 from django.utils.datastructures import ImmutableList
 
-from core.api_paths import is_api_request
 from core.errors import FileTooLarge, InvalidUpload, ServiceError
+from core.http import is_api_request
 from core.upload_counts import upload_count
 
 # What a multipart body may carry beyond its one file: boundaries, headers, the

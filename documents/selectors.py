@@ -10,8 +10,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet, Sum
 from django.db.models.functions import Substr
 
-from core.disposition import attachment
 from core.errors import Conflict, NotFound, StorageUnavailable
+from core.http import attachment
 from documents.models import (
     ApiToken,
     Chunk,

@@ -15,13 +15,14 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 import core.uploads
 from core.errors import NotFound, ServiceError
+from core.http import download_response
 from core.uploads import client_file_name, upload_refusal
-from documents.downloads import document_file_response
 from documents.models import Document, DocumentKind, Membership, Organisation
 from documents.roles import abilities
 from documents.s3 import presigned_supported
 from documents.selectors import document_file, document_get, document_list
 from documents.services.quota import quota_get
+from formats.base import MEDIA_TYPES
 from pipeline.models import RunSource, RunStatus
 from pipeline.selectors import document_runs, documents_filtered, documents_with_latest_runs
 from pipeline.services.receive import upload_receive
@@ -189,4 +190,6 @@ def document_file_view(request: HttpRequest, document_id: uuid.UUID) -> HttpResp
     except ServiceError as exc:
         messages.error(request, exc.message)
         return redirect("web:document_detail", document_id=document.id)
-    return document_file_response(document=document, stored=stored)
+    return download_response(
+        stored=stored, filename=document.filename, content_type=MEDIA_TYPES[document.kind]
+    )

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from botocore.config import Config
 
-from core.disposition import attachment
+from core.http import attachment
 from documents.models import Document
 from documents.storage import storage_delete
 from pipeline.engine import execute_stage

@@ -11,7 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from connectors.models import ConnectorImport
-from core.disposition import attachment
+from core.http import attachment
 from documents.models import Chunk, Document, Membership, QuotaReservation, UsageEntry
 from documents.services.organisations import member_add
 from pipeline.models import ImportRun, StageAttempt

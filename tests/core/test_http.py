@@ -1,6 +1,6 @@
 """A file offered for download under its own name (RFC 6266, RFC 5987)."""
 
-from core.disposition import attachment
+from core.http import attachment
 
 
 def test_a_plain_name_is_given_as_it_is():

@@ -1,0 +1,72 @@
+"""HTTP helpers the doors share (the member pages, the API, the middleware): which requests
+are the API's, and how a file is offered for download under its own name.
+
+`is_api_request` judges the path within the site (`path_info`): a site served under a
+prefix (SCRIPT_NAME) has its API at /prefix/api/, which `request.path` starts with.
+"""
+
+import os
+import unicodedata
+from typing import BinaryIO, Protocol
+from urllib.parse import quote
+
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect
+
+API_PREFIX = "/api/"
+# Blocks of 64 KiB rather than FileResponse's 4 KiB: a read from S3 is a call through
+# botocore.
+FILE_BLOCK_BYTES = 64 * 1024
+
+
+def is_api_request(request: HttpRequest) -> bool:
+    """Whether the request is the API's: under it every error is JSON, and an upload
+    carries one file."""
+    return request.path_info.startswith(API_PREFIX)
+
+
+class Stream(Protocol):
+    """Stored bytes to serve: their size, and a file to read them from (closed at the end)."""
+
+    size: int
+    file: BinaryIO
+
+
+def download_response(*, stored: Stream | str, filename: str, content_type: str) -> HttpResponse:
+    """The answer that serves a stored file: its bytes, streamed a block at a time and
+    closed at the end, as an attachment named `filename`; or, for a URL, a redirect to
+    it (a short-lived link that serves them). Neither is kept by a cache on the way."""
+    if isinstance(stored, str):
+        response = HttpResponseRedirect(stored)
+    else:
+        response = FileResponse(stored.file, content_type=content_type)
+        response.block_size = FILE_BLOCK_BYTES
+        response["Content-Length"] = str(stored.size)
+        response["Content-Disposition"] = attachment(filename)
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+# Printable ASCII that every client reads back as written in a quoted filename: not the
+# quote and backslash (escapes some clients ignore) nor the percent sign (which some
+# decode). A name of only these needs nothing more.
+_PLAIN = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\", "%"}
+
+
+def attachment(filename: str, *, fallback: str = "document") -> str:
+    """`attachment` with `filename` (RFC 6266): as it is when it is plain ASCII; otherwise
+    an ASCII approximation as `filename` for old clients and the exact name as
+    `filename*` (RFC 5987, UTF-8, percent-encoded). Control characters and folder
+    separators never reach the header."""
+    name = "".join(c for c in filename if unicodedata.category(c)[0] != "C")
+    # No folders, and no hidden file on the client's disk.
+    name = name.replace("/", "_").replace("\\", "_").strip().lstrip(".") or fallback
+    if set(name) <= _PLAIN:
+        return f'attachment; filename="{name}"'
+    stem, extension = os.path.splitext(name)
+    plain = " ".join("".join(c if c in _PLAIN else "_" for c in _ascii(stem)).split())
+    plain = (plain.strip("_") or fallback) + "".join(c for c in _ascii(extension) if c in _PLAIN)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def _ascii(text: str) -> str:
+    """Letters with accents as the letters alone ("é" as "e"); other non-ASCII dropped."""
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
