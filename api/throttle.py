@@ -11,7 +11,10 @@ from ninja.throttling import BaseThrottle
 
 from core.rate_limit import Rule, rate_take
 
-KEY = "paperlane:api-rate:token:"
+# A key of its own (the earlier limiter's kept members of another form under
+# "paperlane:api-rate:token:"): web processes of two releases side by side during a
+# deploy never read each other's windows.
+KEY = "paperlane:rate:api-token:"
 # PAPERLANE_API_RATE_PER_MINUTE counts over a minute.
 WINDOW_SECONDS = 60
 

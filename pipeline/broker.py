@@ -14,9 +14,11 @@ job in flight between two lists is one MULTI.
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 from django.utils import timezone
 from redis import Redis
+from redis.commands.core import Script
 from rq import Queue, get_current_job
 from rq.exceptions import DuplicateJobError
 from rq.intermediate_queue import IntermediateQueue
@@ -121,24 +123,46 @@ def job_delete(connection: Redis, job_id: str) -> None:
     job.delete(remove_from_queue=bool(job.origin))
 
 
-def jobs_fields(connection: Redis, job_ids: Sequence[str], fields: Sequence[str]) -> list[list]:
-    """The named fields of each job's hash (None where absent): one round trip."""
-    with connection.pipeline(transaction=False) as pipe:
-        for job_id in job_ids:
-            pipe.hmget(_job_key(job_id), *fields)
-        return pipe.execute()
-
-
 @dataclass(frozen=True)
-class JobRecord:
-    """A job as Redis holds it at one moment: its hash, where its id is, when it is due."""
+class JobHash:
+    """What a job's hash says of it."""
 
-    status: str  # RQ's own, or "missing"
-    origin: str | None
+    status: str  # RQ's own (queued, scheduled, deferred, started, ...), or "missing"
+    origin: str | None  # the lane it was enqueued to
     worker: str
     enqueued_at: datetime | None
     started_at: datetime | None
     ended_at: datetime | None
+
+
+def _text(value: bytes | None) -> str | None:
+    return value.decode() if value else None
+
+
+def _job_hash(values: list) -> JobHash:
+    status, enqueued, started, ended, worker, origin = values
+    return JobHash(
+        status=_text(status) or "missing",
+        origin=_text(origin),
+        worker=_text(worker) or "",
+        enqueued_at=time_of(enqueued),
+        started_at=time_of(started),
+        ended_at=time_of(ended),
+    )
+
+
+def jobs_read(connection: Redis, job_ids: Sequence[str]) -> list[JobHash]:
+    """Each job's hash: one round trip."""
+    with connection.pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.hmget(_job_key(job_id), *JOB_FIELDS)
+        return [_job_hash(values) for values in pipe.execute()]
+
+
+@dataclass(frozen=True)
+class JobRecord(JobHash):
+    """A job as Redis holds it at one moment: its hash, where its id is, when it is due."""
+
     # 1 = next to be taken; None when the id is not in its lane's list.
     position: int | None
     # The id is in the list a worker moves a job to while taking it.
@@ -155,14 +179,9 @@ def job_record(connection: Redis, job_id: str, *, lane: str) -> JobRecord:
         pipe.lpos(key, job_id)
         pipe.lpos(IntermediateQueue.get_intermediate_queue_key(key), job_id)
         pipe.zscore(ScheduledJobRegistry.key_template.format(lane), job_id)
-        (status, enqueued, started, ended, worker, origin), index, taking, at = pipe.execute()
+        values, index, taking, at = pipe.execute()
     return JobRecord(
-        status=status.decode() if status else "missing",
-        origin=origin.decode() if origin else None,
-        worker=worker.decode() if worker else "",
-        enqueued_at=time_of(enqueued),
-        started_at=time_of(started),
-        ended_at=time_of(ended),
+        **vars(_job_hash(values)),
         position=None if index is None else index + 1,
         being_taken=taking is not None,
         scheduled_for=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
@@ -224,6 +243,43 @@ def _left_half_taken(connection: Redis, lane: str, job_id: str, after: timedelta
     return True
 
 
+# KEYS: the holder->lane hash, then the lanes' lists. ARGV: the holder, and the lane to
+# start from when comparing lengths. One round trip, atomic: no two enqueues pick at once.
+_KEEP_OR_SHORTEST = """
+local lanes = #KEYS - 1
+local kept = tonumber(redis.call('HGET', KEYS[1], ARGV[1]))
+if kept and kept >= 0 and kept < lanes and redis.call('LLEN', KEYS[kept + 2]) > 0 then
+    return kept
+end
+local best, shortest = 0, -1
+for step = 0, lanes - 1 do
+    local lane = (tonumber(ARGV[2]) + step) % lanes
+    local length = redis.call('LLEN', KEYS[lane + 2])
+    if shortest < 0 or length < shortest then
+        best, shortest = lane, length
+    end
+end
+redis.call('HSET', KEYS[1], ARGV[1], best)
+return best
+"""
+
+
+def lane_keep_or_shortest(
+    *, connection: Redis, lanes: list[str], holders: str, holder: str, start: int
+) -> str:
+    """Of `lanes`, the one `holder` was given last (kept in the hash `holders`) while it
+    still holds jobs, else the one with the fewest waiting (from `start` on, the first of
+    equals), which is then the holder's."""
+    keys = [holders, *(queue_key(name) for name in lanes)]
+    return lanes[int(_keeper(connection)(keys=keys, args=[holder, start]))]
+
+
+@cache
+def _keeper(connection: Redis) -> Script:
+    # Sent once per connection as EVALSHA; Redis keeps the script.
+    return connection.register_script(_KEEP_OR_SHORTEST)
+
+
 # --- Workers -----------------------------------------------------------------------------
 
 
@@ -258,11 +314,21 @@ class LaneCounts:
 
 
 @dataclass(frozen=True)
+class WorkerRecord:
+    """A worker registered in Redis, as its record says."""
+
+    name: str
+    queues: tuple[str, ...]  # in the order it reads them
+    state: str
+    current_job: str | None
+    last_heartbeat: datetime | None
+    started_at: datetime | None
+
+
+@dataclass(frozen=True)
 class RQState:
     lanes: dict[str, LaneCounts]
-    # Each registered worker's record: its name and the fields RQ keeps (queues, state,
-    # current_job, last_heartbeat, birth).
-    workers: list[dict[str, str]]
+    workers: list[WorkerRecord]
     suspended: bool
 
 
@@ -302,8 +368,17 @@ def rq_state(connection: Redis, lanes: Sequence[str], *, now: datetime) -> RQSta
     }
     workers = []
     for key, data in zip(worker_keys, replies[len(lanes) :], strict=True):
-        if data:  # an expired worker key: RQ forgets the worker
-            fields = {k.decode(): v.decode() for k, v in data.items()}
-            name = key.removeprefix(Worker.redis_worker_namespace_prefix)
-            workers.append({"name": name, **fields})
+        if not data:  # an expired worker key: RQ forgets the worker
+            continue
+        fields = {k.decode(): v.decode() for k, v in data.items()}
+        workers.append(
+            WorkerRecord(
+                name=key.removeprefix(Worker.redis_worker_namespace_prefix),
+                queues=tuple(q for q in fields.get("queues", "").split(",") if q),
+                state=fields.get("state", "?"),
+                current_job=fields.get("current_job") or None,
+                last_heartbeat=time_of(fields.get("last_heartbeat")),
+                started_at=time_of(fields.get("birth")),
+            )
+        )
     return RQState(lanes=counts, workers=workers, suspended=suspended)

@@ -328,22 +328,20 @@ def job_states(runs: list[ImportRun]) -> list[JobState]:
     if not runs:
         return []
     job_ids = [_awaited_job_id(run) for run in runs]
-    answers = broker.jobs_fields(redis_connection(), job_ids, broker.JOB_FIELDS)
+    hashes = broker.jobs_read(redis_connection(), job_ids)
     return [
         JobState(
             job_id=job_id,
-            queue=origin.decode() if origin else run.stage,
-            status=status.decode() if status else "missing",
-            worker=worker.decode() if worker else "",
+            queue=job.origin or run.stage,
+            status=job.status,
+            worker=job.worker,
             # A retry is scheduled for the run's due time (rounded up to a second).
             scheduled_for=run.due_at,
-            enqueued_at=broker.time_of(enqueued),
-            started_at=broker.time_of(started),
-            ended_at=broker.time_of(ended),
+            enqueued_at=job.enqueued_at,
+            started_at=job.started_at,
+            ended_at=job.ended_at,
         )
-        for run, job_id, (status, enqueued, started, ended, worker, origin) in zip(
-            runs, job_ids, answers, strict=True
-        )
+        for run, job_id, job in zip(runs, job_ids, hashes, strict=True)
     ]
 
 

@@ -203,19 +203,18 @@ def _redeliver_batch(
     connection: Redis, runs: list[ImportRun], stale_before: datetime, stranded_before: datetime
 ) -> int:
     job_ids = [current_job_id(run) for run in runs]
-    fields = ("status", "enqueued_at", "started_at", "origin")
-    states = broker.jobs_fields(connection, job_ids, fields)
+    hashes = broker.jobs_read(connection, job_ids)
     # LPOS walks the list, so only jobs queued longer than STRANDED_AFTER_SECONDS
     # are looked for: in a healthy system none, in a backlog the oldest, which LPOS finds
     # near the head. A worker killed between taking a job off its lanes and starting it
     # leaves one: a host lost, a worker killed under load; found within seconds, not minutes.
     long_queued = [
-        (job_id, origin.decode())
-        for job_id, (status, enqueued, _, origin) in zip(job_ids, states, strict=True)
-        if status == b"queued"
-        and origin
-        and enqueued
-        and broker.time_of(enqueued) < stranded_before
+        (job_id, job.origin)
+        for job_id, job in zip(job_ids, hashes, strict=True)
+        if job.status == "queued"
+        and job.origin
+        and job.enqueued_at
+        and job.enqueued_at < stranded_before
     ]
     stranded = broker.jobs_in_no_list(
         connection,
@@ -225,8 +224,8 @@ def _redeliver_batch(
         first_seen_for=timedelta(seconds=max(settings.PAPERLANE_SWEEP_INTERVAL_SECONDS, 1.0)),
     )
     redelivered = 0
-    for run, job_id, (status, enqueued, started, _) in zip(runs, job_ids, states, strict=True):
-        if status == b"scheduled" and run.due_at and run.due_at < stale_before:
+    for run, job_id, job in zip(runs, job_ids, hashes, strict=True):
+        if job.status == "scheduled" and run.due_at and run.due_at < stale_before:
             # A retry whose time passed long ago: the scheduler is not running,
             # so deliver it straight to its queue instead of scheduling it again.
             broker.job_delete(connection, job_id)
@@ -235,13 +234,13 @@ def _redeliver_batch(
             # Marked queued but in no list a worker reads, or left half taken by a
             # worker that died: nothing would ever run it.
             broker.job_delete(connection, job_id)
-        elif status is not None and status.decode() in WAITING_STATUSES:
+        elif job.status in WAITING_STATUSES:
             continue
-        elif status is not None:
+        elif job.status != "missing":
             # The job ran or started without moving the run on (a worker
             # died before claiming): only redeliver once it is clearly stale.
-            stamp = started or enqueued
-            if stamp and broker.time_of(stamp) > stale_before:
+            stamp = job.started_at or job.enqueued_at
+            if stamp and stamp > stale_before:
                 continue
             broker.job_delete(connection, job_id)
         if enqueue_current(run):

@@ -237,7 +237,9 @@ class HttpEmbedder:
                     "the embedding provider answered 429 Too Many Requests "
                     f"(retry after {wait:g} s)"
                 )
-            provider_hold(seconds=wait)  # every worker waits it out, this one too
+            # Every worker waits it out, this one too (by itself if Redis did not hear it).
+            if not provider_hold(seconds=wait):
+                time.sleep(wait)
         raise ProviderUnavailable(
             f"the embedding provider answered 429 Too Many Requests {MAX_BUSY_ANSWERS} times"
         )

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from django.conf import settings
 
-from core.rate_limit import Rule, rate_hold, rate_release, rate_take
+from core.rate_limit import RateLimitUnavailable, Rule, rate_hold, rate_release, rate_take
 
 REQUESTS = "paperlane:embed:requests"
 TOKENS = "paperlane:embed:tokens"
@@ -87,6 +87,11 @@ def provider_permit(*, tokens: int, deadline: float | None = None) -> Iterator[f
         rate_release(rules=[slot], entry=entry)
 
 
-def provider_hold(*, seconds: float) -> None:
-    """Send no request from any worker for `seconds` (a provider's Retry-After)."""
-    rate_hold(key=HOLD, seconds=seconds)
+def provider_hold(*, seconds: float) -> bool:
+    """Send no request from any worker for `seconds` (a provider's Retry-After). False
+    when Redis could not be told: the caller waits it out itself."""
+    try:
+        rate_hold(key=HOLD, seconds=seconds)
+    except RateLimitUnavailable:
+        return False
+    return True

@@ -40,7 +40,7 @@ from web.runs import is_active
 
 DOCUMENTS_PER_PAGE = 25
 # With documents in S3, the page sends a file larger than this straight to S3 (a direct
-# upload, as the API's) instead of through the web; 0: never.
+# upload, as the API's) instead of through the web.
 DIRECT_UPLOAD_BYTES = 8 * 1024 * 1024
 
 STATUS_CHOICES = [
@@ -151,10 +151,9 @@ def document_list_view(request: HttpRequest) -> HttpResponse:
 
 
 def _direct_above() -> int:
-    """Files larger than this go straight to S3 from the page; 0: none do."""
-    if DIRECT_UPLOAD_BYTES and presigned_supported():
-        return DIRECT_UPLOAD_BYTES
-    return 0
+    """Files larger than this go straight to S3 from the page; 0: none do (documents are
+    not in S3)."""
+    return DIRECT_UPLOAD_BYTES if presigned_supported() else 0
 
 
 @login_required

@@ -61,15 +61,18 @@ def upload_view(request: HttpRequest) -> JsonResponse:
     """One file (multipart field `file`), accepted or refused in JSON."""
     membership = current_membership(request)
     uploads = request.FILES.getlist("file")
-    upload = uploads[0] if len(uploads) == 1 else None  # none, or an empty one past the first
+    upload = uploads[0] if len(uploads) == 1 else None
     name = client_file_name(request, uploads[0]) if uploads else None
+    refused = upload_refusal(request)
+    if refused is None and len(uploads) > 1:  # the page's script sends one file a request
+        refused = InvalidUpload("Send one file.", code="one_file_per_request")
     try:
         acceptance = upload_receive(
             channel="web",
             organisation=membership.organisation,
             upload=upload,
             filename=name,
-            refused=upload_refusal(request),
+            refused=refused,
             source=RunSource.WEB,
             user=request.user,
         )

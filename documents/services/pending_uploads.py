@@ -35,8 +35,7 @@ from formats.base import DOCX, MEDIA_TYPES, PDF
 logger = logging.getLogger(__name__)
 
 # Direct uploads one organisation may have open (asked for, neither completed nor
-# expired), and the bytes their files may declare together; more are refused with 429
-# (0: no bound).
+# expired), and the bytes their files may declare together; more are refused with 429.
 OPEN_PER_ORGANISATION = 1000
 OPEN_BYTES_PER_ORGANISATION = 5 * 1024**3
 
@@ -83,8 +82,6 @@ def _open_uploads(organisation_id: int):
 def _count_check(*, organisation_id: int) -> None:
     """OPEN_PER_ORGANISATION: reads at most that many rows' ends, on an index."""
     bound = OPEN_PER_ORGANISATION
-    if not bound:
-        return
     open_ends = _open_uploads(organisation_id).order_by("complete_by")
     open_ends = open_ends.values_list("complete_by", flat=True)
     if not open_ends[bound - 1 : bound].exists():
@@ -101,8 +98,6 @@ def _bytes_check(*, organisation_id: int, size_bytes: int) -> None:
     """OPEN_BYTES_PER_ORGANISATION: one sum, on the same index; the rows only to say when
     enough of them will have expired."""
     bound = OPEN_BYTES_PER_ORGANISATION
-    if not bound:
-        return
     if size_bytes > bound:
         raise FileTooLarge(
             f"The file is {size_bytes} bytes; the files of your organisation's open uploads "

@@ -13,7 +13,7 @@ from datetime import datetime
 from redis import Redis
 
 from core.provider_breaker import breaker
-from pipeline.broker import rq_state, time_of
+from pipeline.broker import WorkerRecord, rq_state
 from pipeline.models import StageAttempt
 from pipeline.queues import PRIORITIES, priority_queue_names, queue_lane
 from pipeline.stage_list import STAGES
@@ -80,7 +80,7 @@ class RedisState:
     # stage -> its lanes summed; (stage, priority) -> that priority's lanes summed.
     queues: dict[str, QueueState]
     priorities: dict[tuple[str, str], QueueState]
-    workers: list[dict]
+    workers: list[WorkerRecord]
     suspended: bool
     # stage -> when its provider's pause ends (epoch seconds), for stages whose provider's
     # breaker (core/provider_breaker.py) has opened and not closed since.
@@ -128,13 +128,13 @@ def read_redis_state(connection: Redis, now: datetime) -> RedisState:
     )
 
 
-def workers_from(raw: list[dict]) -> tuple[WorkerState, ...]:
+def workers_from(records: list[WorkerRecord]) -> tuple[WorkerState, ...]:
     """The workers `read_redis_state` found, each with the run, stage and attempt it is on."""
     parsed = []
-    for data in raw:
-        job_id = data.get("current_job") or None
+    for record in records:
+        job_id = record.current_job
         match = JOB_ID.match(job_id) if job_id else None
-        parsed.append((data, job_id, match))
+        parsed.append((record, job_id, match))
     # The attempts the busy workers are on: one query, bounded by the number of workers.
     busy = [(m["run"], job_id) for _, job_id, m in parsed if m]
     attempts = {}
@@ -144,20 +144,20 @@ def workers_from(raw: list[dict]) -> tuple[WorkerState, ...]:
         ).values_list("job_id", "number", "started_at")
         attempts = {job: (number, started) for job, number, started in rows}
     workers = []
-    for data, job_id, match in parsed:
+    for record, job_id, match in parsed:
         number, started = attempts.get(job_id, (None, None))
         workers.append(
             WorkerState(
-                name=data["name"],
-                queues=tuple(q for q in data.get("queues", "").split(",") if q),
-                state=data.get("state", "?"),
+                name=record.name,
+                queues=record.queues,
+                state=record.state,
                 job_id=job_id,
                 run_id=match["run"] if match else None,
                 stage=match["stage"] if match else None,
                 attempt=number,
                 attempt_started_at=started,
-                last_heartbeat=time_of(data.get("last_heartbeat")),
-                started_at=time_of(data.get("birth")),
+                last_heartbeat=record.last_heartbeat,
+                started_at=record.started_at,
             )
         )
     return tuple(workers)

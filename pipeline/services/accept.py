@@ -204,15 +204,20 @@ class _Checked:
     inspection: Inspection
 
 
-def _checked(
-    *, organisation: Organisation, upload: UploadedFile, filename: str, sha256: str | None
-) -> _Checked:
-    """Admission, then the bytes: their digest, their kind and pages by content (in the
-    bounded inspection child), the name they are kept under, and the quota for them."""
+def _inspected(
+    *, organisation: Organisation, upload: UploadedFile, sha256: str | None
+) -> tuple[str, Inspection]:
+    """Admission, then the bytes: their digest, and their kind and pages by content (in the
+    bounded inspection child)."""
     # Before the file is read or stored: a refusal is instant and records nothing.
     admission_check(organisation_id=organisation.id)
-    sha256 = sha256 or _sha256(upload)
-    inspection = inspect_upload(upload.file)
+    return sha256 or _sha256(upload), inspect_upload(upload.file)
+
+
+def _checked(
+    *, organisation: Organisation, filename: str, sha256: str, inspection: Inspection
+) -> _Checked:
+    """The name the bytes are kept under, and the quota for their pages."""
     filename = filename_for_kind(filename, inspection.kind)
     quota_check(organisation=organisation, pages=inspection.pages)
     return _Checked(filename=filename, sha256=sha256, inspection=inspection)
@@ -312,7 +317,10 @@ def document_accept(
         sha256 = _sha256(upload)
         if found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256):
             return found
-    checked = _checked(organisation=organisation, upload=upload, filename=filename, sha256=sha256)
+    sha256, inspection = _inspected(organisation=organisation, upload=upload, sha256=sha256)
+    checked = _checked(
+        organisation=organisation, filename=filename, sha256=sha256, inspection=inspection
+    )
     document_id = uuid.uuid4()
     key = document_storage_key(
         organisation_id=organisation.id,
@@ -368,9 +376,14 @@ def pending_upload_accept(
     upload twice at once makes one document: the second is answered with it."""
     # As declared: UploadedFile would clean the name it is given.
     filename = _named(upload, pending.filename)
-    checked = _checked(organisation=organisation, upload=upload, filename=filename, sha256=None)
-    if checked.inspection.kind != pending.kind:
-        raise _kind_mismatch(pending=pending, kind=checked.inspection.kind)
+    sha256, inspection = _inspected(organisation=organisation, upload=upload, sha256=None)
+    # Bytes of another kind than declared are refused as such (and deleted by the
+    # caller) before the quota is asked about them.
+    if inspection.kind != pending.kind:
+        raise _kind_mismatch(pending=pending, kind=inspection.kind)
+    checked = _checked(
+        organisation=organisation, filename=filename, sha256=sha256, inspection=inspection
+    )
     try:
         with transaction.atomic():
             acceptance = _insert(

@@ -36,7 +36,7 @@ def test_a_token_past_its_rate_gets_429_with_retry_after(org, settings, redis_co
     # and the window holds the three admitted requests only.
     again = busy.get("/api/v1/documents")
     assert again.status_code == 429 and int(again["Retry-After"]) <= retry_after
-    [log] = list(redis_conn.scan_iter("paperlane:api-rate:*", _type="ZSET"))
+    [log] = list(redis_conn.scan_iter("paperlane:rate:api-token:*", _type="ZSET"))
     assert redis_conn.zcard(log) == 3
     # Another token of the same organisation has its own count.
     assert other.get("/api/v1/quota").status_code == 200
@@ -48,11 +48,11 @@ def test_without_a_token_the_answer_is_401_not_a_count(org, settings, redis_conn
     answers = [Client().get("/api/v1/quota").status_code for _ in range(3)]
 
     assert answers == [401, 401, 401]
-    assert not redis_conn.keys("paperlane:api-rate:*")
+    assert not redis_conn.keys("paperlane:rate:api-token:*")
 
 
 def test_the_window_slides(redis_conn):
-    key = "paperlane:api-rate:test"
+    key = "paperlane:rate:api-token:test"
     rule = Rule(key=key, limit=2, window_seconds=1)
 
     assert rate_take(rules=[rule], fail_open=True) == {}
@@ -71,7 +71,7 @@ def test_a_zero_rate_limits_nothing(org, settings, redis_conn):
     client = token_client(org)
 
     assert {client.get("/api/v1/quota").status_code for _ in range(5)} == {200}
-    assert not redis_conn.keys("paperlane:api-rate:*")
+    assert not redis_conn.keys("paperlane:rate:api-token:*")
 
 
 def test_with_redis_down_the_api_answers_unlimited(org, settings):

@@ -1,6 +1,6 @@
-"""RQ behind one door: only pipeline/broker.py knows RQ's insides (its internal modules and
-its Redis keys); the worker classes (pipeline/rq_workers.py) extend RQ's public ones; no
-other module of the apps imports RQ at all."""
+"""RQ behind one door: only pipeline/broker.py knows RQ's insides (its internal modules, its
+Redis keys and the fields of its hashes); the worker classes (pipeline/rq_workers.py)
+extend RQ's public ones; no other module of the apps imports RQ at all."""
 
 import ast
 from pathlib import Path
@@ -23,8 +23,13 @@ INTERNAL = (
     "rq.utils",
     "rq.queue",
 )
-# How RQ's keys are spelled or found.
+# How RQ's keys, and the fields of its job and worker hashes, are spelled or found.
 KEY_SPELLINGS = (
+    '"current_job"',
+    '"worker_name"',
+    '"enqueued_at"',
+    '"origin"',
+    '"last_heartbeat"',
     "rq:job:",
     "rq:queue:",
     "rq:worker",

@@ -106,6 +106,7 @@ class EmbeddingServer:
                 arrived = time.monotonic()
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 request = Request(arrived, list(payload["input"]), model=payload.get("model", ""))
+                counted = True
                 try:
                     answer = server._next(request, self.headers.get("Authorization", ""))
                     time.sleep(answer.delay)
@@ -123,6 +124,11 @@ class EmbeddingServer:
                         }
                     request.status = answer.status
                     data = json.dumps(body).encode()
+                    # No longer in flight before the client can read the answer: it may
+                    # send its next request the moment it has.
+                    with server._lock:
+                        server.in_flight -= 1
+                    counted = False
                     self.send_response(answer.status)
                     for name, value in answer.headers.items():
                         self.send_header(name, value)
@@ -133,8 +139,9 @@ class EmbeddingServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (its timeout)
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    if counted:
+                        with server._lock:
+                            server.in_flight -= 1
 
         return Handler
 
