@@ -20,7 +20,7 @@ from django.utils.datastructures import ImmutableList
 
 from core.errors import FileTooLarge, InvalidUpload, ServiceError
 from core.http import is_api_request
-from core.upload_counts import upload_count
+from core.upload_counts import REFUSED, upload_count
 
 # What a multipart body may carry beyond its one file: boundaries, headers, the
 # CSRF token and a name.
@@ -49,7 +49,7 @@ class RequestSizeLimitMiddleware:
         if length > settings.PAPERLANE_MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES:
             error = _too_large()
             api = is_api_request(request)
-            upload_count(channel="api" if api else "web", result="refused", code=error.code)
+            upload_count(channel="api" if api else "web", result=REFUSED, code=error.code)
             if api:
                 return JsonResponse(error.as_dict(), status=error.status_code)
             return HttpResponse(error.message, status=error.status_code, content_type="text/plain")

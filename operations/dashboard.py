@@ -20,7 +20,7 @@ from operations.stats.snapshot import pipeline_snapshot
 from operations.stats.totals import attempt_totals, attempts_counted
 from pipeline.lag import lag_history, lag_sample_record
 from pipeline.models import StageAttempt
-from pipeline.services.reembed import reembeds_failed, reembeds_in_progress
+from pipeline.selectors import reembeds_failed, reembeds_in_progress
 from pipeline.stage_list import STAGES
 from retrieval.coverage import embedding_coverage_by_organisation
 from retrieval.embedding import get_embedder

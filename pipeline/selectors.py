@@ -8,7 +8,13 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from core.errors import NotFound
 from documents.models import Document, Organisation
 from documents.selectors import document_list
-from pipeline.models import ImportRun
+from pipeline.models import (
+    ACTIVE_STATUSES,
+    ImportRun,
+    RunStatus,
+    RunTransition,
+    Stage,
+)
 from pipeline.sources import sources_run_related
 
 
@@ -89,3 +95,37 @@ def document_first_run(*, document: Document) -> ImportRun | None:
 
 def document_run_count(*, document: Document) -> int:
     return ImportRun.objects.filter(document=document).count()
+
+
+def reembed_runs() -> QuerySet[ImportRun]:
+    """The runs a re-embed sent back to `embed` (pipeline/services/reembed.py): a run that
+    succeeded once and is in the pipeline again, or ended without success since (the only
+    way back for a succeeded run is the `reembed` move)."""
+    back = RunTransition.objects.filter(
+        run=OuterRef("pk"),
+        from_status=RunStatus.SUCCEEDED,
+        to_status=RunStatus.QUEUED,
+        to_stage=Stage.EMBED,
+    )
+    return ImportRun.objects.filter(Exists(back))
+
+
+def reembeds_in_progress() -> int:
+    """How many documents a re-embed is at now."""
+    return reembed_runs().filter(status__in=ACTIVE_STATUSES).count()
+
+
+def reembeds_failed(*, limit: int) -> list[ImportRun]:
+    """The re-embeds whose run ended without success and is still its document's latest
+    (a newer run, a retry or new work, supersedes it), newest first, with their documents:
+    they wait for a person."""
+    newer = ImportRun.objects.filter(
+        document_id=OuterRef("document_id"), created_at__gt=OuterRef("created_at")
+    )
+    return list(
+        reembed_runs()
+        .filter(status__in=[RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED])
+        .exclude(Exists(newer))
+        .select_related("document", "organisation")
+        .order_by("-finished_at")[:limit]
+    )

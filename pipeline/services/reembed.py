@@ -17,10 +17,10 @@ model. A re-embed whose run failed waits for a person (its run's retry, or askin
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import QuerySet
 
 from documents.models import Organisation
-from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunStatus, Stage
+from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunStatus
+from pipeline.selectors import LATEST_FIRST, reembed_runs
 from pipeline.services.transitions import Actor, run_move
 from retrieval.coverage import documents_to_reembed
 from retrieval.embedding import get_embedder
@@ -67,8 +67,10 @@ def documents_reembed(
 @transaction.atomic
 def _reembed(document_id, *, actor: Actor, model: str) -> str:
     runs = ImportRun.objects.select_for_update().select_related("reservation", "document")
-    latest = runs.filter(document_id=document_id).order_by("-created_at").first()
-    if latest is None or latest.status in ACTIVE_STATUSES:
+    latest = runs.filter(document_id=document_id).order_by(*LATEST_FIRST).first()
+    if latest is None:  # chunks with no run (made by hand): nothing to send back
+        return WAITING
+    if latest.status in ACTIVE_STATUSES:
         return IN_PIPELINE
     document = latest.document
     if document.searchable_version != document.version:
@@ -82,31 +84,3 @@ def _reembed(document_id, *, actor: Actor, model: str) -> str:
         return WAITING
     run_move(run=latest, move=move, actor=actor, reason=reason, changes=changes)
     return STARTED
-
-
-def reembed_runs() -> QuerySet[ImportRun]:
-    """The runs a re-embed sent back to `embed`: a run that succeeded once and is in the
-    pipeline again, or ended without success since (the only way back for a succeeded
-    run is the `reembed` move)."""
-    return ImportRun.objects.filter(
-        transitions__from_status=RunStatus.SUCCEEDED,
-        transitions__to_status=RunStatus.QUEUED,
-        transitions__to_stage=Stage.EMBED,
-    ).distinct()
-
-
-def reembeds_in_progress() -> int:
-    """How many documents a re-embed is at now."""
-    return reembed_runs().filter(status__in=ACTIVE_STATUSES).count()
-
-
-def reembeds_failed(*, limit: int) -> list[ImportRun]:
-    """The re-embeds whose run ended without success and waits for a person, newest
-    first, with their documents."""
-    ended = [RunStatus.FAILED, RunStatus.DEAD_LETTER, RunStatus.CANCELLED]
-    return list(
-        reembed_runs()
-        .filter(status__in=ended)
-        .select_related("document", "organisation")
-        .order_by("-finished_at")[:limit]
-    )

@@ -21,7 +21,8 @@ from pipeline.models import (
     StageAttempt,
 )
 from pipeline.queues import priority_queue_names
-from pipeline.services.reembed import documents_reembed, reembeds_in_progress
+from pipeline.selectors import reembeds_in_progress
+from pipeline.services.reembed import documents_reembed
 from pipeline.services.transitions import Actor
 from retrieval.coverage import embedding_coverage
 from retrieval.embedding import HashingEmbedder, unpack_vector
@@ -269,7 +270,7 @@ def test_the_admin_action_sends_runs_back_and_the_dashboard_shows_the_progress(
     firsts = Chunk.objects.filter(document=first.document_id).count()
     assert re.search(rf'data-field="on_model">{firsts}<', row)
     assert re.search(rf'data-field="total">{Chunk.objects.count()}<', row)
-    assert "1 run</a> re-embeds on the bulk lanes now" in section
+    assert "1 run re-embeds on the bulk lanes now" in section
     for run in ImportRun.objects.exclude(id=first.id):
         drive(run.id)
     assert 'data-field="embedding-idle"' in operator.get("/admin/pipeline/").content.decode()
