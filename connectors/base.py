@@ -16,6 +16,10 @@ from connectors.problems import Problem
 if TYPE_CHECKING:
     from connectors.models import Connection
 
+# How often each provider's upkeep (`Provider.maintain`) is called: what it keeps fresh
+# must last at least this long past each call.
+MAINTAIN_SECONDS = 60
+
 
 @dataclass(frozen=True)
 class RemoteFile:

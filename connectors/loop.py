@@ -28,9 +28,8 @@ from connectors.sync import (
 
 logger = logging.getLogger(__name__)
 
-# How often the loop looks for due connections, and calls each provider's upkeep.
+# How often the loop looks for due connections (the upkeep's: base.MAINTAIN_SECONDS).
 LOOP_SECONDS = 1.0
-MAINTAIN_SECONDS = 60
 
 # Connections taken per pass; the rest are next.
 BATCH = 50

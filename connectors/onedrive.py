@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.crypto import constant_time_compare, salted_hmac
 
-from connectors import loop as connectors_loop
+from connectors import base as connectors_base
 from connectors.base import (
     ChangePage,
     NeedsReconnect,
@@ -276,7 +276,7 @@ class OneDriveProvider:
         notification subscription alive (when a notification URL is set)."""
         client = connection_client(connection, self.config)
         tokens = Tokens.from_dict(_credentials(connection))
-        ahead = self.config.refresh_margin + connectors_loop.MAINTAIN_SECONDS
+        ahead = self.config.refresh_margin + connectors_base.MAINTAIN_SECONDS
         if tokens.expiring(ahead):
             onedrive_tokens_refresh(connection=connection, stale=tokens, config=self.config)
         if settings.PAPERLANE_ONEDRIVE_NOTIFICATION_URL:

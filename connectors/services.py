@@ -20,6 +20,8 @@ from django.utils import timezone
 
 from connectors.local_roots import local_folder_refusal, local_folder_resolve
 from connectors.models import Connection, ConnectionSync
+from connectors.onedrive_folders import folder_resolve
+from connectors.onedrive_graph import OneDriveConfig, tokens_from_code
 from connectors.registry import provider_for
 from connectors.secrets import (
     CredentialsUnreadable,
@@ -136,6 +138,35 @@ def connection_connect_onedrive(
         also_save=("folder_path", "credentials_encrypted", "provider_state", "created_by"),
     )
     return connection
+
+
+def connection_connect_onedrive_signed_in(
+    *,
+    organisation: Organisation,
+    code: str,
+    code_verifier: str,
+    redirect_uri: str,
+    folder_path: str,
+    created_by: AbstractBaseUser,
+) -> Connection:
+    """Connect the OneDrive folder `folder_path` of the person Microsoft's sign-in sent
+    back with `code`: the code exchanged for tokens, the folder found in their drive, then
+    `connection_connect_onedrive`. The person waits on these calls: each has the short
+    budget of a request, and a busy Microsoft is said (ProviderBusy), not waited for.
+    ProviderError in plain words if the sign-in or the folder is refused."""
+    config = OneDriveConfig.from_settings().for_request()
+    tokens = tokens_from_code(
+        config=config, code=code, code_verifier=code_verifier, redirect_uri=redirect_uri
+    )
+    drive_id, folder_id = folder_resolve(config=config, tokens=tokens, path=folder_path)
+    return connection_connect_onedrive(
+        organisation=organisation,
+        drive_id=drive_id,
+        folder_id=folder_id,
+        folder_path=folder_path,
+        credentials=tokens.as_dict(),
+        created_by=created_by,
+    )
 
 
 def connection_credentials(*, connection: Connection) -> dict:

@@ -25,9 +25,8 @@ from django.views.decorators.http import require_POST
 
 from connectors.base import ProviderBusy, ProviderError
 from connectors.onedrive import client_state_connection
-from connectors.onedrive_folders import folder_resolve
-from connectors.onedrive_graph import OneDriveConfig, authorize_url, pkce_pair, tokens_from_code
-from connectors.services import connection_connect_onedrive, connection_request_sync
+from connectors.onedrive_graph import OneDriveConfig, authorize_url, pkce_pair
+from connectors.services import connection_connect_onedrive_signed_in, connection_request_sync
 from core.errors import Forbidden
 from documents.roles import Ability
 from documents.selectors import organisations_for_user
@@ -139,29 +138,19 @@ def onedrive_callback_view(request: HttpRequest) -> HttpResponse:
     if request.GET.get("error"):
         reason = request.GET.get("error_description") or request.GET["error"]
         return _refused(request, f"Microsoft did not connect OneDrive: {reason[:300]}")
-    # The person waits on these calls: a busy Microsoft is said, not waited for.
-    config = OneDriveConfig.from_settings().for_request()
     try:
-        tokens = tokens_from_code(
-            config=config,
+        connection = connection_connect_onedrive_signed_in(
+            organisation=organisation,
             code=request.GET.get("code", ""),
             code_verifier=pending["verifier"],
             redirect_uri=_redirect_uri(request),
+            folder_path=pending["folder"],
+            created_by=request.user,
         )
-        drive_id, folder_id = folder_resolve(config=config, tokens=tokens, path=pending["folder"])
     except ProviderBusy:
         return _refused(request, "Microsoft is busy; connect the folder again in a minute.")
     except ProviderError as exc:
         return _refused(request, exc.message)
-    try:
-        connection = connection_connect_onedrive(
-            organisation=organisation,
-            drive_id=drive_id,
-            folder_id=folder_id,
-            folder_path=pending["folder"],
-            credentials=tokens.as_dict(),
-            created_by=request.user,
-        )
     except Forbidden as exc:  # no longer an admin since the sign-in started
         return forbidden(request, exc)
     messages.success(

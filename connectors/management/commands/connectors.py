@@ -4,6 +4,7 @@ import time
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
+from connectors import base as connectors_base
 from connectors import loop as connectors_loop
 from connectors.loop import connectors_maintain, connectors_sync_due
 
@@ -14,7 +15,7 @@ class Command(BaseCommand):
     help = (
         "Sync the connected folders that are due (or, with --loop, keep syncing them every "
         f"{connectors_loop.LOOP_SECONDS:g} s, with providers' upkeep every "
-        f"{connectors_loop.MAINTAIN_SECONDS:g} s)."
+        f"{connectors_base.MAINTAIN_SECONDS:g} s)."
     )
 
     def add_arguments(self, parser):
@@ -39,7 +40,7 @@ def _loop() -> None:
         try:
             close_old_connections()
             if time.monotonic() >= maintain_due:
-                maintain_due = time.monotonic() + connectors_loop.MAINTAIN_SECONDS
+                maintain_due = time.monotonic() + connectors_base.MAINTAIN_SECONDS
                 connectors_maintain()
             connectors_sync_due()
         except Exception:  # keep syncing through database hiccups
