@@ -227,6 +227,7 @@ def test_the_openapi_schema_documents_every_status_of_the_token_routes(client):
     assert paths[URL]["get"]["tags"] == ["organisation"]
 
 
+@pytest.mark.slow  # a web server
 @pytest.mark.django_db(transaction=True)
 def test_over_http_a_token_is_listed_revoked_and_then_refused():
     org = organisation_create(slug="wire", page_limit=10)

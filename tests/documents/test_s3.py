@@ -58,7 +58,7 @@ def test_signing_leaves_the_configured_s3_budget_as_it_is(s3, settings):
 def test_a_url_is_signed_for_the_storage_configured_now(s3, settings):
     # Each test gets a fresh storage, often at the address a freed one had: a signer kept
     # for the old storage would send the client to a server that is gone.
-    for port in range(40001, 40031):
+    for port in range(40001, 40004):
         settings.AWS_S3_ENDPOINT_URL = f"http://127.0.0.1:{port}"
         storage_reopened(settings)
 
