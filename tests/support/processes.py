@@ -40,19 +40,6 @@ def process_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def sqlite_demo_env(folder: Path, **extra: str) -> dict[str, str]:
-    """The environment of a process on the demo's settings, with a SQLite database and
-    media of its own in `folder`."""
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "true",
-        "DATABASE_URL": f"sqlite:///{folder / 'demo.sqlite3'}",
-        "MEDIA_ROOT": str(folder / "media"),
-        **extra,
-    }
-
-
 @contextmanager
 def web_server(*, workers: int = 4, threads: int = 1, env: dict[str, str] | None = None):
     """A gunicorn serving the project against the test database; yields its base URL."""
