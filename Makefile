@@ -27,9 +27,10 @@ demo: $(VENV)/.installed-demo
 test: install
 	./scripts/test.sh
 
-# Everything but the tests marked slow (worker processes, servers, the browser).
+# Everything but the tests marked slow (worker processes, servers, the browser), on two
+# processes, each with a test database and a Redis database of its own (tests/settings.py).
 test-fast: install
-	./scripts/test.sh -m "not slow"
+	./scripts/test.sh -m "not slow" -n 2
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks and the tests, on PostgreSQL and a Redis database of its own (db 15); pytest's
-# arguments pass through (`make test-fast` adds -m "not slow").
+# arguments pass through (`make test-fast` adds -m "not slow" -n 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"

@@ -4,6 +4,13 @@ import os
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/paperlane")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+# Under pytest-xdist (`make test-fast` runs two) each worker has a Redis database of its
+# own, counting down from the one given (15, 14, ...); pytest-django suffixes the test
+# database likewise.
+_xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _xdist_worker.startswith("gw"):
+    _base, _, _db = os.environ["REDIS_URL"].rpartition("/")
+    os.environ["REDIS_URL"] = f"{_base}/{int(_db or 0) - int(_xdist_worker[2:])}"
 os.environ.setdefault("MEDIA_ROOT", "/tmp/paperlane-test-media")
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 # The tests' servers speak plain HTTP on loopback.
