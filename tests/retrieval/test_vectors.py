@@ -4,7 +4,7 @@ it (tests/support/pgvector_server.py)."""
 
 import json
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 import psycopg
@@ -45,7 +45,11 @@ def synonyms(settings):
 
 @pytest.fixture(scope="session")
 def pgvector(django_db_blocker):
-    with django_db_blocker.unblock(), pgvector_server() as database:
+    # Unblocked while the server starts and its database migrates only: the tests after
+    # the first that asks for it keep their own access (none, unless they ask).
+    with ExitStack() as stack:
+        with django_db_blocker.unblock():
+            database = stack.enter_context(pgvector_server())
         yield database
 
 
