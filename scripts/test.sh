@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
+[ -x "$PY" ] || { echo "No $PY: run 'make install' first (or 'make test', which does)." >&2; exit 1; }
 source scripts/redis.sh
 
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/paperlane}"
