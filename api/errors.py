@@ -50,6 +50,7 @@ class ErrorCode(StrEnum):
     PDF_TOO_COMPLEX = "pdf_too_complex"
     DAMAGED_DOCX = "damaged_docx"
     DOCX_TOO_LARGE = "docx_too_large"
+    DOCX_TOO_COMPRESSED = "docx_too_compressed"
     NO_PAGES = "no_pages"
     TOO_MANY_PAGES = "too_many_pages"
     TOO_MUCH_TEXT = "too_much_text"

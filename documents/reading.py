@@ -19,12 +19,19 @@ from formats.base import AcceptLimits, ExtractLimits, Inspection, too_slow
 
 # DOCX: how many words make one estimated page when the file does not say.
 DOCX_WORDS_PER_PAGE = 500
-# DOCX: refuse archives that inflate beyond this (zip bombs).
+# DOCX: a page is charged for each this many bytes of the XML extraction parses, if that
+# is more than its words make: Word writes 100 to 400 bytes of markup a word (some 50 to
+# 200 KB a page), and parsing 1 MiB of it costs about 0.3 s of CPU.
+DOCX_MARKUP_BYTES_PER_PAGE = 1024 * 1024
+# DOCX: refuse archives that inflate beyond this (zip bombs), or whose parts extraction
+# parses inflate more than this many times their stored size (Word's compress 5 to 15
+# times; a megabyte of empty paragraphs, some 700 times).
 DOCX_MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
+DOCX_MAX_COMPRESSION_RATIO = 100
 # DOCX at accept: how much of the body's XML is read to count words (the rest is
 # extrapolated), and the time the whole inspection of one upload may take.
 DOCX_XML_BUDGET_BYTES = 8 * 1024 * 1024
-INSPECT_SECONDS = 2.0
+INSPECT_SECONDS = 1.0
 # The inspection runs in a child process with this much memory (address space); one child
 # inspects this many files, one after another, before a new one takes over.
 INSPECT_MEMORY_MB = 512
@@ -41,7 +48,9 @@ def accept_limits() -> AcceptLimits:
     return AcceptLimits(
         max_pages=settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT,
         docx_words_per_page=DOCX_WORDS_PER_PAGE,
+        docx_markup_bytes_per_page=DOCX_MARKUP_BYTES_PER_PAGE,
         docx_max_uncompressed_bytes=DOCX_MAX_UNCOMPRESSED_BYTES,
+        docx_max_compression_ratio=DOCX_MAX_COMPRESSION_RATIO,
         docx_xml_budget_bytes=DOCX_XML_BUDGET_BYTES,
         seconds=INSPECT_SECONDS,
         pdf_max_objects=PDF_MAX_OBJECTS,
@@ -55,6 +64,7 @@ def extract_limits() -> ExtractLimits:
         max_chars_per_page=MAX_CHARS_PER_PAGE,
         max_chars=settings.PAPERLANE_MAX_CHARS_PER_DOCUMENT,
         docx_words_per_page=DOCX_WORDS_PER_PAGE,
+        docx_markup_bytes_per_page=DOCX_MARKUP_BYTES_PER_PAGE,
     )
 
 

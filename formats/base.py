@@ -87,13 +87,19 @@ class ExtractLimits:
     max_chars_per_page: int
     max_chars: int
     docx_words_per_page: int
+    # A Word document is charged at least a page for each this many bytes of the XML
+    # extraction parses: reading it costs what its markup weighs, whatever its words.
+    docx_markup_bytes_per_page: int
 
 
 @dataclass(frozen=True)
 class AcceptLimits:
     max_pages: int
     docx_words_per_page: int
+    docx_markup_bytes_per_page: int
     docx_max_uncompressed_bytes: int
+    # How much a part extraction parses may inflate, as a multiple of its stored size.
+    docx_max_compression_ratio: int
     # Inflated document.xml read to count words at accept; the rest is extrapolated.
     docx_xml_budget_bytes: int
     # Wall-clock budget of the whole inspection of one upload.

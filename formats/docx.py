@@ -4,9 +4,15 @@ A .docx carries no layout, so its pages are counted from its words
 (`docx_words_per_page`). What the file states in `docProps/app.xml` is written
 by whoever made the file (python-docx writes `<Pages>1</Pages>` for every
 document): at accept it is a hint, and extraction charges the larger of the
-word count's pages and the stated pages. Words are counted so that text
-written without spaces is not free: two CJK ideographs or kana make a word,
-and a run of letters longer than LONG_WORD counts once per LONG_WORD letters.
+word count's pages and the stated pages. Reading a document costs what its
+markup weighs, not what its words say (190 MB of empty paragraphs hold no
+word and take a minute to parse): both charge at least a page for each
+`docx_markup_bytes_per_page` of the XML extraction parses, known from the ZIP's
+directory before anything is inflated, and the accept path refuses a part
+that inflates more than `docx_max_compression_ratio` times its stored size.
+Words are counted so that text written without spaces is not free: two CJK
+ideographs or kana make a word, and a run of letters longer than LONG_WORD
+counts once per LONG_WORD letters.
 
 Everything is read with a streaming parser (expat) that refuses DTDs and
 entities. At accept it is bounded before it is read: the ZIP's central
@@ -111,6 +117,31 @@ def _too_large() -> UnreadableDocument:
     )
 
 
+def _too_compressed(name: str, ratio: int) -> UnreadableDocument:
+    return UnreadableDocument(
+        f"The Word document's {name} expands to more than {ratio} times its size in the "
+        "file, which Word never writes; saving it again from Word may help.",
+        code="docx_too_compressed",
+    )
+
+
+def _parsed(name: str) -> bool:
+    """Whether extraction parses the part `name` (the body, styles, headers, footers,
+    notes and comments)."""
+    return (
+        name in (BODY, STYLES, _COMMENTS, *_NOTES)
+        or _HEADERS.fullmatch(name) is not None
+        or _FOOTERS.fullmatch(name) is not None
+    )
+
+
+def pages_for_markup(members: list[zipfile.ZipInfo], *, bytes_per_page: int) -> int:
+    """The pages the XML that extraction parses weighs, from the sizes the ZIP's directory
+    states (a part's stated size is what zipfile lets it inflate to)."""
+    markup = sum(info.file_size for info in members if _parsed(info.filename))
+    return max(1, _ceil(markup, bytes_per_page))
+
+
 def matches(head: bytes) -> bool:
     return head.startswith(_ZIP_MAGIC)
 
@@ -177,6 +208,10 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
             claimed = sum(info.file_size for info in members.values())
             if claimed > limits.docx_max_uncompressed_bytes:
                 raise _too_large()
+            _check_compression(members.values(), limits.docx_max_compression_ratio)
+            markup_pages = pages_for_markup(
+                list(members.values()), bytes_per_page=limits.docx_markup_bytes_per_page
+            )
             stated_pages, stated_words = app_properties(archive)
             deadline.check()
             if stated_pages or stated_words:
@@ -189,10 +224,30 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
         raise _damaged() from exc
     finally:
         stream.seek(0)
-    pages = max(stated_pages, pages_for_words(words, words_per_page=limits.docx_words_per_page))
+    pages = max(
+        stated_pages,
+        markup_pages,
+        pages_for_words(words, words_per_page=limits.docx_words_per_page),
+    )
     return Inspection(
         kind=KIND, pages=check_page_count(pages, limit=limits.max_pages), estimated=True
     )
+
+
+# Parts smaller than this inflated may compress as well as they like (a blank header).
+_RATIO_FLOOR_BYTES = 1024 * 1024
+
+
+def _check_compression(members, ratio: int) -> None:
+    """Refuse a part extraction parses that inflates more than `ratio` times its stored
+    size, from the sizes the directory states (zipfile inflates no further than those)."""
+    for info in members:
+        if (
+            _parsed(info.filename)
+            and info.file_size > _RATIO_FLOOR_BYTES
+            and info.file_size > ratio * max(info.compress_size, 1)
+        ):
+            raise _too_compressed(info.filename, ratio)
 
 
 def _check_directory(stream: BinaryIO) -> None:
@@ -262,7 +317,7 @@ def app_properties(archive: zipfile.ZipFile) -> tuple[int, int]:
 
     def number(name: str) -> int:
         value = found.get(name, "").strip()
-        return int(value) if value.isdigit() and len(value) <= 9 else 0
+        return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else 0
 
     return number("Pages"), number("Words")
 
@@ -500,8 +555,9 @@ def _estimate_words(
 def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = None) -> Extracted:
     """The text of the body, then of the headers and footers, footnotes, endnotes and
     comments; pages from the words of the body and notes, or more if the file states
-    more. Pages are counted as the text is read: once they pass `page_budget` (the
-    stated pages, or the words so far), PagesOverBudget, and the rest is not read."""
+    more or its markup weighs more. Pages are counted as the text is read: once they pass
+    `page_budget` (the stated or markup pages, or the words so far), PagesOverBudget,
+    and the rest is not read."""
     parts: list[str] = []
     # The body's headings: (the part they are, title, level).
     headings: list[tuple[int, str, int]] = []
@@ -533,9 +589,14 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
             names = archive.namelist()
             if BODY not in names:
                 raise _damaged()
-            # What it states is charged if it is more than its words: known first.
+            # What it states and what its markup weighs are charged if they are more than
+            # its words: known first.
             stated_pages, _ = app_properties(archive)
-            check_page_budget(stated_pages, budget=page_budget, complete=False)
+            markup_pages = pages_for_markup(
+                archive.infolist(), bytes_per_page=limits.docx_markup_bytes_per_page
+            )
+            floor_pages = max(stated_pages, markup_pages)
+            check_page_budget(floor_pages, budget=page_budget, complete=False)
             styles = heading_styles(archive)
             _read_part(
                 archive, BODY, _Body(counted, budget=limits.max_chars, heading_styles=styles)
@@ -565,7 +626,7 @@ def extract(data: bytes, *, limits: ExtractLimits, page_budget: int | None = Non
     except (expat.ExpatError, ValueError, KeyError, *_ZIP_ERRORS) as exc:
         raise _damaged() from exc
     counted_pages = pages_for_words(words.words, words_per_page=limits.docx_words_per_page)
-    pages = check_page_count(max(counted_pages, stated_pages), limit=limits.max_pages)
+    pages = check_page_count(max(counted_pages, floor_pages), limit=limits.max_pages)
     # Where each part starts in the text they make, joined by blank lines.
     starts = list(accumulate((len(part) + 2 for part in parts), initial=0))
     outline = tuple(

@@ -10,10 +10,13 @@ rebuilds a broken cross-reference table by inflating every object stream in
 the file, searches every object for a catalog the trailer does not point
 to, and the whole file for an object that is not where the table says): at
 accept all three are turned off. Its work is bounded before it is done: the
-entries every cross-reference section lists are counted from their headers
-before they are read, a cross-reference stream may inflate only to the rows
-it declares, the sections and the objects of an object stream are counted
-before they are read, and every other stream it inflates is capped. A file
+cross-reference sections are read lazily (their headers and trailers only; an
+entry is read when the object it locates is, so a file listing 500,000 objects
+costs what one listing five does), the entries they list are counted from their
+headers and bounded, a cross-reference stream may inflate only to the rows it
+declares, the sections and the objects of an object stream are counted before
+they are read, and every other stream it inflates is capped. Padding after the
+end-of-file marker is cut off before pypdf looks for it. A file
 over one of these bounds is refused as too complex; the accept path also runs
 this in a child process under a wall clock (documents.reading). The page
 tree's /Count is what the file states; extraction counts the pages there
@@ -31,7 +34,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from pypdf import PdfReader, apply_configuration
 from pypdf.errors import PdfReadError
-from pypdf.generic import IndirectObject
+from pypdf.generic import IndirectObject, StreamObject, read_object
 
 from core.errors import UnreadableDocument, caused_by
 from formats.base import (
@@ -72,8 +75,9 @@ MAX_OBJECT_STREAM_OBJECTS = 5000
 # What an object stream read at accept may inflate to (producers' are tens of KB): pypdf
 # reads what follows an object a byte at a time in Python, padding included.
 _OBJECT_STREAM_BYTES = 1024 * 1024
-# Entries of a cross-reference stream read between two looks at the clock.
-_ENTRIES_PER_CHECK = 16384
+# A cross-reference table's entries are 20 bytes each (PDF 32000-1, 7.5.4).
+_TABLE_ENTRY = 20
+_WHITESPACE = b"\x00\t\n\f\r "
 # At accept pypdf inflates the cross-reference stream and the object streams holding
 # the catalog and the page tree's root, nothing else: far below these caps.
 _ACCEPT_STREAM_BYTES = 16 * 1024 * 1024
@@ -122,17 +126,79 @@ class _Refused(BaseException):  # noqa: N818 - not an error of pypdf's: a way ou
         self.error = error
 
 
+class _Entries:
+    """The entries of one cross-reference section, read one at a time when asked for:
+    `subsections` are (first object, count, where its first entry starts), in `data` (a
+    cross-reference stream's rows, `widths` wide) or in the file (a table's 20-byte lines)."""
+
+    def __init__(self, subsections, *, data: bytes | None = None, widths=()) -> None:
+        self.subsections, self.data, self.widths = subsections, data, tuple(widths)
+
+    def find(self, stream: BinaryIO, number: int) -> tuple[int, int, int] | None:
+        """(type, field 2, field 3) of `number`'s entry as the stream's rows write them (a
+        table's `n` line is type 1 with its offset and generation, `f` type 0); None if
+        this section does not list it."""
+        for first, count, at in self.subsections:
+            if first <= number < first + count:
+                index = number - first
+                return self._row(at, index) if self.data is not None else _table_entry(
+                    stream, at + index * _TABLE_ENTRY
+                )
+        return None
+
+    def _row(self, at: int, index: int) -> tuple[int, int, int]:
+        start = at + index * sum(self.widths)
+        fields = []
+        for position, width in enumerate(self.widths):
+            if width:
+                fields.append(int.from_bytes(self.data[start : start + width], "big"))
+            else:  # a field of width 0 has its default: type 1, else 0
+                fields.append(1 if position == 0 else 0)
+            start += width
+        return fields[0], fields[1], fields[2]
+
+
+def _table_entry(stream: BinaryIO, at: int) -> tuple[int, int, int]:
+    stream.seek(at)
+    line = stream.read(_TABLE_ENTRY)
+    offset, generation, kind = line[:10], line[11:16], line[17:18]
+    if not (
+        len(line) == _TABLE_ENTRY
+        and line[10:11] == line[16:17] == b" "
+        and offset.isdigit()
+        and generation.isdigit()
+        and kind in (b"n", b"f")
+    ):
+        raise PdfReadError(f"the cross-reference entry at {at} is damaged")
+    return (1 if kind == b"n" else 0), int(offset), int(generation)
+
+
+def _skip_whitespace(stream: BinaryIO) -> bytes:
+    """Past whitespace and comments; the next byte, left unread."""
+    while True:
+        byte = stream.read(1)
+        if byte == b"%":
+            while byte not in (b"\n", b"\r", b""):
+                byte = stream.read(1)
+        elif byte == b"" or byte not in _WHITESPACE:
+            if byte:
+                stream.seek(-1, 1)
+            return byte
+
+
 class _AcceptReader(PdfReader):
     """pypdf's strict reader without the repairs strict mode still makes (a file that
-    needs one is refused, to be estimated instead), and with its work counted before it
-    is done: the entries and sections of the cross-reference, the objects of an object
-    stream. Over `max_objects` entries or one of the bounds above, it stops (_Refused)."""
+    needs one is refused, to be estimated instead), reading the cross-reference lazily
+    and with its work counted before it is done: the entries and sections of the
+    cross-reference, the objects of an object stream. Over `max_objects` entries or one
+    of the bounds above, it stops (_Refused)."""
 
     def __init__(self, stream: BinaryIO, *, max_objects: int, deadline: Deadline) -> None:
         self._max_objects = max_objects
         self._deadline = deadline
         self._listed = 0
-        self._sections = 0
+        self._sections: list[_Entries] = []  # newest first, as pypdf reads them
+        self._looked_up: set[int] = set()
         super().__init__(
             stream,
             strict=True,
@@ -144,8 +210,7 @@ class _AcceptReader(PdfReader):
         raise PdfReadError("the cross-reference table needs repair")
 
     def _section(self) -> None:
-        self._sections += 1
-        if self._sections > MAX_XREF_SECTIONS:
+        if len(self._sections) >= MAX_XREF_SECTIONS:
             raise _Refused(
                 too_complex(
                     f"it was saved over itself more than {MAX_XREF_SECTIONS:,} times "
@@ -170,13 +235,29 @@ class _AcceptReader(PdfReader):
         except DeadlinePassed as exc:
             raise _Refused(exc) from None
 
-    def _read_xref(self, stream):
+    def _read_standard_xref_table(self, stream) -> None:
+        # After "x": "ref", then subsections, each a header ("first count") and its
+        # 20-byte entries, which are skipped here; the stream is left after "trailer".
         self._section()
-        return super()._read_xref(stream)
-
-    def _read_pdf15_xref_stream(self, stream):
-        self._section()
-        return super()._read_pdf15_xref_stream(stream)
+        if stream.read(3) != b"ref":
+            raise PdfReadError("xref table read error")
+        subsections = []
+        while True:
+            _skip_whitespace(stream)
+            if stream.read(7) == b"trailer":
+                break
+            stream.seek(-7, 1)
+            first = read_object(stream, self)
+            _skip_whitespace(stream)
+            count = self._read_standard_xref_table__handle_size(stream)
+            if count is None:  # pypdf would rebuild the table
+                raise PdfReadError("a cross-reference subsection header is damaged")
+            if not isinstance(first, int) or first < 0 or not isinstance(count, int):
+                raise PdfReadError("a cross-reference subsection header is damaged")
+            _skip_whitespace(stream)
+            subsections.append((first, count, stream.tell()))
+            stream.seek(count * _TABLE_ENTRY, 1)
+        self._sections.append(_Entries(subsections))
 
     def _read_standard_xref_table__handle_size(self, stream):
         # Each subsection's size, read from its header before its entries.
@@ -184,6 +265,38 @@ class _AcceptReader(PdfReader):
         if isinstance(size, int):
             self._list(size)
         return size
+
+    def _read_pdf15_xref_stream(self, stream) -> StreamObject:
+        # Its dictionary and its rows, inflated (within the bound set below) but not read:
+        # an entry is read when the object it locates is.
+        self._section()
+        stream.seek(-1, 1)
+        number, generation = self.read_object_header(stream)
+        xref_stream = read_object(stream, self)
+        if not isinstance(xref_stream, StreamObject) or xref_stream.get("/Type") != "/XRef":
+            raise PdfReadError("the cross-reference stream is not one")
+        self.cache_indirect_object(generation, number, xref_stream)
+        size = xref_stream.get("/Size")
+        widths = xref_stream.get("/W")
+        if not isinstance(size, int) or not isinstance(widths, list) or len(widths) != 3:
+            raise PdfReadError("the cross-reference stream's /Size or /W is damaged")
+        pairs = self._sanitize_pdf15_xref_stream_index_pairs(
+            index_pairs=xref_stream.get("/Index", [0, size]),
+            entry_sizes=widths,
+            xref_stream=xref_stream,
+        )
+        data = xref_stream.get_data()
+        row = sum(int(width) for width in widths)
+        subsections, rows = [], 0
+        for first, count in zip(pairs[0::2], pairs[1::2], strict=True):
+            if not isinstance(first, int) or first < 0:
+                raise PdfReadError("a cross-reference stream subsection is damaged")
+            subsections.append((first, count, rows * row))
+            rows += count
+        if rows * row > len(data):
+            raise PdfReadError("the cross-reference stream is shorter than its rows")
+        self._sections.append(_Entries(subsections, data=bytes(data), widths=widths))
+        return xref_stream
 
     def _sanitize_pdf15_xref_stream_index_pairs(self, index_pairs, entry_sizes, xref_stream):
         # Called with the stream's dictionary before its data is inflated: the entries it
@@ -198,12 +311,16 @@ class _AcceptReader(PdfReader):
         self._list(entries)
         inflated = min(entries * (sum(widths) + 1) + _XREF_STREAM_SLACK, _ACCEPT_STREAM_BYTES)
         with apply_configuration(**dict.fromkeys(_OUTPUT_CAPS, inflated)):
-            return super()._sanitize_pdf15_xref_stream_index_pairs(
+            pairs = super()._sanitize_pdf15_xref_stream_index_pairs(
                 index_pairs, entry_sizes, xref_stream
             )
+            # Inflated here, under the same cap, for the rows read later.
+            xref_stream.get_data()
+        return pairs
 
     def _get_object_from_stream(self, indirect_reference):
         stream_number = self.xref_objStm[indirect_reference.idnum][0]
+        self._look_up(stream_number, 0)
         if stream_number in self.xref_objStm:
             raise PdfReadError("an object stream inside an object stream")
         objects = IndirectObject(stream_number, 0, self).get_object().get("/N")
@@ -218,14 +335,22 @@ class _AcceptReader(PdfReader):
         with apply_configuration(**dict.fromkeys(_OUTPUT_CAPS, _OBJECT_STREAM_BYTES)):
             return super()._get_object_from_stream(indirect_reference)
 
-    def _read_xref_subsections(self, idx_pairs, get_entry, used_before) -> None:
-        # In pieces, in order, the clock looked at between them (pypdf reads an entry of a
-        # cross-reference stream in about 5 us).
-        for start, size in self._pairs(idx_pairs):
-            for first in range(start, start + size, _ENTRIES_PER_CHECK):
-                piece = [first, min(_ENTRIES_PER_CHECK, start + size - first)]
-                super()._read_xref_subsections(piece, get_entry, used_before)
-                self._check_time()
+    def _look_up(self, number: int, generation: int) -> None:
+        """Where object `number` is, from the newest section that lists it, put where
+        pypdf looks (its xref tables); nothing for a free or unlisted object."""
+        if number in self._looked_up:
+            return
+        self._looked_up.add(number)
+        for section in self._sections:
+            entry = section.find(self.stream, number)
+            if entry is None:
+                continue
+            kind, first, second = entry
+            if kind == 1:
+                self.xref.setdefault(second, {})[number] = first
+            elif kind == 2:
+                self.xref_objStm[number] = (first, second)
+            return
 
     def get_object(self, indirect_reference):
         # pypdf searches the whole file for an object that is not where the table says;
@@ -233,6 +358,7 @@ class _AcceptReader(PdfReader):
         if isinstance(indirect_reference, int):
             indirect_reference = IndirectObject(indirect_reference, 0, self)
         number, generation = indirect_reference.idnum, indirect_reference.generation
+        self._look_up(number, generation)
         offset = self.xref.get(generation, {}).get(number)
         if (
             offset is not None
@@ -253,7 +379,7 @@ _HOOKED = [
     if callable(value)
     and name.startswith("_")
     and not name.startswith("__")
-    and name not in {"_section", "_list", "_check_time"}
+    and name not in {"_section", "_list", "_check_time", "_look_up"}
 ]
 if missing := [name for name in _HOOKED if not callable(getattr(PdfReader, name, None))]:
     raise ImportError(f"pypdf no longer has {', '.join(missing)}: update _AcceptReader")
@@ -278,7 +404,7 @@ def _stated_pages(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline)
 
 def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> Inspection:
     """The page count the file states, without walking its pages or repairing it."""
-    tail = _tail(stream, deadline)
+    end, tail = _tail(stream, deadline)
     if b"%%EOF" not in tail:
         raise UnreadableDocument(
             "The PDF is incomplete (it has no end-of-file marker); it may have been cut off "
@@ -286,7 +412,10 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
             code="truncated_pdf",
         )
     try:
-        pages, estimated = _stated_pages(stream, limits=limits, deadline=deadline), False
+        # pypdf looks for the end-of-file marker a line at a time from the end: padding
+        # (megabytes of NULs make one long line) is cut off first.
+        unpadded = _Window(stream, end)
+        pages, estimated = _stated_pages(unpadded, limits=limits, deadline=deadline), False
     except UnreadableDocument:
         raise
     except Exception as exc:  # pypdf raises many types for what strict mode refuses
@@ -301,10 +430,10 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
     return Inspection(kind=KIND, pages=pages, estimated=estimated)
 
 
-def _tail(stream: BinaryIO, deadline: Deadline) -> bytes:
-    """The last bytes of the file before any padding (NULs and whitespace, as some
-    producers and transfers append), where the end-of-file marker belongs. Linear in
-    the padding, read backwards in blocks."""
+def _tail(stream: BinaryIO, deadline: Deadline) -> tuple[int, bytes]:
+    """Where the file ends before any padding (NULs and whitespace, as some producers
+    and transfers append), and its last bytes there, where the end-of-file marker
+    belongs. Linear in the padding, read backwards in blocks."""
     end = stream.seek(0, 2)
     block = _TRAILER_WINDOW  # enough for nearly every file, whose end is not padded
     while end > 0:
@@ -319,7 +448,39 @@ def _tail(stream: BinaryIO, deadline: Deadline) -> bytes:
     stream.seek(max(end - _TRAILER_WINDOW, 0))
     tail = stream.read(min(end, _TRAILER_WINDOW))
     stream.seek(0)
-    return tail
+    return end, tail
+
+
+class _Window(io.RawIOBase):
+    """The first `end` bytes of `stream`, as a stream of their own."""
+
+    def __init__(self, stream: BinaryIO, end: int) -> None:
+        super().__init__()
+        self._stream, self._end, self._at = stream, end, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._at
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        at = offset + (0, self._at, self._end)[whence]
+        if at < 0:
+            raise ValueError(f"negative seek position {at}")
+        self._at = at
+        return at
+
+    def readinto(self, buffer) -> int:
+        wanted = max(0, min(len(buffer), self._end - self._at))
+        self._stream.seek(self._at)
+        data = self._stream.read(wanted)
+        buffer[: len(data)] = data
+        self._at += len(data)
+        return len(data)
 
 
 # "/Type /Page" (not "/Pages") marks a page object. Compressed object streams

@@ -4,6 +4,7 @@ and public documents made by real software, from accept to extraction. No databa
 """
 
 import io
+import re
 import time
 import zipfile
 
@@ -145,6 +146,62 @@ def test_a_hostile_pdf_is_answered_at_once_without_the_work_it_asks_for(build, e
         assert (result.pages, result.estimated) == (1, True)
     else:
         assert (result.status_code, result.code) == (422, expected)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: hostile.pdf_with_long_xref_table(500_000, damaged_unused=True),
+        lambda: hostile.pdf_with_huge_xref_stream(500_000, unused_kind=7),
+    ],
+    ids=["table", "stream"],
+)
+def test_a_pdf_listing_500000_objects_is_read_without_reading_the_entries_it_does_not_need(
+    build,
+):
+    # Every entry but those of the catalog, the page tree and the page is junk: a reader
+    # that read them all would refuse the table (or repair it), and take seconds doing so.
+    result, elapsed = _inspect_timed(build())
+
+    assert isinstance(result, Inspection), result
+    assert (result.pages, result.estimated, elapsed < 1) == (1, False, True)
+
+
+def test_a_valid_pdf_padded_with_45_mb_of_nuls_is_accepted_at_once():
+    result, elapsed = _inspect_timed(make_pdf(2) + bytes(45_000_000))
+
+    assert isinstance(result, Inspection), result
+    assert (result.pages, result.estimated, elapsed < 1) == (2, False, True)
+
+
+def test_a_word_file_of_190_mb_of_empty_paragraphs_is_refused_within_a_second():
+    crafted = hostile.docx_of_empty_paragraphs(190, stated_pages=1)
+    assert len(crafted) < 400_000
+
+    refused, elapsed = _inspect_timed(crafted)
+
+    assert isinstance(refused, UnreadableDocument), refused
+    assert (refused.status_code, refused.code, elapsed < 1) == (422, "docx_too_compressed", True)
+    assert "word/document.xml" in refused.message
+
+
+def test_a_word_file_is_charged_for_its_markup_when_it_weighs_more_than_its_words(monkeypatch):
+    # About 4.7 MiB of paragraphs with no word in them, compressing as Word's markup does.
+    crafted = hostile.docx_of_heavy_markup(4.5, stated_pages=1)
+    parsed = re.compile(
+        r"word/(document|styles|comments|footnotes|endnotes|header\d*|footer\d*)\.xml"
+    )
+    with zipfile.ZipFile(io.BytesIO(crafted)) as archive:
+        markup = sum(
+            info.file_size for info in archive.infolist() if parsed.fullmatch(info.filename)
+        )
+    expected = -(-markup // reading.DOCX_MARKUP_BYTES_PER_PAGE)
+
+    inspection = inspect_upload(io.BytesIO(crafted))
+    extracted = extract("docx", crafted, reading.extract_limits())
+
+    assert expected >= 5
+    assert (inspection.pages, extracted.page_count) == (expected, expected)
 
 
 def test_what_the_bounds_do_not_foresee_ends_on_the_wall_clock(monkeypatch):

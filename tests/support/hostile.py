@@ -5,6 +5,7 @@ prove a limit is applied can ask for a small one.
 """
 
 import io
+import random
 import re
 import struct
 import zipfile
@@ -128,13 +129,20 @@ def pdf_with_root_not_a_catalog(streams: int = 10, inflated: int = 10_000_000) -
     return out.getvalue()
 
 
-def pdf_with_long_xref_table(entries: int = 1_000_000) -> bytes:
+def pdf_with_long_xref_table(entries: int = 1_000_000, *, damaged_unused: bool = False) -> bytes:
     """A one-page PDF whose cross-reference table lists `entries` objects (20 bytes each,
-    most pointing nowhere): pypdf reads the entries one by one in Python."""
+    most pointing nowhere, or, `damaged_unused`, not entries at all): pypdf reads the
+    entries one by one in Python."""
     out, offsets = _pdf_head()
     xref = out.tell()
+    unused = b"no entry, just junk\n" if damaged_unused else b"%010d 00000 n \n" % 9
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % entries)
-    out.write(b"".join(b"%010d 00000 n \n" % offsets.get(i, 9) for i in range(1, entries)))
+    out.write(
+        b"".join(
+            b"%010d 00000 n \n" % offsets[i] if i in offsets else unused
+            for i in range(1, entries)
+        )
+    )
     out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\n" % entries)
     out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
     return out.getvalue()
@@ -156,6 +164,7 @@ def _with_xref_stream(
     compressed: dict[int, tuple[int, int]] | None = None,
     inflated: int = 0,
     extra: bytes = b"",
+    unused_kind: int = 0,
 ) -> bytes:
     """`out` finished with a Flate-compressed cross-reference stream listing `offsets`
     (and `compressed`: object -> (object stream, index)), declaring `entries` entries
@@ -174,6 +183,8 @@ def _with_xref_stream(
         else:
             rows.append(_xref_row(widths, 0, 0, 0))
     table = b"".join(rows)
+    # The rows beyond the real ones: free (zeros), or of `unused_kind`.
+    table += _xref_row(widths, unused_kind, 0, 0) * (size - len(rows)) if unused_kind else b""
     table += bytes(max(size * sum(widths), inflated) - len(table))
     data = zlib.compress(table, 9)
     out.write(
@@ -184,11 +195,12 @@ def _with_xref_stream(
     return out.getvalue()
 
 
-def pdf_with_huge_xref_stream(entries: int = 2_000_000) -> bytes:
+def pdf_with_huge_xref_stream(entries: int = 2_000_000, *, unused_kind: int = 0) -> bytes:
     """A one-page PDF of about 12 KB whose compressed cross-reference stream declares
-    `entries` entries (all but five free): pypdf reads every one in Python, seconds of CPU."""
+    `entries` entries (all but five free, or of the type `unused_kind`): pypdf reads every
+    one in Python, seconds of CPU."""
     out, offsets = _pdf_head()
-    return _with_xref_stream(out, offsets, entries=entries)
+    return _with_xref_stream(out, offsets, entries=entries, unused_kind=unused_kind)
 
 
 def pdf_with_xref_stream_bomb(inflated: int = 200_000_000) -> bytes:
@@ -554,3 +566,33 @@ def _rewrite_xref(pdf: bytes) -> bytes:
         + trailer
         + b"startxref\n%d\n%%%%EOF\n" % len(body)
     )
+
+
+def docx_of_empty_paragraphs(
+    xml_mb: float = 190, *, stated_pages: int = 1, tail: bytes = b""
+) -> bytes:
+    """A DOCX of a few hundred KB stating `stated_pages` whose document.xml inflates to
+    about `xml_mb` MiB of empty paragraphs (no word at all); `tail` replaces its closing
+    tags (a bad one makes extraction fail at the very end, after all the parsing)."""
+    head, end = _document_xml([], "w").split(b"</w:body>")
+    batch = b"<w:p/>" * 100_000
+    batches = max(1, int(xml_mb * 2**20) // len(batch))
+    closing = tail or b"</w:body>" + end
+    data = make_docx(0, pages_property=stated_pages)
+    return _replace_document_xml(data, [head, *[batch] * batches, closing])
+
+
+def docx_of_heavy_markup(xml_mb: float = 4, *, stated_pages: int = 1) -> bytes:
+    """A DOCX stating `stated_pages` whose document.xml is about `xml_mb` MiB of empty
+    paragraphs, each with random revision ids, as Word writes them: no word, and markup
+    that compresses about three times, as real markup does."""
+
+    rng = random.Random(7)
+    count = int(xml_mb * 2**20) // 60
+    paragraphs = [
+        b'<w:p w:rsidR="%08X" w:rsidRDefault="%08X" w:rsidP="%08X"/>'
+        % (rng.getrandbits(32), rng.getrandbits(32), rng.getrandbits(32))
+        for _ in range(count)
+    ]
+    xml = _document_xml(paragraphs, "w")
+    return _replace_document_xml(make_docx(0, pages_property=stated_pages), [xml])
