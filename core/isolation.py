@@ -159,6 +159,8 @@ def run_isolated(
             # A child still at the call (its wall clock ran out, RQ's timeout) is killed at
             # once: waiting for it to notice would hold the caller.
             exitcode, elapsed = child.close(busy=not answered)
+            if not answered or answer is None:
+                _count_unanswered(child, _death(exitcode, limits, elapsed), limits, elapsed)
     if answer is None or answer[0] == "memory":
         if child.calls > 1:  # a verdict of a child that had served earlier calls
             return run_isolated(
@@ -186,9 +188,10 @@ _spent = threading.local()
 
 
 def isolated_cpu_seconds() -> float:
-    """CPU seconds the children have used for this thread's answered calls so far (a
-    call whose child died or was killed is not counted): the work done for the thread
-    outside its own CPU time."""
+    """CPU seconds the children have used for this thread's calls so far: the work done
+    for the thread outside its own CPU time. A call whose child died or was killed counts
+    what the child had used (read from /proc before it is killed; where that cannot be
+    read, its CPU limit if that is what ended it, else the call's time)."""
     return getattr(_spent, "seconds", 0.0)
 
 
@@ -256,6 +259,11 @@ class _Child:
         self.owner = os.getpid()
         self.memory_bytes = memory_bytes
         self.calls = 0
+        # CPU seconds its answered calls used; /proc's count for it less this is the
+        # unanswered call's.
+        self.answered_cpu = 0.0
+        # The unanswered call's CPU seconds, as read before the child was killed.
+        self.unanswered_cpu: float | None = None
         self.started = time.monotonic()
         _share_fork_server()
         try:
@@ -325,6 +333,7 @@ class _Child:
                     return None, True
                 if message[0] != "progress":
                     _spent.seconds = getattr(_spent, "seconds", 0.0) + message[3]
+                    self.answered_cpu += message[3]
                     return message[:2], message[2]
                 if on_progress is not None:
                     on_progress(*message[1:])
@@ -337,6 +346,9 @@ class _Child:
         if self.process.pid is None:  # it never started
             return None, 0.0
         if busy:
+            used = _process_cpu_seconds(self.process.pid)
+            if used is not None:
+                self.unanswered_cpu = max(used - self.answered_cpu, 0.0)
             self.process.kill()
         self.process.join(timeout=CLOSE_GRACE_SECONDS)
         if self.process.is_alive():
@@ -348,6 +360,25 @@ class _Child:
 
 
 CLOSE_GRACE_SECONDS = 1.0
+
+
+def _process_cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds process `pid` has used, from /proc (None where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _count_unanswered(child: "_Child", error: Exception, limits: Limits, elapsed: float) -> None:
+    """Count the CPU of a call the child did not answer (isolated_cpu_seconds)."""
+    used = child.unanswered_cpu
+    if used is None:
+        over_cpu = isinstance(error, LimitExceeded) and error.limit == "cpu"
+        used = limits.cpu_seconds if over_cpu else elapsed
+    _spent.seconds = getattr(_spent, "seconds", 0.0) + used
 # The least time between two progress reports of a child that are not its last.
 PROGRESS_INTERVAL = 0.25
 _COPY_BLOCK = 1024 * 1024

@@ -8,7 +8,7 @@ covers each use:
 - a cap on calls in flight: the window is the longest a call may last, and the call's
   entry leaves when it ends (`rate_release`), or at the window's end if its caller died;
 - a hold: nothing is counted under a hold's key before it has passed (`rate_hold`, a
-  provider's Retry-After), checked in the same call.
+  provider's Retry-After, or an organisation's failed work), checked in the same call.
 A sliding log rather than a bucket: no window ever holds more than the limit, which is
 how providers count. Times are Redis's own (TIME, key expiry), so hosts whose clocks
 differ share one window.
@@ -43,7 +43,7 @@ from core.redis import redis_connection, request_breaker, request_connection
 #           refused: its wait until this call fits. A refusal writes nothing.
 #   'release': per rule: member; it leaves the log before its time.
 #   'hold': ARGV[2]: milliseconds from now before which nothing is taken (a longer
-#           hold that stands is kept).
+#           hold that stands is kept); with ARGV[3] 'add', added to what stands.
 _STEP = """
 local function cost(member)
     return tonumber(string.match(member, ':(%d+)$'))
@@ -83,8 +83,9 @@ end
 
 local step = ARGV[1]
 if step == 'hold' then
-    local ms = tonumber(ARGV[2])
-    if redis.call('PTTL', KEYS[1]) < ms then redis.call('SET', KEYS[1], 1, 'PX', ms) end
+    local ms, stands = tonumber(ARGV[2]), redis.call('PTTL', KEYS[1])
+    if ARGV[3] == 'add' and stands > 0 then ms = ms + stands end
+    if stands < ms then redis.call('SET', KEYS[1], 1, 'PX', ms) end
     return 1
 end
 if step == 'release' then
@@ -210,10 +211,11 @@ def rate_release(*, rules: Sequence[Rule], entry: str) -> None:
         pass
 
 
-def rate_hold(*, key: str, seconds: float) -> None:
+def rate_hold(*, key: str, seconds: float, add: bool = False) -> None:
     """Let `rate_take` count nothing under the hold `key` for `seconds` from now (Redis's
-    clock), unless a longer hold stands."""
-    _step([key], ["hold", max(1, math.ceil(seconds * 1000))])
+    clock), unless a longer hold stands; `add`: `seconds` more than what stands."""
+    args = ["hold", max(1, math.ceil(seconds * 1000))]
+    _step([key], args + (["add"] if add else []))
 
 
 def _step(keys: list[str], args: list) -> list:

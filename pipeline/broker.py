@@ -38,6 +38,9 @@ JobTimeout = JobTimeoutException
 # What RQ hands a job's callbacks (`job.args` are the job's arguments).
 RQJob = Job
 
+# The stage jobs' function, as jobs name it.
+STAGE_FUNCTION = "pipeline.engine.execute_stage"
+
 # The fields of a job's hash that say where it is and since when.
 JOB_FIELDS = ("status", "enqueued_at", "started_at", "ended_at", "worker_name", "origin")
 
@@ -108,6 +111,21 @@ def current_job() -> tuple[str, str] | None:
     """(job id, worker name) of the job this process runs now, None outside a job."""
     job = get_current_job()
     return None if job is None else (job.id, job.worker_name or "")
+
+
+def job_run_and_stage(job: Job) -> tuple[str | None, str | None]:
+    """(run id, stage) of a stage job (pipeline.engine.execute_stage's arguments); Nones
+    for any other job."""
+    args = job.args
+    if job.func_name != STAGE_FUNCTION or len(args) != 2:
+        return None, None
+    return str(args[0]), str(args[1])
+
+
+def job_put_back(connection: Redis, lane: str, job_id: str) -> None:
+    """Put a job a worker has just taken (and not started) back at the head of its lane,
+    where the next worker to read the lane takes it first."""
+    connection.lpush(queue_key(lane), job_id)
 
 
 def job_origin(connection: Redis, job_id: str) -> str | None:

@@ -30,7 +30,7 @@ from pipeline.stage_list import stage_spec
 
 logger = logging.getLogger(__name__)
 
-EXECUTE = "pipeline.engine.execute_stage"
+EXECUTE = broker.STAGE_FUNCTION
 # Called by RQ in the worker when a stage job has returned, or has raised.
 ON_SUCCESS = "pipeline.dispatch.on_stage_job_success"
 ON_FAILURE = "pipeline.dispatch.on_stage_job_failure"

@@ -7,7 +7,9 @@ after the one just served comes first (lanes take turns), the other priority's l
 after them (no idle worker while there is work), and every BULK_EVERY-th pick an
 interactive-first worker puts the bulk lanes first (bulk work never starves). While the
 provider a stage calls keeps failing (core/provider_breaker.py), the worker takes none of
-that stage's jobs until the pause ends.
+that stage's jobs until the pause ends. A heavy job over its organisation's share of a
+weighed stage goes back to the head of its lane, which the worker leaves alone for
+REST_SECONDS (pipeline/fair_share.py).
 
 **A prompt stop.** RQ listens for its commands (shut down, stop or kill the job) in a
 pub/sub thread that waits up to `sleep_time` for a message; RQ asks for 60 s. Once that
@@ -27,6 +29,8 @@ from rq.exceptions import DequeueTimeout
 from rq.worker import BaseWorker, SimpleWorker, Worker, WorkerStatus
 
 from core.provider_breaker import breaker
+from pipeline import broker
+from pipeline.fair_share import REST_SECONDS, Share
 from pipeline.models import RunPriority
 from pipeline.queues import PRIORITIES, queue_lane, queue_stage
 from pipeline.stage_list import stage_spec
@@ -81,6 +85,8 @@ class LaneOrder:
         # Stage -> the breaker of the provider it calls, for the stages read here that call one.
         self._providers = {}
         self._looked_at = float("-inf")
+        self._share = Share()
+        self._resting: dict[str, float] = {}
         for queue in self.queues:
             lane = queue_lane(queue.name)
             if lane and (provider := stage_spec(lane.stage).provider):
@@ -101,20 +107,44 @@ class LaneOrder:
         return order + self._others
 
     def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
-        # While a stage's provider keeps failing, its jobs wait in their queues: the
-        # worker takes its other stages' jobs, or waits (beating) until the pause ends.
-        while paused := self._paused_stages():
+        while True:
+            result = self._dequeue(timeout, max_idle_time)
+            if result is None:
+                return None
+            job, queue = result
+            if self._share.admits(job):
+                return result
+            # Its organisation runs its share of heavy work already: back to the head of
+            # its lane, which this worker leaves alone for a moment (pipeline/fair_share.py).
+            broker.job_put_back(self.connection, queue.name, job.id)
+            self._resting[queue.name] = time.monotonic() + REST_SECONDS
+
+    def _dequeue(self, timeout, max_idle_time):
+        # While a stage's provider keeps failing, its jobs wait in their queues, and while a
+        # lane rests its jobs wait too: the worker takes the other lanes' jobs, or waits
+        # (beating) until the pause or the rest ends.
+        while True:
+            paused = self._paused_stages()
+            resting = self._resting_lanes()
+            if not paused and not resting:
+                break
             self.set_state(WorkerStatus.IDLE)  # a stop request now ends the worker at once
             self.heartbeat()
-            wait = min(paused.values())
-            others = [q for q in self._ordered_queues if queue_stage(q.name) not in paused]
+            wait = min([*paused.values(), *resting.values()])
+            others = [
+                q
+                for q in self._ordered_queues
+                if queue_stage(q.name) not in paused and q.name not in resting
+            ]
             if not others:
                 self.procline(f"Paused while {', '.join(sorted(paused))} waits for its provider")
                 time.sleep(min(wait, PAUSE_BEAT_SECONDS))
                 continue
             try:
                 result = self.queue_class.dequeue_any(
-                    others,
+                    # One key would make RQ move the job to a list of its own (LMOVE), which
+                    # only a worker of that one queue clears: the same key twice is a BLPOP.
+                    others if len(others) > 1 else others * 2,
                     max(1, math.ceil(min(wait, PAUSE_BEAT_SECONDS))),  # BLPOP: whole seconds
                     connection=self.connection,
                     job_class=self.job_class,
@@ -129,6 +159,18 @@ class LaneOrder:
                 self.reorder_queues(reference_queue=result[1])
                 return result
         return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+
+    def _resting_lanes(self) -> dict[str, float]:
+        """Lane -> seconds it still rests, for the lanes this worker leaves alone."""
+        now = time.monotonic()
+        self._resting = {lane: end for lane, end in self._resting.items() if end > now}
+        return {lane: end - now for lane, end in self._resting.items()}
+
+    def execute_job(self, job, queue):
+        try:
+            return super().execute_job(job, queue)
+        finally:
+            self._share.release()
 
     def _paused_stages(self) -> dict[str, float]:
         """Stage -> seconds its jobs still wait, for the stages whose provider is paused.

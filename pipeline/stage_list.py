@@ -33,6 +33,9 @@ class StageSpec:
     # which only a settle makes searchable): a retry of a run that ended after it starts
     # again from it.
     discarded_on_end: bool = False
+    # Its jobs are weighed before they run (pipeline/fair_share.py): one organisation's
+    # heavy documents take at most all its workers but one.
+    weighed: bool = False
 
     @property
     def timeout(self) -> int:
@@ -65,6 +68,7 @@ STAGES: tuple[StageSpec, ...] = (
         default_concurrency=2,
         # The extraction's fork server (about 0.7 s to start).
         warm_up=isolation.warm_up,
+        weighed=True,
     ),
     StageSpec(
         Stage.EMBED,

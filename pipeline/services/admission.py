@@ -6,7 +6,12 @@ never come through here. An upload is refused with `SystemBusy` (429, Retry-Afte
 - the interactive runs not yet ended reach PAPERLANE_ADMISSION_BACKLOG_BOUND,
 - one of them has waited for a worker longer than PAPERLANE_ADMISSION_PROMISE_SECONDS, or
 - its organisation has PAPERLANE_ADMISSION_ORGANISATION_BOUND of them in flight, so one
-  organisation's backfill cannot fill the system.
+  organisation's backfill cannot fill the system, or
+- its organisation's documents lately failed after costing the workers real work: each
+  extraction that fails after more than FREE_FAILED_CPU_SECONDS of CPU holds the
+  organisation's uploads for as long as that CPU (added up, `admission_hold_failed_work`),
+  so a file that fails expensively cannot be sent again and again for free, and only its
+  organisation waits.
 
 The three counts are one statement (`_COUNTS_SQL`), each a bounded scan of a partial
 index (pipeline/migrations/0006): counts stop at bound + 1 and never COUNT the table. It is
@@ -39,11 +44,12 @@ from redis import Redis
 from redis.commands.core import Script
 
 from core.errors import SystemBusy
+from core.rate_limit import rate_hold, rate_take
 from core.redis import request_breaker, request_connection
 from pipeline.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunPriority
 
-BACKLOG, LATE, ORGANISATION = "backlog", "late", "organisation"
-REASONS = (BACKLOG, LATE, ORGANISATION)
+BACKLOG, LATE, ORGANISATION, FAILURES = "backlog", "late", "organisation", "failures"
+REASONS = (BACKLOG, LATE, ORGANISATION, FAILURES)
 
 # The drain rate is measured over the runs that ended in this window, the latest
 # DRAIN_SAMPLE of them, and over at least DRAIN_MIN_SPAN_SECONDS, so that a few runs
@@ -58,6 +64,10 @@ RETRY_AFTER_DEFAULT_SECONDS = 30
 RETRY_AFTER_MAX_SECONDS = 900
 
 SLOT_KEY = "paperlane:admission:slot:"
+FAILED_WORK_KEY = "paperlane:admission:failed-work:{organisation}"
+# A failed extraction that used less CPU than this holds nothing: a damaged file found
+# damaged at once costs the workers nothing worth pricing.
+FREE_FAILED_CPU_SECONDS = 1.0
 REFUSALS_KEY = "paperlane:stats:admission_refusals"
 
 
@@ -240,10 +250,37 @@ def admission_organisation_refusal(
     )
 
 
+def admission_hold_failed_work(*, organisation_id, cpu_seconds: float) -> None:
+    """An extraction of the organisation's failed after `cpu_seconds` of CPU: its uploads
+    wait that much longer (nothing under FREE_FAILED_CPU_SECONDS). Raises
+    RateLimitUnavailable if Redis does not answer."""
+    if cpu_seconds >= FREE_FAILED_CPU_SECONDS:
+        key = FAILED_WORK_KEY.format(organisation=organisation_id)
+        rate_hold(key=key, seconds=cpu_seconds, add=True)
+
+
+def _check_failed_work(organisation_id) -> None:
+    key = FAILED_WORK_KEY.format(organisation=organisation_id)
+    # The request's client and breaker: Redis away admits the upload.
+    waits = rate_take(rules=(), hold_key=key, fail_open=True)
+    if waits:
+        scope = f"failures:{organisation_id}"
+        seconds = _take_slot(scope, reason=FAILURES, wait=waits[key], step=0)
+        retry_after = min(max(math.ceil(seconds - 1e-6), 1), RETRY_AFTER_MAX_SECONDS)
+        raise SystemBusy(
+            "Your organisation's recent documents failed after using the workers for "
+            f"a while; please try again in {_in_words(retry_after)}. The failed "
+            "documents say why they failed.",
+            retry_after=retry_after,
+            reason=FAILURES,
+        )
+
+
 def admission_check(*, organisation_id: int) -> None:
     """Raise SystemBusy if the pipeline has no room for an upload of the organisation now.
 
     Call before anything is stored: a refusal records nothing and holds no pages."""
+    _check_failed_work(organisation_id)
     now = timezone.now()
     bound = settings.PAPERLANE_ADMISSION_BACKLOG_BOUND
     promise = settings.PAPERLANE_ADMISSION_PROMISE_SECONDS

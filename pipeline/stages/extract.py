@@ -11,31 +11,53 @@ those available when the stage starts, read once), before it reads the text of
 the rest; the count at the end is checked again as the reservation is resized.
 """
 
+import logging
+
 from django.conf import settings
 
-from core.errors import QuotaExceeded
-from core.isolation import ChildFailed, LimitExceeded, Limits, run_isolated
+from core.errors import QuotaExceeded, ServiceError
+from core.isolation import (
+    ChildFailed,
+    LimitExceeded,
+    Limits,
+    isolated_cpu_seconds,
+    run_isolated,
+)
+from core.rate_limit import RateLimitUnavailable
 from documents.models import QuotaReservation
 from documents.reading import extract_limits
 from documents.services.content import document_text_save
 from documents.services.quota import quota_get, quota_resize
 from formats import PagesOverBudget, extract
 from pipeline.errors import PermanentError
+from pipeline.services.admission import admission_hold_failed_work
 from pipeline.stages.context import StageContext
 from pipeline.stages.stored_file import read_stored
+
+logger = logging.getLogger(__name__)
 
 # Documents one extraction child extracts, one after another, before a new one takes over
 # (1: a new child per document). Each gets the CPU budget; a child whose memory has grown
 # is replaced sooner, and a document over the memory limit is judged again in a new child.
 CHILD_DOCUMENTS = 100
+# The CPU a document's extraction may use: this much, and this much more for each page
+# held for it, up to PAPERLANE_EXTRACT_CPU_SECONDS. What a document may cost the workers
+# follows what it was charged for (a page of text takes PDFium some 10 ms, a MiB of
+# Word markup, charged a page, about 0.3 s); pipeline/fair_share.py calls a document
+# heavy from the same pages.
+EXTRACT_CPU_BASE_SECONDS = 2
+EXTRACT_CPU_SECONDS_PER_PAGE = 1
 
 
-def isolation_limits(*, timeout: int) -> Limits:
-    """The child's limits. Its wall clock ends before the stage's own `timeout` (less a
-    tenth, at least 10 s, for reading the bytes and saving the text): a document that
-    takes too long then fails at once as over the limit, instead of timing the stage
-    out and being tried again."""
+def isolation_limits(*, timeout: int, pages: int | None = None) -> Limits:
+    """The child's limits for a document held for `pages` (None: the most any may use).
+    Its wall clock ends before the stage's own `timeout` (less a tenth, at least 10 s,
+    for reading the bytes and saving the text): a document that takes too long then
+    fails at once as over the limit, instead of timing the stage out and being tried
+    again."""
     cpu = settings.PAPERLANE_EXTRACT_CPU_SECONDS
+    if pages is not None:
+        cpu = min(cpu, EXTRACT_CPU_BASE_SECONDS + EXTRACT_CPU_SECONDS_PER_PAGE * max(pages, 1))
     return Limits(
         memory_bytes=settings.PAPERLANE_EXTRACT_MEMORY_MB * 1024 * 1024,
         cpu_seconds=cpu,
@@ -46,6 +68,11 @@ def isolation_limits(*, timeout: int) -> Limits:
 def _held(reservation: QuotaReservation | None) -> int:
     held = reservation is not None and reservation.status == QuotaReservation.Status.HELD
     return reservation.pages if held else 0
+
+
+def _reserved(reservation: QuotaReservation | None) -> int | None:
+    """The pages the document was weighed at (held, or charged by an earlier run)."""
+    return reservation.pages if reservation is not None else None
 
 
 def _over_quota(*, pages: str, held: int, available: int) -> PermanentError:
@@ -62,20 +89,53 @@ def run(ctx: StageContext) -> None:
     held = _held(ctx.run.reservation)
     available = quota_get(organisation_id=ctx.run.organisation_id).pages_available
 
+    started = isolated_cpu_seconds()
     try:
-        extracted = run_isolated(
+        extracted = _extract(ctx, document, data, held=held, available=available)
+    except (PermanentError, ServiceError):
+        # The document failed, and what it cost the workers is its organisation's to wait
+        # for (pipeline/services/admission.py).
+        _hold_failed_work(ctx, isolated_cpu_seconds() - started)
+        raise
+
+    try:
+        with ctx.complete():
+            document_text_save(document=document, extracted=extracted)
+            quota_resize(reservation=ctx.run.reservation, pages=extracted.page_count)
+    except QuotaExceeded as exc:
+        raise _over_quota(
+            pages=f"{extracted.page_count} pages",
+            held=held,
+            available=exc.extra["pages_available"],
+        ) from exc
+
+
+def _hold_failed_work(ctx: StageContext, cpu_seconds: float) -> None:
+    try:
+        admission_hold_failed_work(
+            organisation_id=ctx.run.organisation_id, cpu_seconds=cpu_seconds
+        )
+    except RateLimitUnavailable:
+        logger.warning("could not hold the failed work of run %s", ctx.run.id)
+
+
+def _extract(ctx: StageContext, document, data: bytes, *, held: int, available: int):
+    """The document's text from the isolated child, or the PermanentError that says why
+    not."""
+    try:
+        return run_isolated(
             extract,
             document.kind,
             data,
             extract_limits(),
-            limits=isolation_limits(timeout=ctx.timeout),
+            limits=isolation_limits(timeout=ctx.timeout, pages=_reserved(ctx.run.reservation)),
             on_progress=ctx.progress,
             reuse=CHILD_DOCUMENTS,
             page_budget=held + available,
         )
     except LimitExceeded as exc:
         raise PermanentError(
-            f"Extracting the text {exc}, the limit for one document.",
+            f"Extracting the text {exc}, the limit for a document of its size.",
             code=f"extract_{exc.limit}_limit",
         ) from exc
     except ChildFailed as exc:
@@ -92,14 +152,3 @@ def run(ctx: StageContext) -> None:
     except PagesOverBudget as exc:
         pages = f"{exc.counted} pages" if exc.complete else f"more than {exc.budget} pages"
         raise _over_quota(pages=pages, held=held, available=available) from exc
-
-    try:
-        with ctx.complete():
-            document_text_save(document=document, extracted=extracted)
-            quota_resize(reservation=ctx.run.reservation, pages=extracted.page_count)
-    except QuotaExceeded as exc:
-        raise _over_quota(
-            pages=f"{extracted.page_count} pages",
-            held=held,
-            available=exc.extra["pages_available"],
-        ) from exc

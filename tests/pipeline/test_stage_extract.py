@@ -25,7 +25,7 @@ from tests.support import hostile, real_world
 from tests.support.crash import crash_reading
 from tests.support.files import make_damaged_pdf, make_encrypted_pdf, make_pdf
 from tests.support.runs import drive, stored_bytes_replace, unchecked_run
-from tests.support.uploads import accepted_run
+from tests.support.uploads import accepted_run, upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -152,8 +152,11 @@ def test_a_pdf_with_an_unreadable_page_succeeds_charged_its_pages_and_names_the_
 
 def test_a_docx_stating_one_page_is_charged_by_its_words(api, org, monkeypatch):
     monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 500)
+    # Its text repeats itself, so its markup compresses past what accept allows.
+    monkeypatch.setattr(reading, "DOCX_MAX_COMPRESSION_RATIO", 10_000)
     run = accepted_run(api, hostile.docx_many_words(200_000, stated_pages=1), name="long.docx")
-    assert run.reservation.pages == 1
+    # One page stated, two for its 1.3 MiB of markup: its words are not counted at accept.
+    assert run.reservation.pages == 2
 
     run = drive(run.id)
 
@@ -213,6 +216,7 @@ def test_a_document_that_fits_what_is_held_and_left_exactly_is_extracted_and_cha
 
 def test_a_docx_stops_being_read_once_its_words_pass_what_it_may_be_charged(api, org, monkeypatch):
     monkeypatch.setattr(reading, "DOCX_WORDS_PER_PAGE", 500)
+    monkeypatch.setattr(reading, "DOCX_MAX_COMPRESSION_RATIO", 10_000)
     Organisation.objects.filter(id=org.id).update(page_limit=10)
     data = hostile.docx_many_words(200_000, stated_pages=1)  # 400 pages of words
     run = accepted_run(api, data, name="long.docx")
@@ -298,8 +302,10 @@ def test_an_unforeseen_error_is_retried_and_its_class_recorded(api, monkeypatch,
     ids=["cpu", "memory"],
 )
 def test_a_document_over_an_extraction_limit_fails_naming_it(
-    api, org, settings, data, name, setting, code, says
+    api, org, settings, monkeypatch, data, name, setting, code, says
 ):
+    # The Word file inflates as no real one does; here what extraction does with it counts.
+    monkeypatch.setattr(reading, "DOCX_MAX_COMPRESSION_RATIO", 10_000)
     for key, value in setting.items():
         setattr(settings, key, value)
     settings.PAPERLANE_MAX_PAGES_PER_DOCUMENT = 100_000
@@ -308,8 +314,28 @@ def test_a_document_over_an_extraction_limit_fails_naming_it(
     run = drive(accepted_run(api, data, name=name).id)
 
     assert (run.status, run.stage, run.error_code) == ("failed", "extract", code)
-    assert says in run.error_message and "the limit for one document" in run.error_message
+    assert says in run.error_message and "the limit for a document of its size" in run.error_message
     assert QuotaReservation.objects.get(run=run).status == "released"
+
+
+def test_an_extraction_that_fails_after_seconds_of_cpu_holds_its_organisations_uploads(
+    api, other_api, org, settings
+):
+    settings.PAPERLANE_EXTRACT_CPU_SECONDS = 2
+    settings.PAPERLANE_MAX_CHARS_PER_DOCUMENT = 10**9
+    heavy = hostile.pdf_with_shared_heavy_content(200, stream_mb=0.15)
+    run = drive(accepted_run(api, heavy, name="heavy.pdf").id)
+    assert run.error_code == "extract_cpu_limit"
+
+    refused = upload(api, make_pdf(1), "next.pdf")
+    other = upload(other_api, make_pdf(1), "other.pdf")
+
+    assert refused.status_code == 429, refused.content
+    assert refused.json()["code"] == "busy", refused.content
+    # The 2 s of CPU the failure cost, less what has passed since.
+    assert 1 <= int(refused.headers["Retry-After"]) <= 2
+    assert "recent documents failed" in refused.json()["detail"]
+    assert other.status_code == 202, other.content
 
 
 def burn_then_extract(*args, progress, **kwargs):
