@@ -27,6 +27,7 @@ from connectors.problems import Problem, problem_text
 from connectors.registry import provider_for
 from connectors.source import CONNECTION_DISCONNECTED, DELETED_HERE
 from connectors.status import SYNCING, connection_move
+from core.text import ascii_number
 from documents.services.content import (
     document_has_chunks,
     document_mark_source_deleted,
@@ -344,7 +345,7 @@ def _is_version(record: ConnectorImport, version: str) -> bool:
     if recorded == version:
         return True
     head, sep, count = recorded.rpartition(AGAIN)
-    return bool(sep) and head == version and count.isdigit()
+    return bool(sep) and head == version and ascii_number(count) is not None
 
 
 def _search_again(connection: Connection, record: ConnectorImport) -> None:
