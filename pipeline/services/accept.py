@@ -70,8 +70,11 @@ class Acceptance:
 
 
 def filename_validate(name: str | None) -> str:
-    """Return a plain, safe file name or refuse it. Never used to build paths."""
-    name = unicodedata.normalize("NFC", (name or "").strip())
+    """Return a plain, safe file name or refuse it. Never used to build paths.
+
+    The name is judged, and kept, as NFKC makes it: fullwidth dots and solidi
+    ("．．／") are "../" to a file system that folds them, and to a download's name."""
+    name = unicodedata.normalize("NFKC", name or "").strip()
     if not name:
         raise InvalidUpload("The file has no name.", code="invalid_filename")
     if "/" in name or "\\" in name or name in {".", ".."} or name.startswith(".."):
