@@ -24,7 +24,7 @@ from typing import BinaryIO
 from connectors.base import ChangePage, FolderRefused, ProviderError, RemoteFile
 from connectors.local_roots import local_folder_check
 from connectors.models import Connection
-from connectors.problems import Problem
+from connectors.problems import FILE_NAME_NOT_UTF8, Problem
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +38,13 @@ _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
-# A name the file system gives as bytes that are not UTF-8 (a Latin-1 name on an old
-# share, say) cannot be stored or shown as it is: it is shown with those bytes escaped
-# ("caf\\xe9.pdf") and recorded as skipped, so the rest of the folder imports.
-NAME_PROBLEM = "The file name is not valid UTF-8 and cannot be imported; rename the file."
-
-
 def _shown(relative: str) -> str:
-    """The path as it can be stored: as it is, or with its undecodable bytes escaped."""
+    """The path as it can be stored: as it is, or with its undecodable bytes escaped.
+
+    A name the file system gives as bytes that are not UTF-8 (a Latin-1 name on an old
+    share, say) cannot be stored or shown as it is: it is shown with those bytes escaped
+    ("caf\\xe9.pdf") and its import fails with FILE_NAME_NOT_UTF8, so the rest of the
+    folder imports."""
     try:
         relative.encode("utf-8")
     except UnicodeEncodeError:
@@ -214,7 +213,7 @@ class LocalFolderProvider:
                         name=PurePosixPath(shown).name,
                         path=shown,
                         size=info.st_size,
-                        problem=NAME_PROBLEM,
+                        problem=FILE_NAME_NOT_UTF8,
                     )
                 )
                 continue

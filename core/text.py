@@ -1,10 +1,15 @@
 """Text from elsewhere (exception messages, tracebacks, what a request or a provider
-sends): made fit to store, and read as a number only when it is written in ASCII digits."""
+sends): made fit to store or to show on one line, and read as a number only when it is
+written in ASCII digits."""
+
+import unicodedata
 
 # More digits than any id or size here has; int() of thousands of digits is slow, and
 # past 4,300 it raises.
 NUMBER_MAX_DIGITS = 18
 _ASCII_DIGITS = frozenset("0123456789")
+# Control and format characters, line and paragraph separators, lone surrogates.
+UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 def storable(text: str) -> str:
@@ -17,6 +22,19 @@ def storable(text: str) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+def printable(text: str) -> str:
+    """`text` with each character of UNPRINTABLE_CATEGORIES written as its escape
+    ("\\x1b", "\\u202e", "\\x00"): one line, shown as it is named, and storable."""
+    if all(unicodedata.category(c) not in UNPRINTABLE_CATEGORIES for c in text):
+        return text
+    return "".join(
+        c.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(c) in UNPRINTABLE_CATEGORIES
+        else c
+        for c in text
+    )
 
 
 def ascii_number(text: str, *, max_digits: int = NUMBER_MAX_DIGITS) -> int | None:

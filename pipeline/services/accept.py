@@ -32,6 +32,7 @@ from core.errors import (
     UnsupportedFileType,
 )
 from core.inserts import rows_insert
+from core.text import UNPRINTABLE_CATEGORIES
 from documents.models import ApiToken, Document, Organisation, PendingUpload, QuotaReservation
 from documents.reading import inspect_upload
 from documents.roles import Ability, ability_require
@@ -81,7 +82,7 @@ def filename_validate(name: str | None) -> str:
         raise InvalidUpload(
             "The file name must be a plain name without folders or '..'.", code="invalid_filename"
         )
-    if any(unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} for ch in name):
+    if any(unicodedata.category(ch) in UNPRINTABLE_CATEGORIES for ch in name):
         raise InvalidUpload("The file name contains control characters.", code="invalid_filename")
     if len(name) > MAX_FILENAME_LENGTH:
         raise InvalidUpload(

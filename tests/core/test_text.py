@@ -1,6 +1,6 @@
 """Free text made fit to store."""
 
-from core.text import ascii_number, storable
+from core.text import ascii_number, printable, storable
 
 
 def test_a_nul_is_written_out_and_a_lone_surrogate_replaced():
@@ -20,3 +20,11 @@ def test_a_number_is_read_from_ascii_digits_alone():
     for text in ["", "²", "1²", "٣", "１２", "9" * 19, "+1", " 1", "1_000", "-1"]:
         assert ascii_number(text) is None, text
     assert ascii_number("123", max_digits=2) is None
+
+
+def test_printable_text_writes_out_what_would_not_show_or_store():
+    assert printable("bell\x07 \x1b[31mred\u202eFDP.exe\x00\ud800") == (
+        "bell\\x07 \\x1b[31mred\\u202eFDP.exe\\x00\\ud800"
+    )
+    text = "Übersicht 報告.pdf"
+    assert printable(text) is text
