@@ -4,10 +4,12 @@ from collections.abc import Callable
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 
-from core.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound, ServiceError
 from documents.models import Membership, Organisation
 
 
@@ -82,11 +84,16 @@ def member_add(
 ) -> AbstractBaseUser:
     """Add a user to an organisation, creating the user if needed, with `role` (a
     newcomer without one is a member; an existing member's role changes only when one is
-    given)."""
+    given). A `password` is checked by AUTH_PASSWORD_VALIDATORS (ServiceError, and
+    nothing changes, if they refuse it)."""
     User = get_user_model()
     user, created = User.objects.get_or_create(username=username)
     fields = []
     if password:
+        try:
+            validate_password(password, user)
+        except ValidationError as exc:
+            raise ServiceError(f"The password is refused: {' '.join(exc.messages)}") from None
         user.set_password(password)
         fields.append("password")
     elif created:
