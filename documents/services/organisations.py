@@ -11,6 +11,7 @@ from django.db.models import F
 
 from core.errors import Conflict, NotFound, ServiceError
 from documents.models import Membership, Organisation
+from documents.services.tokens import api_tokens_revoke_of_member
 
 
 def organisation_create(*, slug: str, page_limit: int, name: str = "") -> Organisation:
@@ -132,8 +133,9 @@ def member_removed_register(hook: MemberRemoved) -> None:
 @transaction.atomic
 def member_remove(*, organisation: Organisation, user: AbstractBaseUser) -> bool:
     """Take `user` out of `organisation`, and in the same transaction stop what they set
-    up there in their own name (the registered hooks: their connections are paused).
-    False, and nothing changes, if they were not a member."""
+    up there in their own name: the API tokens they made as its admin are revoked, and
+    the registered hooks run (their connections are paused). False, and nothing
+    changes, if they were not a member."""
     membership = (
         Membership.objects.select_for_update()
         .filter(organisation=organisation, user_id=user.pk)
@@ -142,6 +144,7 @@ def member_remove(*, organisation: Organisation, user: AbstractBaseUser) -> bool
     if membership is None:
         return False
     membership.delete()
+    api_tokens_revoke_of_member(organisation=organisation, user=user)
     for hook in _member_removed_hooks:
         hook(organisation=organisation, user=user)
     return True
