@@ -111,8 +111,17 @@ TEMPLATES = [
     },
 ]
 
+# Every password set (changed on /accounts/password/ or in the admin, `add_member
+# --password`, `createsuperuser`) is checked by these: at least 8 characters, not like
+# the username, not one of the 20,000 most common, not digits alone.
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
 ]
 
 # Sign-in limits (django-axes, core/signin.py), on /accounts/login/ and /admin/login/: a

@@ -4,6 +4,8 @@ from django.contrib.auth.decorators import permission_required
 from django.urls import include, path
 
 from config.api import api
+from core.signin import LimitedPasswordChangeView
+from operations.admin.password_change import admin_password_change_view
 from operations.dashboard import pipeline_dashboard_view
 from operations.metrics import metrics_view
 from operations.models import VIEW_PIPELINE
@@ -19,6 +21,12 @@ urlpatterns = [
         ),
         name="pipeline_dashboard",
     ),
+    # Django's own, with wrong old passwords limited as on /accounts/password/.
+    path(
+        "admin/password_change/",
+        admin.site.admin_view(admin_password_change_view, cacheable=True),
+        name="admin_password_change",
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     # Staff with operations.view_pipeline, or Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.
@@ -27,7 +35,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "accounts/password/",
-        auth_views.PasswordChangeView.as_view(template_name="registration/password_change.html"),
+        LimitedPasswordChangeView.as_view(template_name="registration/password_change.html"),
         name="password_change",
     ),
     path(

@@ -35,7 +35,8 @@ class RemoteFile:
     size: int | None = None
     # The file was removed (or moved out of the folder) at the source.
     deleted: bool = False
-    # Why the file cannot be imported whatever its type (recorded as skipped), if so.
+    # Why the file cannot be imported whatever its type, if so, in words for members
+    # (connectors/problems.py): its import is recorded as failed, with this as the reason.
     problem: str = ""
 
 

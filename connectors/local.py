@@ -1,6 +1,10 @@
 """A local (or mounted) folder, polled: every file below it, by its relative path.
 
 A file's version is its size, modification time (ns) and a SHA-256 of its bytes.
+A file with more than one hard link is never read: the other link may be anywhere on
+the file system (a file outside the folder that someone linked in), and nothing tells
+where. It is reported with FILE_HARD_LINKED instead (connectors/problems.py), and read
+once it is the folder's alone again.
 A file is listed only once it has stopped changing: the same size and mtime in
 two polls at least STABLE_SECONDS apart, and again after its
 bytes were hashed. The folder is only ever read: files are opened read-only
@@ -24,7 +28,8 @@ from typing import BinaryIO
 from connectors.base import ChangePage, FolderRefused, ProviderError, RemoteFile
 from connectors.local_roots import local_folder_check
 from connectors.models import Connection
-from connectors.problems import Problem
+from connectors.problems import FILE_HARD_LINKED, FILE_NAME_NOT_UTF8, Problem
+from pipeline.errors import PermanentError
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +43,13 @@ _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
-# A name the file system gives as bytes that are not UTF-8 (a Latin-1 name on an old
-# share, say) cannot be stored or shown as it is: it is shown with those bytes escaped
-# ("caf\\xe9.pdf") and recorded as skipped, so the rest of the folder imports.
-NAME_PROBLEM = "The file name is not valid UTF-8 and cannot be imported; rename the file."
-
-
 def _shown(relative: str) -> str:
-    """The path as it can be stored: as it is, or with its undecodable bytes escaped."""
+    """The path as it can be stored: as it is, or with its undecodable bytes escaped.
+
+    A name the file system gives as bytes that are not UTF-8 (a Latin-1 name on an old
+    share, say) cannot be stored or shown as it is: it is shown with those bytes escaped
+    ("caf\\xe9.pdf") and its import fails with FILE_NAME_NOT_UTF8, so the rest of the
+    folder imports."""
     try:
         relative.encode("utf-8")
     except UnicodeEncodeError:
@@ -84,17 +88,26 @@ def open_folder(path: str) -> int:
     return folder
 
 
+class HardLinked(OSError):
+    """The file has more than one hard link: it is not read."""
+
+
 def _open_file(folder: int, name: str) -> int:
     """A read-only descriptor of the regular file `name` in the folder `folder`, not
-    following a link; FileNotFoundError for anything else (a FIFO would block)."""
+    following a link; FileNotFoundError for anything else (a FIFO would block), and
+    HardLinked for a file with another hard link, as it is once opened."""
     try:
         # Reading leaves even the access time as it was, where we own the file.
         fd = os.open(name, _FILE_FLAGS | getattr(os, "O_NOATIME", 0), dir_fd=folder)
     except PermissionError:
         fd = os.open(name, _FILE_FLAGS, dir_fd=folder)  # O_NOATIME needs the owner
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise FileNotFoundError(name)
+    if info.st_nlink > 1:
+        os.close(fd)
+        raise HardLinked(name)
     os.set_blocking(fd, True)
     return fd
 
@@ -201,11 +214,18 @@ class LocalFolderProvider:
         for relative, name, folder, info in self._walk(root):
             present.add(relative)
             shape = [info.st_size, info.st_mtime_ns]
-            known = listed.get(relative)
-            if known is not None and known[:2] == shape:
-                continue
             shown = _shown(relative)
-            if shown != relative:  # reported once per size and mtime, never opened
+            problem = ""
+            if shown != relative:
+                problem = FILE_NAME_NOT_UTF8
+            elif info.st_nlink > 1:
+                problem = FILE_HARD_LINKED
+            known = listed.get(relative)
+            # One reported for a problem (listed without a version) is looked at again
+            # once it has none.
+            if known is not None and known[:2] == shape and (known[2] or problem):
+                continue
+            if problem:  # reported once per size and mtime, never opened
                 listed[relative] = [*shape, ""]
                 changed.append(
                     RemoteFile(
@@ -214,7 +234,7 @@ class LocalFolderProvider:
                         name=PurePosixPath(shown).name,
                         path=shown,
                         size=info.st_size,
-                        problem=NAME_PROBLEM,
+                        problem=problem,
                     )
                 )
                 continue
@@ -260,7 +280,8 @@ class LocalFolderProvider:
         it. The root and then the path are walked one folder at a time, each opened
         without following a link (openat), so a folder on the way swapped for a link after
         the listing is refused, not followed; and something swapped in for the file that
-        is not a regular file (a FIFO would block the reader) is refused without waiting."""
+        is not a regular file (a FIFO would block the reader) is refused without waiting, as
+        is a file with another hard link (a PermanentError: retrying cannot help)."""
         parts = PurePosixPath(relative).parts
         if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
             raise FileNotFoundError(relative)
@@ -268,6 +289,8 @@ class LocalFolderProvider:
         folder = open_folder(str(PurePosixPath(root, *parts[:-1])))
         try:
             fd = _open_file(folder, parts[-1])
+        except HardLinked:
+            raise PermanentError(FILE_HARD_LINKED, code="download_refused") from None
         finally:
             os.close(folder)
         return os.fdopen(fd, "rb")

@@ -11,7 +11,8 @@ A path given by a person is resolved once (links followed, `..` removed) and the
 path is what is checked and stored. The check is made again at every sync and every
 download, on the stored path, and the folder is then opened one component at a time
 without following links (connectors/local.py): a folder swapped for a link later is
-refused, never followed.
+refused, never followed. A file inside with more than one hard link is not read either
+(the other link may be outside every root), at listing and at download.
 
 Why a folder is refused is said to the operator connecting it without naming the
 server's other folders; the roots and paths concerned go to the log and to the sync's

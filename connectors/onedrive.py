@@ -57,6 +57,7 @@ from connectors.onedrive_graph import (
 from connectors.onedrive_items import gone_file, item_file
 from connectors.secrets import CredentialsUnreadable
 from connectors.services import connection_credentials, connection_set_credentials
+from core.text import ascii_number
 from pipeline.errors import PermanentError, TransientError
 
 logger = logging.getLogger(__name__)
@@ -76,11 +77,10 @@ def client_state(connection_id: int) -> str:
 
 def client_state_connection(value: str) -> int | None:
     """The connection a notification's clientState is for, or None if it is not ours."""
-    raw_id, _, _ = value.partition(".")
-    if not raw_id.isdigit() or len(raw_id) > 18:
+    connection_id = ascii_number(value.partition(".")[0])
+    if connection_id is None or not constant_time_compare(value, client_state(connection_id)):
         return None
-    connection_id = int(raw_id)
-    return connection_id if constant_time_compare(value, client_state(connection_id)) else None
+    return connection_id
 
 
 def onedrive_tokens_refresh(

@@ -21,6 +21,7 @@ from django.conf import settings
 
 from connectors import source
 from connectors.onedrive_http import HTTP_FAILURES, http_client
+from core.text import ascii_number
 from pipeline.errors import PermanentError, TransientError
 
 # Redirects one download may follow (each checked as the link itself is).
@@ -177,8 +178,8 @@ def download_open(link: str, *, timeout: float) -> BinaryIO | None:
             raise TransientError(
                 f"The OneDrive download failed ({status}).", code="source_unavailable"
             )
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
+        declared = ascii_number(response.headers.get("content-length", ""))
+        if declared is not None and declared > limit:
             raise _too_large(limit)
         # From here the stream closes them.
         closing.pop_all()

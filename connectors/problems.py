@@ -1,7 +1,11 @@
 """What kinds of problem a sync meets, and what members are told of each: one plain
 sentence. The technical message (a status code, an exception's text) stays on the sync
 and the connection, for operators in the admin. Plain Python: providers raise errors
-of a kind (connectors/base.py), the models keep it."""
+of a kind (connectors/base.py), the models keep it.
+
+Below them, what members are told of one file that is not imported because of the file
+itself (its name, its links): the reason of its import, which is recorded as failed and
+listed with the connection's failed files, for a person to act on."""
 
 
 class Problem:
@@ -49,3 +53,18 @@ def problem_text(kind: str, *, provider: str) -> str:
     ("OneDrive", "Local folder"); an unknown or unrecorded kind reads as UNKNOWN."""
     text = _TEXTS.get(kind) or _TEXTS[Problem.UNKNOWN]
     return text.format(provider=provider)
+
+
+# --- One file -------------------------------------------------------------------------
+
+FILE_NAME_NOT_UTF8 = "The file name is not valid UTF-8 and cannot be imported; rename the file."
+FILE_HARD_LINKED = (
+    "The file has more than one hard link, so it may also be a file outside the connected "
+    "folder, and is not imported; put a copy of it in the folder instead."
+)
+
+
+def file_name_refused(refusal: str) -> str:
+    """The reason of a file whose name an upload would refuse for `refusal` (the
+    upload's own words: "The file name contains control characters.")."""
+    return f"{refusal} It is not imported; rename the file to import it."

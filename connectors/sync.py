@@ -12,7 +12,7 @@ a time: it holds a lease on the connection's row taken by a conditional UPDATE.
 import logging
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -23,10 +23,12 @@ from django.utils import timezone
 from connectors.base import ChangePage, NeedsReconnect, ProviderBusy, ProviderError, RemoteFile
 from connectors.folders import files_left_under, folders_forget_unseen, folders_record
 from connectors.models import Connection, ConnectionSync, ConnectorImport
-from connectors.problems import Problem, problem_text
+from connectors.problems import Problem, file_name_refused, problem_text
 from connectors.registry import provider_for
 from connectors.source import CONNECTION_DISCONNECTED, DELETED_HERE
 from connectors.status import SYNCING, connection_move
+from core.errors import InvalidUpload
+from core.text import ascii_number, printable
 from documents.services.content import (
     document_has_chunks,
     document_mark_source_deleted,
@@ -35,6 +37,7 @@ from documents.services.content import (
 )
 from documents.services.quota import quota_hold_later
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus
+from pipeline.services.accept import filename_validate
 from pipeline.services.transitions import Actor, run_begin, run_move
 
 logger = logging.getLogger(__name__)
@@ -172,6 +175,20 @@ def _mark_deleted(connection: Connection, file_ids: list[str]) -> int:
     return len(gone)
 
 
+def _as_recorded(remote: RemoteFile) -> RemoteFile:
+    """`remote` under the name an upload of it would be kept by (filename_validate: NFKC,
+    no folders, control characters or more than 200 characters) or, when an upload would
+    be refused for its name, under its name with what cannot be shown written out
+    (core/text.py `printable`) and the refusal as its problem. Its path is shown so too."""
+    path = printable(remote.path)
+    try:
+        name = filename_validate(remote.name)
+    except InvalidUpload as exc:
+        problem = remote.problem or file_name_refused(exc.message)
+        return replace(remote, name=printable(remote.name), path=path, problem=problem)
+    return replace(remote, name=name, path=path)
+
+
 def _skip_reason(remote: RemoteFile) -> str:
     suffix = os.path.splitext(remote.name)[1].lower() or "without an extension"
     return f"Only PDF and Word (.docx) files are imported; this file is {suffix}."
@@ -190,7 +207,7 @@ def connection_record_page(
     for remote in page.files:
         latest.pop(remote.file_id, None)
         latest[remote.file_id] = remote
-    present = [f for f in latest.values() if not f.deleted]
+    present = [_as_recorded(f) for f in latest.values() if not f.deleted]
     deleted = [f.file_id for f in latest.values() if f.deleted]
     counts.seen = len(present)
     with transaction.atomic():
@@ -232,7 +249,11 @@ def connection_record_page(
                 if not _deleted_here(moved):
                     restored.append(moved)
                 continue
-            if imports and _is_version(imports[-1], remote.version):
+            if (
+                imports
+                and _is_version(imports[-1], remote.version)
+                and not _fit_again(imports[-1], remote)
+            ):
                 # The file's latest recorded version: nothing new (back, if it was deleted;
                 # elsewhere, if it or a folder above it was moved or renamed).
                 _follow_place(imports[-1], remote)
@@ -243,15 +264,21 @@ def connection_record_page(
             # Business reports it) is a new document version: recorded under its own key.
             before = sum(_is_version(r, remote.version) for r in imports)
             content_version = f"{remote.version}{AGAIN}{before + 1}" if before else remote.version
-            supported = is_supported(remote.name) and not remote.problem
             if remote.file_id in deleted_here:
                 # A new version of a file whose document was deleted: recorded, not imported
                 # (nor charged); the deletion was a person's decision about the file.
-                supported, problem = False, DELETED_HERE
+                state, reason = State.SKIPPED, DELETED_HERE
+            elif remote.problem:
+                # The file itself keeps it out (its name, its links): a person must act.
+                state, reason = State.FAILED, remote.problem
+            elif not is_supported(remote.name):
+                state, reason = State.SKIPPED, _skip_reason(remote)
             else:
-                problem = remote.problem or _skip_reason(remote)
+                state, reason = State.QUEUED, ""
             path = remote.path[:2048]
-            run = _start_run(connection, path=path, version=content_version) if supported else None
+            run = None
+            if state == State.QUEUED:
+                run = _start_run(connection, path=path, version=content_version)
             ConnectorImport.objects.create(
                 organisation_id=connection.organisation_id,
                 connection=connection,
@@ -261,8 +288,8 @@ def connection_record_page(
                 path=path,
                 size_bytes=remote.size,
                 run=run,
-                state=State.QUEUED if supported else State.SKIPPED,
-                reason="" if supported else problem,
+                state=state,
+                reason=reason,
                 seen_at=now,
             )
             if run is not None:
@@ -287,7 +314,9 @@ def _moved_away(connection: Connection, new: list[RemoteFile]) -> dict[str, Conn
     """Of the files listed for the first time, those whose exact version was last seen
     under another id that has since gone (a local file moved or renamed within the
     folder keeps its size, modification time and bytes): {version: that file's latest
-    import}. Such a file is the same document, not a new one to charge again."""
+    import}. Such a file is the same document, not a new one to charge again. A file that
+    never became a document (skipped for its type, failed for its name) is new where it
+    went: what kept it out is judged again there."""
     versions = {f.version for f in new if f.version}
     if not versions:
         return {}
@@ -295,12 +324,16 @@ def _moved_away(connection: Connection, new: list[RemoteFile]) -> dict[str, Conn
         connection=connection, state=State.DELETED, content_version__in=versions
     ).order_by("id")
     candidates = {record.file_id: record for record in gone}
-    latest = dict(
-        ConnectorImport.objects.filter(connection=connection, file_id__in=list(candidates))
+    latest = {
+        file_id: last
+        for file_id, last, documents in ConnectorImport.objects.filter(
+            connection=connection, file_id__in=list(candidates)
+        )
         .values("file_id")
-        .annotate(last=Max("id"))
-        .values_list("file_id", "last")
-    )
+        .annotate(last=Max("id"), documents=Count("document"))
+        .values_list("file_id", "last", "documents")
+        if documents
+    }
     return {
         record.content_version: record
         for record in candidates.values()
@@ -316,9 +349,16 @@ def _follow_move(record: ConnectorImport, remote: RemoteFile) -> ConnectorImport
     ).update(file_id=remote.file_id, updated_at=timezone.now())
     record.file_id, record.name, record.path = remote.file_id, remote.name[:255], remote.path[:2048]
     record.save(update_fields=["name", "path", "updated_at"])
-    if record.document_id:
+    if record.document_id and not remote.problem:
         document_rename(document_id=record.document_id, filename=record.name)
     return record
+
+
+def _fit_again(record: ConnectorImport, remote: RemoteFile) -> bool:
+    """Whether `record`, not imported for a problem of its file (its name, its links), is
+    of a file that has none now (renamed at its source, without changing its content):
+    it is recorded again, and imported."""
+    return record.state == State.FAILED and record.run_id is None and not remote.problem
 
 
 def _deleted_here(record: ConnectorImport) -> bool:
@@ -334,7 +374,8 @@ def _follow_place(record: ConnectorImport, remote: RemoteFile) -> None:
     renamed = record.name != name
     record.name, record.path = name, path
     record.save(update_fields=["name", "path", "updated_at"])
-    if renamed and record.document_id:
+    # A name an upload would refuse is the import's to show, never the document's.
+    if renamed and record.document_id and not remote.problem:
         document_rename(document_id=record.document_id, filename=name)
 
 
@@ -344,7 +385,7 @@ def _is_version(record: ConnectorImport, version: str) -> bool:
     if recorded == version:
         return True
     head, sep, count = recorded.rpartition(AGAIN)
-    return bool(sep) and head == version and count.isdigit()
+    return bool(sep) and head == version and ascii_number(count) is not None
 
 
 def _search_again(connection: Connection, record: ConnectorImport) -> None:

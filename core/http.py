@@ -53,18 +53,27 @@ _PLAIN = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\", "%"}
 
 def attachment(filename: str, *, fallback: str = "document") -> str:
     """`attachment` with `filename` (RFC 6266): as it is when it is plain ASCII; otherwise
-    an ASCII approximation as `filename` for old clients and the exact name as
-    `filename*` (RFC 5987, UTF-8, percent-encoded). Control characters and folder
-    separators never reach the header."""
-    name = "".join(c for c in filename if unicodedata.category(c)[0] != "C")
-    # No folders, and no hidden file on the client's disk.
-    name = name.replace("/", "_").replace("\\", "_").strip().lstrip(".") or fallback
+    an ASCII approximation as `filename` for old clients and the name as `filename*`
+    (RFC 5987, UTF-8, percent-encoded), normalised (NFKC). Control characters, folder
+    separators and ".." never reach the header, whatever characters stood for them."""
+    name = unicodedata.normalize("NFKC", filename)
+    name = _plain_name("".join(c for c in name if unicodedata.category(c)[0] != "C"), fallback)
     if set(name) <= _PLAIN:
         return f'attachment; filename="{name}"'
     stem, extension = os.path.splitext(name)
     plain = " ".join("".join(c if c in _PLAIN else "_" for c in _ascii(stem)).split())
     plain = (plain.strip("_") or fallback) + "".join(c for c in _ascii(extension) if c in _PLAIN)
+    # Dropping what is not ASCII may bring two dots together ("a.報.pdf").
+    plain = _plain_name(plain, fallback)
     return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def _plain_name(name: str, fallback: str) -> str:
+    """`name` without folders, "..", or a leading dot (a hidden file on the client's disk)."""
+    name = name.replace("/", "_").replace("\\", "_")
+    while ".." in name:
+        name = name.replace("..", ".")
+    return name.strip().lstrip(".").strip() or fallback
 
 
 def _ascii(text: str) -> str:

@@ -199,14 +199,26 @@ def rate_take(
     return {named[int(i)]: int(us) / 1_000_000 for i, us in waits}
 
 
-def rate_release(*, rules: Sequence[Rule], entry: str) -> None:
+def rate_release(*, rules: Sequence[Rule], entry: str, fail_open: bool = False) -> None:
     """Take the call `entry` out of `rules` before its window ends (a call in flight that
-    ended). Best effort: if Redis does not answer, the entry leaves with its window."""
+    ended, an attempt that turned out not to count). Best effort: if Redis does not
+    answer, the entry leaves with its window. `fail_open`: a person waits, as for
+    `rate_take`."""
     rules = _limiting(rules)
     if not rules:
         return
+    keys, args = _keys(rules), ["release", *(_member(rule, entry) for rule in rules)]
+    if fail_open:
+        breaker = request_breaker()
+        if breaker.open:
+            return
+        try:
+            _script(request_connection())(keys=keys, args=args)
+        except Exception:  # best effort; the request goes on
+            breaker.trip("releasing a call")
+        return
     try:
-        _step(_keys(rules), ["release", *(_member(rule, entry) for rule in rules)])
+        _step(keys, args)
     except RateLimitUnavailable:
         pass
 

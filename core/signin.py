@@ -1,5 +1,7 @@
 """Sign-in limits (django-axes): who is signing in from where, and the page a locked-out
-sign-in gets. Used by both sign-in pages, `/accounts/login/` and `/admin/login/`.
+sign-in gets. Used by both sign-in pages, `/accounts/login/` and `/admin/login/`. And
+the same limit on the old password a password change asks for, on both password change
+pages, `/accounts/password/` and `/admin/password_change/`.
 
 A username that fails PAPERLANE_SIGNIN_FAILURE_LIMIT times in a row from one address
 may not sign in from that address for PAPERLANE_SIGNIN_COOLOFF_SECONDS, with the right
@@ -10,12 +12,18 @@ the admin (Axes > Access attempts) or with `manage.py axes_reset`.
 
 import ipaddress
 import math
+import uuid
 
 from axes.backends import AxesStandaloneBackend
 from axes.helpers import get_cool_off
 from django.conf import settings
+from django.contrib.auth.forms import PasswordChangeForm
+from django.contrib.auth.views import PasswordChangeView
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+
+from core.rate_limit import Rule, rate_release, rate_take
 
 LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
@@ -64,3 +72,56 @@ def lockout_response(request: HttpRequest, original_response=None, credentials=N
     if seconds:
         response["Retry-After"] = str(seconds)
     return response
+
+
+# --- Password changes -----------------------------------------------------------------
+# Someone who holds a signed-in session (a browser left open) could try old passwords
+# one after the other to learn the password. Wrong ones are limited as failed sign-ins
+# are: at most PAPERLANE_SIGNIN_FAILURE_LIMIT in any PAPERLANE_SIGNIN_COOLOFF_SECONDS per
+# person, counted by the one rate limiter; past it every attempt is refused (429,
+# Retry-After), the right password too. While Redis does not answer, nothing is limited.
+
+PASSWORD_CHANGE_KEY = "paperlane:rate:password-change:user:"
+
+
+class LimitedPasswordChangeForm(PasswordChangeForm):
+    """Django's password change (the old password, the new one twice, checked by
+    AUTH_PASSWORD_VALIDATORS) whose wrong old passwords are limited: each attempt is
+    counted before the old password is checked, and taken back when it was right."""
+
+    retry_after: int | None = None
+
+    def clean_old_password(self):
+        rules = [
+            Rule(
+                key=f"{PASSWORD_CHANGE_KEY}{self.user.pk}",
+                limit=settings.PAPERLANE_SIGNIN_FAILURE_LIMIT,
+                window_seconds=settings.PAPERLANE_SIGNIN_COOLOFF_SECONDS,
+            )
+        ]
+        entry = uuid.uuid4().hex
+        waits = rate_take(rules=rules, entry=entry, fail_open=True)
+        if waits:
+            self.retry_after = max(1, math.ceil(max(waits.values())))
+            minutes = math.ceil(self.retry_after / 60)
+            raise ValidationError(
+                f"Too many wrong passwords: try again in {minutes} minute"
+                f"{'' if minutes == 1 else 's'}; until then the right one is refused too."
+            )
+        old = super().clean_old_password()  # a wrong one stays counted
+        rate_release(rules=rules, entry=entry, fail_open=True)
+        return old
+
+
+class LimitedPasswordChangeView(PasswordChangeView):
+    """Django's password change view with LimitedPasswordChangeForm: a refused attempt
+    past the limit is answered 429 with Retry-After."""
+
+    form_class = LimitedPasswordChangeForm
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if form.retry_after:
+            response.status_code = 429
+            response["Retry-After"] = str(form.retry_after)
+        return response

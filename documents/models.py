@@ -88,6 +88,11 @@ class ApiToken(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Made by an admin of the organisation on the members' tokens page: it acts with no
+    # more than the role its maker has there now, and not at all once they left or their
+    # account was deleted (documents/services/tokens.py). Tokens operators make for the
+    # organisation (the admin, create_api_token) are no member's and keep their role.
+    bound_to_maker = models.BooleanField(default=False, verbose_name="acts for its maker")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -3,8 +3,10 @@ also removes and manages.
 
 The services check these (`ability_require`), so the member pages, the API and the admin
 agree. A person's role is their membership's in the organisation of the thing acted on; a
-token's is the one it was made with. Operators, in the admin, are governed by Django's
-permissions instead, and the system (workers, the sweeper, connected folders) by none.
+token's is the one it was made with, and for a token an admin made on the members' tokens
+page no more than its maker's role now (documents/services/tokens.py). Operators, in the
+admin, are governed by Django's permissions instead, and the system (workers, the
+sweeper, connected folders) by none.
 """
 
 import enum
@@ -48,6 +50,12 @@ def role_allows(role: str | None, ability: Ability) -> bool:
     if role not in _RANK:
         return False
     return _RANK[role] >= _RANK[_NEEDS[ability][0]]
+
+
+def role_within(role: str, bound: str) -> str:
+    """The lesser of `role` and `bound`: what a token of `role` made by someone who has
+    `bound` now may do."""
+    return role if _RANK[Role(role)] <= _RANK[Role(bound)] else bound
 
 
 def abilities(role: str | None) -> dict[str, bool]:

@@ -4,11 +4,14 @@ from collections.abc import Callable
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 
-from core.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound, ServiceError
 from documents.models import Membership, Organisation
+from documents.services.tokens import api_tokens_revoke_of_member
 
 
 def organisation_create(*, slug: str, page_limit: int, name: str = "") -> Organisation:
@@ -82,11 +85,16 @@ def member_add(
 ) -> AbstractBaseUser:
     """Add a user to an organisation, creating the user if needed, with `role` (a
     newcomer without one is a member; an existing member's role changes only when one is
-    given)."""
+    given). A `password` is checked by AUTH_PASSWORD_VALIDATORS (ServiceError, and
+    nothing changes, if they refuse it)."""
     User = get_user_model()
     user, created = User.objects.get_or_create(username=username)
     fields = []
     if password:
+        try:
+            validate_password(password, user)
+        except ValidationError as exc:
+            raise ServiceError(f"The password is refused: {' '.join(exc.messages)}") from None
         user.set_password(password)
         fields.append("password")
     elif created:
@@ -125,8 +133,9 @@ def member_removed_register(hook: MemberRemoved) -> None:
 @transaction.atomic
 def member_remove(*, organisation: Organisation, user: AbstractBaseUser) -> bool:
     """Take `user` out of `organisation`, and in the same transaction stop what they set
-    up there in their own name (the registered hooks: their connections are paused).
-    False, and nothing changes, if they were not a member."""
+    up there in their own name: the API tokens they made as its admin are revoked, and
+    the registered hooks run (their connections are paused). False, and nothing
+    changes, if they were not a member."""
     membership = (
         Membership.objects.select_for_update()
         .filter(organisation=organisation, user_id=user.pk)
@@ -135,6 +144,7 @@ def member_remove(*, organisation: Organisation, user: AbstractBaseUser) -> bool
     if membership is None:
         return False
     membership.delete()
+    api_tokens_revoke_of_member(organisation=organisation, user=user)
     for hook in _member_removed_hooks:
         hook(organisation=organisation, user=user)
     return True

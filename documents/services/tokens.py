@@ -1,4 +1,13 @@
-"""API tokens: created once, stored hashed, revocable."""
+"""API tokens: created once, stored hashed, revocable.
+
+A token an admin makes on the members' tokens page acts for them (`bound_to_maker`): with
+the role it was made with, but never more than the role its maker has in the organisation
+now (an admin made a member acts as a member at most, and as an admin again once made one
+again), and not at all once its maker left the organisation (their tokens are revoked with
+the membership) or their account was deleted. As a person who leaves keeps nothing of
+what they could do, neither does what acts for them. A token operators make for the
+organisation (the admin, `create_api_token`) is no member's and keeps its role until it
+is revoked."""
 
 import hashlib
 import secrets
@@ -12,8 +21,8 @@ from django.utils import timezone
 
 from core.errors import Conflict, ServiceError
 from core.selects import RowSelect
-from documents.models import ApiToken, Organisation
-from documents.roles import Ability, Role, ability_require
+from documents.models import ApiToken, Membership, Organisation
+from documents.roles import Ability, Role, ability_require, role_within
 
 TOKEN_PREFIX = "pl_"
 # A token's last_used_at is written only when it is older than this.
@@ -30,11 +39,14 @@ def api_token_create(
     name: str = "",
     created_by: AbstractBaseUser | None = None,
     role: str = Role.MEMBER,
+    bound_to_maker: bool = False,
 ) -> tuple[ApiToken, str]:
     """Create a token and return it with its secret, which is never shown again.
 
     `role` is what the token may do (documents/roles.py). `created_by` is the person
-    who asked (an operator, in the admin). Tokens are made by people only: a
+    who asked (an operator, in the admin); `bound_to_maker`: the token acts for them,
+    never with more than their role in the organisation now (see above). Tokens are
+    made by people only: a
     token that could make tokens would outlive its own revocation once leaked. Refused
     with `Conflict` (`token_limit_reached`) when the organisation already holds
     PAPERLANE_MAX_ACTIVE_TOKENS active tokens."""
@@ -48,6 +60,7 @@ def api_token_create(
             token_hash=_hash(raw),
             created_by=created_by,
             role=Role(role),
+            bound_to_maker=bound_to_maker,
         )
     return token, raw
 
@@ -77,12 +90,26 @@ _ACTIVE_TOKEN = RowSelect(
 
 def api_token_authenticate(*, raw: str) -> ApiToken | None:
     """Return the active token for a bearer secret, with its organisation, noting when it
-    was last used."""
+    was last used. A token bound to its maker comes with the role it may act with now
+    (its `role` lowered, in memory only), or not at all once its maker is no member."""
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
     token = _ACTIVE_TOKEN.first([_hash(raw)])
     if token is None:
         return None
+    if token.bound_to_maker:
+        maker_role = (
+            Membership.objects.filter(
+                organisation_id=token.organisation_id, user_id=token.created_by_id
+            )
+            .values_list("role", flat=True)
+            .first()
+            if token.created_by_id is not None
+            else None
+        )
+        if maker_role is None:
+            return None
+        token.role = role_within(token.role, maker_role)
     now = timezone.now()
     stale = now - timedelta(seconds=TOUCH_SECONDS)
     if token.last_used_at is None or token.last_used_at < stale:
@@ -160,7 +187,18 @@ def api_token_create_by_member(
         raise ServiceError(f"A token's name is at most {TOKEN_NAME_MAX} characters.")
     if role not in Role.values:
         raise ServiceError("Choose the token's role: viewer, member or admin.")
-    return api_token_create(organisation=organisation, name=name, created_by=user, role=role)
+    return api_token_create(
+        organisation=organisation, name=name, created_by=user, role=role, bound_to_maker=True
+    )
+
+
+def api_tokens_revoke_of_member(*, organisation: Organisation, user: AbstractBaseUser) -> int:
+    """Revoke the tokens that act for `user` in `organisation` (they are leaving it);
+    returns how many were active."""
+    tokens = ApiToken.objects.filter(
+        organisation=organisation, created_by_id=user.pk, bound_to_maker=True
+    )
+    return len(api_tokens_revoke(tokens=tokens))
 
 
 def api_token_revoke_by_member(*, token: ApiToken, user: AbstractBaseUser) -> ApiToken:

@@ -10,6 +10,7 @@ from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
 from django.db import connections
 from django.db.models import QuerySet
 
+from core.text import ascii_number
 from documents.models import Organisation
 
 
@@ -142,7 +143,7 @@ class RelatedChoiceFilter(admin.SimpleListFilter):
 
     def chosen_id(self) -> int | None:
         value = self.value()
-        return int(value) if value is not None and value.isdigit() else None
+        return ascii_number(value) if value is not None else None
 
     def queryset(self, request, queryset):
         if self.value() is None:

@@ -251,6 +251,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "role",
         "state",
         "created_by",
+        "bound_to_maker",
         "created_at",
         "last_used_at",
         "revoked_at",

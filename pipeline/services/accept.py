@@ -32,6 +32,7 @@ from core.errors import (
     UnsupportedFileType,
 )
 from core.inserts import rows_insert
+from core.text import UNPRINTABLE_CATEGORIES
 from documents.models import ApiToken, Document, Organisation, PendingUpload, QuotaReservation
 from documents.reading import inspect_upload
 from documents.roles import Ability, ability_require
@@ -70,15 +71,18 @@ class Acceptance:
 
 
 def filename_validate(name: str | None) -> str:
-    """Return a plain, safe file name or refuse it. Never used to build paths."""
-    name = unicodedata.normalize("NFC", (name or "").strip())
+    """Return a plain, safe file name or refuse it. Never used to build paths.
+
+    The name is judged, and kept, as NFKC makes it: fullwidth dots and solidi
+    ("．．／") are "../" to a file system that folds them, and to a download's name."""
+    name = unicodedata.normalize("NFKC", name or "").strip()
     if not name:
         raise InvalidUpload("The file has no name.", code="invalid_filename")
     if "/" in name or "\\" in name or name in {".", ".."} or name.startswith(".."):
         raise InvalidUpload(
             "The file name must be a plain name without folders or '..'.", code="invalid_filename"
         )
-    if any(unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} for ch in name):
+    if any(unicodedata.category(ch) in UNPRINTABLE_CATEGORIES for ch in name):
         raise InvalidUpload("The file name contains control characters.", code="invalid_filename")
     if len(name) > MAX_FILENAME_LENGTH:
         raise InvalidUpload(

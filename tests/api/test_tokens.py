@@ -1,6 +1,8 @@
 """The tokens API: an organisation lists and revokes its own API tokens; only people make
 them (the admin, `create_api_token`), never a token."""
 
+import base64
+import logging
 from datetime import timedelta
 
 import httpx
@@ -255,3 +257,35 @@ def test_over_http_a_token_is_listed_revoked_and_then_refused():
         assert still.status_code == 200
         gone = {item["id"]: item for item in still.json()["items"]}[made.id]
         assert gone["active"] is False and gone["revoked_at"] is not None
+
+
+def test_no_token_reaches_the_logs_whatever_the_scheme_it_is_sent_in(org, settings, caplog):
+    settings.DEBUG = True  # django-ninja's bearer class logs a header it cannot read then
+    settings.PAPERLANE_METRICS_TOKEN = "metrics-secret-42"
+    _, raw = api_token_create(organisation=org, name="logged")
+    secret = raw.removeprefix("pl_")
+    basic = base64.b64encode(f"user:{raw}".encode()).decode()
+    headers = [
+        f"Basic {raw}",
+        f"Token {raw}",
+        raw,
+        f"Basic {basic}",
+        f"Bearer {raw}x",
+        f"bearer  {raw}",
+        f"Bearer {raw}",
+        "Basic metrics-secret-42",
+    ]
+    caplog.set_level(logging.DEBUG)
+
+    answers = [
+        Client(HTTP_AUTHORIZATION=header).get(path).status_code
+        for header in headers
+        for path in ("/api/v1/quota", "/metrics")
+    ]
+
+    assert answers[-4] == 200  # the one well-formed bearer token is read
+    assert caplog.records, "nothing was logged at all: the capture did not work"
+    for record in caplog.records:
+        logged = record.getMessage() + str(record.exc_info or "") + str(record.args)
+        for leak in (secret, basic, "metrics-secret-42"):
+            assert leak not in logged, (record.name, logged)

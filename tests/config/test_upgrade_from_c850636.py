@@ -70,7 +70,10 @@ def test_a_database_from_c850636_migrates_with_nothing_lost_and_is_searched(tmp_
         migrated = database_manage(old, "migrate", "--no-input")
 
         assert migrated.returncode == 0, migrated.stderr
-        assert _counts(old) == before
+        after = _counts(old)
+        # Migrations made since the fixture add their own rows to django_migrations.
+        assert after.pop("django_migrations") >= before.pop("django_migrations")
+        assert after == before
         # The schema today's migrations make from nothing, column for column and index
         # for index (the migrations that kept their own SQL made the same), both through
         # a dump and a reload as the fixture was: PostgreSQL stores a reloaded condition

@@ -19,6 +19,7 @@ from pipeline.services.people import run_retry
 from pipeline.services.transitions import Actor
 from tests.support.files import make_docx, make_pdf
 from tests.support.folders import fingerprint, local_folder_fixtures, sync, write
+from tests.support.pages import page_text
 from tests.support.runs import drive
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -242,7 +243,7 @@ def test_links_are_not_followed_out_of_the_folder(tmp_path, folder, connection):
             provider.open(connection, escape)
 
 
-def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_imports(folder, connection):
+def test_a_file_name_that_is_not_utf8_fails_and_the_rest_imports(folder, connection):
     # A Latin-1 name, as old shares and archives keep them.
     latin1 = os.path.join(os.fsencode(folder), b"caf\xe9.pdf")
     with open(latin1, "wb") as fh:
@@ -252,10 +253,10 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_imports(folder, co
     [run_id] = sync_until_listed(connection)
 
     assert drive(run_id).document.filename == "good.pdf"
-    skipped = ConnectorImport.objects.get(state="skipped")
-    assert (skipped.file_id, skipped.path) == ("caf\\xe9.pdf", "caf\\xe9.pdf")
-    assert "not valid UTF-8" in skipped.reason and "rename" in skipped.reason
-    assert connection.status == "active" and connection.files_skipped == 1
+    refused = ConnectorImport.objects.get(state="failed")
+    assert (refused.file_id, refused.path) == ("caf\\xe9.pdf", "caf\\xe9.pdf")
+    assert "not valid UTF-8" in refused.reason and "rename" in refused.reason
+    assert connection.status == "active" and connection.files_failed == 1
     assert sync_until_listed(connection) == []  # reported once
     os.rename(latin1, os.path.join(os.fsencode(folder), b"cafe.pdf"))
 
@@ -263,6 +264,37 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_imports(folder, co
 
     assert drive(renamed).status == "succeeded"
     assert ConnectorImport.objects.get(file_id="caf\\xe9.pdf").state == "deleted"
+
+
+def test_a_name_an_upload_would_refuse_fails_with_why_and_imports_once_renamed(
+    folder, connection, member_client
+):
+    long_name = "x" * 226 + ".pdf"  # 230 characters: the file system takes it
+    write(folder, "bell\x07and\x1b[31mred.pdf", make_pdf(1))
+    write(folder, long_name, make_pdf(1))
+    write(folder, "good.pdf", make_pdf(2))
+
+    [run_id] = sync_until_listed(connection)
+
+    assert drive(run_id).document.filename == "good.pdf"
+    refused = {r.path: r for r in ConnectorImport.objects.filter(state="failed")}
+    assert set(refused) == {"bell\\x07and\\x1b[31mred.pdf", long_name}
+    assert all(r.run_id is None and r.document_id is None for r in refused.values())
+    control = refused["bell\\x07and\\x1b[31mred.pdf"]
+    assert control.name == "bell\\x07and\\x1b[31mred.pdf"
+    assert "control characters" in control.reason and "rename the file" in control.reason
+    assert "longer than 200 characters" in refused[long_name].reason
+    assert Document.objects.count() == 1
+    assert (connection.files_failed, connection.status) == (2, "active")
+    page = page_text(member_client.get(f"/connections/{connection.id}/"))
+    assert "contains control characters" in page and "longer than 200 characters" in page
+    assert sync_until_listed(connection) == []  # reported once
+
+    os.rename(folder / "bell\x07and\x1b[31mred.pdf", folder / "bell and red.pdf")
+    [renamed] = sync_until_listed(connection)
+
+    assert drive(renamed).document.filename == "bell and red.pdf"
+    assert Document.objects.count() == 2
 
 
 def test_a_folder_swapped_for_a_link_after_any_check_is_not_followed(

@@ -16,6 +16,7 @@ from connectors.models import Connection, ConnectorImport
 from connectors.services import SYSTEM, connection_create_local, connection_resume
 from connectors.sync import connection_refresh_imports, connection_sync
 from core.errors import InvalidUpload
+from documents.models import Document
 from pipeline.models import ImportRun
 from tests.support.files import make_pdf
 from tests.support.folders import sync, write
@@ -150,6 +151,51 @@ def test_a_folder_above_the_connected_one_swapped_for_a_link_is_not_followed(org
     assert "link" in connection.last_error
     with pytest.raises(OSError):
         LocalFolderProvider.open_path(connection.folder_id, "secret.pdf")
+
+
+def test_a_hard_link_to_a_file_outside_the_folder_is_not_read_and_says_why(
+    org, tmp_path, root, member_client
+):
+    scans = root / "scans"
+    write(scans, "mine.pdf", make_pdf(1))
+    secret = write(tmp_path / "outside", "secret.pdf", make_pdf(2, label="secret"))
+    os.link(secret, scans / "secret.pdf")
+    connection = connection_create_local(organisation=org, path=str(scans))
+    read_before = secret.stat().st_atime_ns
+
+    sync(connection)
+    [run_id] = sync(connection).counts.run_ids
+
+    assert drive(run_id).document.filename == "mine.pdf"
+    linked = ConnectorImport.objects.get(path="secret.pdf")
+    assert (linked.state, linked.run_id, linked.document_id) == ("failed", None, None)
+    assert "hard link" in linked.reason
+    assert "hard link" in page_text(member_client.get(f"/connections/{connection.id}/"))
+    assert sync(connection).counts.seen == 0  # reported once
+    assert secret.stat().st_atime_ns == read_before
+
+    secret.unlink()  # now the folder's own file, linked nowhere else
+    sync(connection)
+    [own] = sync(connection).counts.run_ids
+
+    assert drive(own).document.filename == "secret.pdf"
+
+
+def test_a_file_swapped_for_a_hard_link_after_it_was_listed_is_not_fetched(org, tmp_path, root):
+    scans = root / "scans"
+    write(scans, "a.pdf", make_pdf(1))
+    secret = write(tmp_path / "outside", "secret.pdf", make_pdf(2, label="secret"))
+    connection = connection_create_local(organisation=org, path=str(scans))
+    sync(connection)
+    [run_id] = sync(connection).counts.run_ids
+    (scans / "a.pdf").unlink()
+    os.link(secret, scans / "a.pdf")
+
+    run = drive(run_id)
+
+    assert (run.status, run.error_code) == ("failed", "download_refused")
+    assert "hard link" in run.error_message
+    assert not Document.objects.filter(sha256__gt="").exists()
 
 
 def test_a_root_taken_away_stops_syncs_and_the_downloads_of_runs_queued(org, root, settings):

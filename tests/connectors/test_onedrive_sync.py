@@ -160,6 +160,33 @@ def test_an_edited_file_becomes_a_new_version_and_a_rename_does_not(graph, org, 
     assert [(u.document_version, u.pages) for u in charged] == [(1, 2), (2, 5)]
 
 
+def test_a_name_an_upload_would_refuse_fails_with_why_and_imports_once_renamed(graph, org):
+    connection = connected(graph, org)
+    bad = {
+        graph.put("Contracts/nul\x00.pdf", make_pdf(1)): "nul\\x00.pdf",
+        graph.put("Contracts/rtl\u202eFDP.exe.pdf", make_pdf(1)): "rtl\\u202eFDP.exe.pdf",
+        graph.put("Contracts/" + "y" * 300 + ".pdf", make_pdf(1)): "y" * 255,
+    }
+    graph.put("Contracts/good.pdf", make_pdf(1))
+
+    outcome = sync(connection)
+
+    assert (outcome.sync.result, outcome.counts.started) == ("ok", 1)
+    refused = {r.file_id: r for r in ConnectorImport.objects.filter(state="failed")}
+    assert {i: r.name for i, r in refused.items()} == bad
+    assert all(r.run_id is None and "rename the file" in r.reason for r in refused.values())
+    assert Document.objects.count() == 0  # good.pdf's is made by its run
+    first = next(iter(bad))
+    graph.rename(first, "fixed.pdf")  # metadata only: the version stays
+
+    renamed = sync(connection)
+
+    assert renamed.counts.started == 1
+    run = drive(renamed.counts.run_ids[0])
+    assert (run.status, run.document.filename) == ("succeeded", "fixed.pdf")
+    assert sync(connection).counts.started == 0
+
+
 def test_on_onedrive_for_business_the_content_hash_stands_in_for_the_missing_ctag(
     graph, org, drive_files
 ):

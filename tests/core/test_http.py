@@ -1,5 +1,8 @@
 """A file offered for download under its own name (RFC 6266, RFC 5987)."""
 
+import unicodedata
+from urllib.parse import unquote
+
 from core.http import attachment
 
 
@@ -26,5 +29,29 @@ def test_line_breaks_folders_and_leading_dots_never_reach_the_header():
     assert attachment("a\r\nContent-Type: text/html\r\n.pdf") == (
         'attachment; filename="aContent-Type: text_html.pdf"'
     )
-    assert attachment("../../etc/passwd") == 'attachment; filename="_.._etc_passwd"'
+    assert attachment("../../etc/passwd") == 'attachment; filename="_._etc_passwd"'
     assert attachment(".hidden.pdf") == 'attachment; filename="hidden.pdf"'
+
+
+def test_no_folder_or_dot_dot_is_offered_whatever_characters_stand_for_them():
+    # Fullwidth dots and solidi, a two-dot leader, a small full stop: "../../evil.pdf"
+    # once normalised (NFKC), which is what a client's file system may make of them.
+    names = [
+        "\uff0e\uff0e\uff0f\uff0e\uff0e\uff0fevil.pdf",
+        "\u2025\uff3c\u2025\uff3cevil.pdf",
+        "\ufe52\ufe52/evil.pdf",
+        "report..final\u2024\u2024pdf",
+        "\u3002.\uff0e.hidden.pdf",
+    ]
+    for name in names:
+        header = attachment(name)
+        offered = [header.split('filename="')[1].split('"')[0]]
+        if "filename*=UTF-8''" in header:
+            offered.append(unquote(header.split("filename*=UTF-8''")[1]))
+        for shown in offered:
+            normal = unicodedata.normalize("NFKC", shown)
+            assert "/" not in normal and "\\" not in normal, (name, header)
+            assert ".." not in normal and not normal.startswith("."), (name, header)
+    assert attachment("\uff0e\uff0e\uff0f\uff0e\uff0e\uff0fevil.pdf") == (
+        'attachment; filename="_._evil.pdf"'
+    )

@@ -34,6 +34,17 @@ def test_create_org_then_token_then_member():
     assert peter.memberships.get().organisation == org
 
 
+@pytest.mark.parametrize("weak", ["password", "12345678", "short1", "peter1234"])
+def test_add_member_refuses_a_password_the_validators_refuse(weak):
+    run("create_org", "initech", "--pages", "250")
+
+    with pytest.raises(CommandError) as refused:
+        run("add_member", "initech", "peter", "--password", weak)
+
+    assert "password" in str(refused.value).lower()
+    assert not User.objects.filter(username="peter").exists()
+
+
 def test_create_org_again_updates_the_limit():
     run("create_org", "initech", "--pages", "10")
     run("create_org", "initech", "--pages", "20")

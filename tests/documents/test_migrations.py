@@ -12,11 +12,13 @@ BEFORE_SEARCHABLE = ("documents", "0012_connectors_moved")
 SEARCHABLE = ("documents", "0013_document_searchable_version")
 
 
-def migrate(target):
+def migrate(target, *also):
+    """Migrate to `target`; the models as they are there, and as the apps of the
+    migrations `also` name are there."""
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate([target])
-    return executor.loader.project_state([target]).apps
+    return executor.loader.project_state([target, *also]).apps
 
 
 @pytest.fixture(autouse=True)
@@ -104,3 +106,50 @@ def test_the_backfill_makes_searchable_exactly_the_versions_that_were_charged():
         "taken-out.pdf": (None, 0),
         "deleted.pdf": (None, 0),
     }
+
+
+BEFORE_BOUND = ("documents", "0018_search_index")
+BOUND = ("documents", "0019_apitoken_bound_to_maker")
+ADMIN_LOG = ("admin", "0003_logentry_add_action_flag_choices")
+
+
+def test_tokens_made_on_the_members_page_before_act_for_their_maker_after():
+    apps = migrate(BEFORE_BOUND, ADMIN_LOG)
+    try:
+        organisation = apps.get_model("documents", "Organisation").objects.create(
+            slug="acme", name="Acme", page_limit=100
+        )
+        User = apps.get_model("auth", "User")
+        ada, olga = User.objects.create(username="ada"), User.objects.create(username="olga")
+        ApiToken = apps.get_model("documents", "ApiToken")
+
+        def token(name: str, maker) -> int:
+            return ApiToken.objects.create(
+                organisation=organisation,
+                name=name,
+                prefix=name[:6],
+                token_hash=uuid.uuid4().hex * 2,
+                created_by=maker,
+                role="admin",
+            ).id
+
+        on_the_page = token("page", ada)
+        in_the_admin = token("admin", olga)
+        by_command = token("command", None)
+        kind = apps.get_model("contenttypes", "ContentType").objects.get(
+            app_label="documents", model="apitoken"
+        )
+        apps.get_model("admin", "LogEntry").objects.create(
+            user=olga,
+            content_type=kind,
+            object_id=str(in_the_admin),
+            object_repr="admin",
+            action_flag=1,
+            change_message="Created; the secret was shown once.",
+        )
+    finally:
+        apps = migrate(BOUND)
+
+    tokens = apps.get_model("documents", "ApiToken").objects
+    bound = dict(tokens.values_list("id", "bound_to_maker"))
+    assert bound == {on_the_page: True, in_the_admin: False, by_command: False}

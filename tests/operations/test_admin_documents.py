@@ -290,6 +290,20 @@ def test_the_filters_list_organisations_and_connections_only_while_they_are_few(
     assert IMPORT_LINK.findall(nothing) == []
 
 
+def test_a_filter_given_an_id_of_other_digits_than_ascii_lists_nothing(operator, org):
+    make_records(org, 1)
+    Organisation.objects.bulk_create(
+        Organisation(slug=f"org-{n:02}", name=f"Org {n}", page_limit=10) for n in range(60)
+    )
+
+    for value in ["²", "١", "9" * 5000]:  # superscript two, Arabic-Indic one
+        for url in [*RECORD_LISTS[:3], IMPORTS]:
+            filtered = "connection" if url == IMPORTS else "organisation"
+            page = operator.get(f"{url}?{filtered}__id__exact={value}")
+            assert page.status_code == 200, (url, value)
+            assert not DOCUMENT_LINK.findall(page.content.decode()), (url, value)
+
+
 def test_documents_are_found_by_whole_id_or_hash_exactly_and_by_their_name(operator, org):
     make_records(org, 3, name="invoice")
     document = Document.objects.get(filename="invoice-1.pdf")

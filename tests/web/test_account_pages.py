@@ -46,6 +46,44 @@ def test_a_wrong_old_password_changes_nothing(org):
     assert Client().login(username="mo", password=PASSWORD)
 
 
+def change(client: Client, old: str, new: str, url: str = "/accounts/password/"):
+    return client.post(url, {"old_password": old, "new_password1": new, "new_password2": new})
+
+
+@pytest.mark.parametrize("weak", ["password", "12345678", "qwertyuiop", "short1"])
+def test_a_weak_new_password_is_refused_and_changes_nothing(org, weak):
+    client = signed_in(org, "mo", "member")
+
+    refused = change(client, PASSWORD, weak)
+
+    assert refused.status_code == 200 and 'role="alert"' in refused.content.decode()
+    assert Client().login(username="mo", password=PASSWORD)
+
+
+@pytest.mark.parametrize("url", ["/accounts/password/", "/admin/password_change/"])
+def test_wrong_old_passwords_are_limited_as_sign_ins_are_the_right_one_too(
+    org, settings, url
+):
+    client = signed_in(org, "mo", "member")
+    if url.startswith("/admin/"):
+        member_add(organisation=org, username="mo", staff=True)
+    other = signed_in(org, "jo", "member")
+    limit = settings.PAPERLANE_SIGNIN_FAILURE_LIMIT
+    # The right old password with a weak new one is no guess: it does not count.
+    assert change(client, PASSWORD, "password", url).status_code == 200
+
+    answers = [change(client, f"guess-{n}", "a new one, long", url) for n in range(limit)]
+    paused = change(client, PASSWORD, "a new one, long", url)
+
+    assert [a.status_code for a in answers] == [200] * limit
+    assert paused.status_code == 429
+    assert 0 < int(paused["Retry-After"]) <= settings.PAPERLANE_SIGNIN_COOLOFF_SECONDS
+    assert "Too many wrong passwords" in paused.content.decode()
+    assert Client().login(username="mo", password=PASSWORD)
+    # Someone else changes theirs as usual.
+    assert change(other, PASSWORD, "another new one", url).status_code == 302
+
+
 def test_every_member_page_shows_the_role_and_the_switcher_for_a_member_of_two(org, other_org):
     client = signed_in(org, "mo", "admin")
     member_add(organisation=other_org, username="mo", role="viewer")

@@ -83,6 +83,19 @@ def test_a_valid_notification_asks_for_a_sync_and_a_wrong_client_state_is_refuse
     assert requested(mine) and not requested(theirs)
 
 
+def test_a_client_state_of_other_digits_than_ascii_is_refused_like_any_wrong_one(
+    client, graph, org
+):
+    connection = connected(graph, org)
+    secret = client_state(connection.id).partition(".")[2]
+    # str.isdigit() takes these, int() refuses the first two and reads the third as 3.
+    others = ["².x", f"²{connection.id}.{secret}", f"٣.{secret}", "9" * 5000 + ".x"]
+
+    for state in others:
+        assert post(client, state).status_code == 403, state
+    assert not requested(connection)
+
+
 def test_a_malformed_notification_is_a_bad_request(client):
     assert client.post(NOTIFY, "{", content_type="application/json").status_code == 400
     assert client.post(NOTIFY, {"value": "x"}, content_type="application/json").status_code == 400

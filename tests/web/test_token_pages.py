@@ -2,20 +2,25 @@
 shown once), sees each token's prefix, maker and times, and revokes one after being
 asked; anyone else is neither offered nor allowed any of it."""
 
+import io
 import re
 
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.test import Client
 
 from core.errors import Forbidden
 from documents.models import ApiToken
+from documents.services.organisations import member_add
 from documents.services.tokens import (
     api_token_create,
     api_token_create_by_member,
     api_token_revoke_by_member,
 )
+from tests.support.files import make_pdf
 from tests.support.members import signed_in
 
 pytestmark = pytest.mark.django_db
@@ -114,3 +119,55 @@ def test_another_organisations_token_is_a_404(org, other_org):
     assert admin.post(f"/tokens/{theirs.id}/revoke/").status_code == 404
     theirs.refresh_from_db()
     assert theirs.is_active
+
+
+def named_pdf() -> SimpleUploadedFile:
+    return SimpleUploadedFile("a.pdf", make_pdf(1), content_type="application/pdf")
+
+
+def made_on_the_page(
+    admin: Client, role: str = "admin", name: str = "nightly"
+) -> tuple[ApiToken, Client]:
+    """A token an admin makes on the tokens page, and an API client that sends it."""
+    shown = admin.get(admin.post("/tokens/", {"name": name, "role": role})["Location"])
+    secret = re.search(r'id="token-secret" value="(pl_[^"]+)"', shown.content.decode())[1]
+    return ApiToken.objects.get(name=name), Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+
+def test_a_token_acts_with_no_more_than_the_role_its_maker_has_now(org):
+    token, api = made_on_the_page(signed_in(org, "ada", "admin"))
+    assert api.get("/api/v1/tokens").status_code == 200
+
+    member_add(organisation=org, username="ada", role="member")  # an operator demotes her
+    as_member = api.get("/api/v1/tokens")
+    uploaded = api.post("/api/v1/documents", {"file": named_pdf()})
+    member_add(organisation=org, username="ada", role="viewer")
+    as_viewer = api.post("/api/v1/documents", {"file": named_pdf()})
+    member_add(organisation=org, username="ada", role="admin")
+
+    assert (as_member.status_code, as_member.json()["role"]) == (403, "member")
+    assert uploaded.status_code == 202
+    assert (as_viewer.status_code, as_viewer.json()["role"]) == (403, "viewer")
+    assert api.get("/api/v1/tokens").status_code == 200  # her role again
+    token.refresh_from_db()
+    assert token.role == "admin" and token.is_active
+
+
+def test_a_token_is_refused_once_its_maker_left_the_organisation_or_was_deleted(org):
+    token, api = made_on_the_page(signed_in(org, "ada", "admin"))
+    _, by_operator = api_token_create(organisation=org, name="integration", role="admin")
+    _, gone_api = made_on_the_page(signed_in(org, "bo", "admin"), "viewer", "bo's")
+    assert api.get("/api/v1/quota").status_code == 200
+
+    call_command("remove_member", org.slug, "ada", stdout=io.StringIO())
+    User.objects.filter(username="bo").delete()
+
+    assert api.get("/api/v1/quota").status_code == 401
+    assert gone_api.get("/api/v1/quota").status_code == 401
+    token.refresh_from_db()
+    assert token.revoked_at is not None  # said so on the tokens list
+    member_add(organisation=org, username="ada", role="admin")
+    assert api.get("/api/v1/quota").status_code == 401  # coming back revives nothing
+    # A token operators made for the organisation is no one's: it works on.
+    operator_api = Client(HTTP_AUTHORIZATION=f"Bearer {by_operator}")
+    assert operator_api.get("/api/v1/tokens").status_code == 200
