@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import permission_required
 from django.urls import include, path
 
 from config.api import api
+from config.errors import api_not_found
 from operations.dashboard import pipeline_dashboard_view
 from operations.metrics import metrics_view
 from operations.models import VIEW_PIPELINE
@@ -21,6 +22,9 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    # What the API does not have is its JSON 404, whatever DEBUG says.
+    path("api/", api_not_found, name="api_not_found"),
+    path("api/<path:rest>", api_not_found, name="api_not_found"),
     # Staff with operations.view_pipeline, or Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.
     path("metrics", metrics_view, name="pipeline_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
