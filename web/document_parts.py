@@ -17,7 +17,14 @@ from documents.roles import abilities
 from documents.selectors import document_chunks, document_text_window, document_versions
 from pipeline.models import ImportRun
 from pipeline.selectors import document_first_run, document_run_count
-from web.runs import digest, run_state
+from web.runs import (
+    ENDED_WORDS,
+    connector_file,
+    digest,
+    ended_without_success,
+    run_state,
+    source_words,
+)
 
 # The extracted text is shown this many pages at a time, each page at most this long.
 TEXT_PAGES_PER_SCREEN = 10
@@ -73,6 +80,9 @@ def part_digests(page: DocumentPage) -> dict[str, str]:
             document.searchable_version,
             document.text_engine,
             document.source_deleted_at,
+            # How its newest run ended without success, if it did (its version's search
+            # says so); None while it is under way or once it succeeded.
+            ENDED_WORDS.get(latest.status) if latest else None,
         ),
         "status": (
             page.membership.role,
@@ -105,9 +115,26 @@ class VersionRow:
     pages: int | None
     searchable: bool
     current: bool
+    # Whether search finds it, and if not, why not (yet).
+    search: str
 
 
-def _versions(document: Document) -> list[VersionRow]:
+def _search_words(*, searchable: bool, current: bool, document: Document, latest) -> str:
+    if searchable:
+        return "What search finds"
+    if not current:
+        return "–"
+    older = document.searchable_version
+    if ended_without_success(latest):
+        # Nothing is under way: say how it ended, not that it will be done.
+        also = f"; search finds version {older}" if older else ""
+        return f"No: its processing {ENDED_WORDS[latest.status]}{also} (see Processing)"
+    if older:
+        return f"Not yet: search finds version {older} until this one is done"
+    return "Not yet: once it is processed"
+
+
+def _versions(document: Document, latest: ImportRun | None) -> list[VersionRow]:
     read = document_versions(document=document, limit=VERSIONS_SHOWN)
     files = document_file_versions(document=document, versions=[v.number for v in read])
     rows = []
@@ -132,6 +159,12 @@ def _versions(document: Document) -> list[VersionRow]:
                 else (document.page_count if version.current else None),
                 searchable=version.searchable,
                 current=version.current,
+                search=_search_words(
+                    searchable=version.searchable,
+                    current=version.current,
+                    document=document,
+                    latest=latest,
+                ),
             )
         )
     return rows
@@ -140,9 +173,11 @@ def _versions(document: Document) -> list[VersionRow]:
 def _facts(page: DocumentPage) -> dict:
     first_run = document_first_run(document=page.document)
     return {
-        "source": first_run.get_source_display() if first_run else "",
-        "connector_import": getattr(first_run, "connector_import", None),
-        "versions": _versions(page.document),
+        "source": source_words(first_run) if first_run else "",
+        # Where its file lives now (the newest run's record: a file may have moved).
+        "connector_import": connector_file(page.latest) or connector_file(first_run),
+        "ended": ended_without_success(page.latest),
+        "versions": _versions(page.document, page.latest),
         "older_versions": max(page.document.version - VERSIONS_SHOWN, 0),
     }
 

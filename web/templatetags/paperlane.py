@@ -15,6 +15,8 @@ register.filter("retry_offered", runs.retry_offered)
 register.filter("file_fault", runs.file_fault)
 register.filter("advice", runs.run_advice)
 register.filter("timeline", runs.run_timeline)
+register.filter("source_words", runs.source_words)
+register.filter("connector_file", runs.connector_file)
 
 
 @register.filter
