@@ -58,6 +58,13 @@ class DocumentPage:
         return self.runs[0] if self.runs else None
 
 
+def _ended(page: DocumentPage) -> str:
+    """How the newest run ended without success ("failed", "was cancelled"), or "" while
+    it is under way, once it succeeded, or without a run: what the parts say instead of
+    "once it has been read" of a version that will not be unless someone acts."""
+    return ENDED_WORDS.get(page.latest.status, "") if page.latest else ""
+
+
 def text_first_page(request: HttpRequest) -> int:
     """The first page of the screen of text that holds `?page=N`."""
     try:
@@ -80,9 +87,8 @@ def part_digests(page: DocumentPage) -> dict[str, str]:
             document.searchable_version,
             document.text_engine,
             document.source_deleted_at,
-            # How its newest run ended without success, if it did (its version's search
-            # says so); None while it is under way or once it succeeded.
-            ENDED_WORDS.get(latest.status) if latest else None,
+            # How its newest run ended without success (its version's search says so).
+            _ended(page),
         ),
         "status": (
             page.membership.role,
@@ -91,7 +97,12 @@ def part_digests(page: DocumentPage) -> dict[str, str]:
             tuple(document.textless_pages or ()),
             tuple(run_state(run) for run in page.runs),
         ),
-        "text": (document.version, document.text_chars, text_first_page(page.request)),
+        "text": (
+            document.version,
+            document.text_chars,
+            text_first_page(page.request),
+            _ended(page),
+        ),
         # The chunks of a version not yet searchable are shown while its run embeds them.
         "chunks": (
             document.version,
@@ -176,7 +187,6 @@ def _facts(page: DocumentPage) -> dict:
         "source": source_words(first_run) if first_run else "",
         # Where its file lives now (the newest run's record: a file may have moved).
         "connector_import": connector_file(page.latest) or connector_file(first_run),
-        "ended": ended_without_success(page.latest),
         "versions": _versions(page.document, page.latest),
         "older_versions": max(page.document.version - VERSIONS_SHOWN, 0),
     }
@@ -232,7 +242,7 @@ _CONTEXTS = {"facts": _facts, "status": _status, "text": _text, "chunks": _chunk
 
 def part_context(page: DocumentPage, names: list[str]) -> dict:
     """What the named parts' templates read (only what those parts need is read)."""
-    context = {"document": page.document}
+    context = {"document": page.document, "ended": _ended(page)}
     for name in names:
         context.update(_CONTEXTS[name](page))
     return context

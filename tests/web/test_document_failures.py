@@ -37,7 +37,10 @@ def test_a_connected_files_failure_names_its_folder_and_file_and_says_to_fix_it_
     # What happened, and what can be done: fix it where it lives.
     assert "version ?" not in page and "?" not in page.split("Runs", 1)[1]
     assert "once it is processed" not in page and "not counted yet" not in page
+    assert "once it has been read" not in page
     assert "No: its processing failed (see Processing)" in page
+    assert "No text: its processing failed before its text was read" in page
+    assert "No chunks: its processing failed before its text was split" in page
     assert (
         "fix contracts/locked.pdf in its folder "
         f"({connection.folder_path}); the next sync picks up the corrected file" in page
@@ -71,5 +74,6 @@ def test_a_cancelled_document_says_so_and_one_in_progress_waits(org, api, member
     cancelled = page_text(member_client.get(f"/documents/{stopped.document_id}/"))
 
     assert "Not yet: once it is processed" in queued and "not counted yet" in queued
+    assert "No text yet: it is shown here once it has been read" in queued
     assert "No: its processing was cancelled (see Processing)" in cancelled
     assert "once it is processed" not in cancelled
