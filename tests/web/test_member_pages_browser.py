@@ -621,6 +621,54 @@ def _connection_with_a_past(connection: Connection) -> None:
     )
 
 
+def test_at_1280_px_the_documents_table_keeps_headers_and_dates_on_one_line(
+    browser, site, acme
+):
+    [finished, running, failed] = documents_made(acme, 3)
+    reason = (
+        "The file could not be read: its cross-reference table points past the end of the "
+        "file at object 4711, and repairing it would mean guessing which of 212 objects "
+        "belong to which page. Export it again from the program that made it, then upload "
+        "the new file; if it fails again, tell the people who run Paperlane."
+    )
+    for document, fields in [
+        (
+            running,
+            # Held by a worker elsewhere, for longer than the test: the workers leave it alone.
+            dict(
+                status="processing",
+                stage="embed",
+                progress_total=240,
+                progress_done=17,
+                lease_owner="elsewhere",
+                lease_expires_at=timezone.now() + timedelta(hours=1),
+            ),
+        ),
+        (failed, dict(status="failed", stage="extract", error_code="x", error_message=reason)),
+    ]:
+        ImportRun.objects.create(
+            organisation=acme,
+            document=document,
+            reservation=QuotaReservation.objects.create(organisation=acme, pages=1),
+            source="web",
+            **fields,
+        )
+    context, page = _signed_in(browser, site, "ada", width=1280)
+
+    page.locator("#document-rows progress").wait_for()
+    faults = page.evaluate(LAYOUT_FAULTS)
+    shown = page.locator(f"#doc-{failed.id} .error-text")
+    title, box = shown.get_attribute("title"), shown.bounding_box()
+    line = float(page.evaluate("parseFloat(getComputedStyle(document.body).lineHeight)"))
+    _shoot(page, "documents-busy")
+    context.close()
+
+    assert faults == [], faults
+    # The long reason: a few lines at most, the whole of it in its title.
+    assert title == reason
+    assert box["height"] <= 3.5 * line, box
+
+
 def test_with_s3_a_large_file_goes_straight_to_the_bucket_with_its_progress(
     browser, acme, s3, tmp_path
 ):
