@@ -50,9 +50,7 @@ def test_a_connected_files_failure_names_its_folder_and_file_and_says_to_fix_it_
         assert "Fix the file in its folder" in shown
 
 
-def test_an_uploads_failure_says_it_failed_and_still_offers_a_corrected_upload(
-    org, member_client
-):
+def test_an_uploads_failure_says_it_failed_and_still_offers_a_corrected_upload(org, member_client):
     protected = drive(unchecked_run(org, make_encrypted_pdf(), kind="pdf", pages=2).id)
     assert (protected.status, protected.error_code) == ("failed", "encrypted_pdf")
 
