@@ -441,6 +441,33 @@ def test_an_admin_makes_a_token_copies_it_and_revokes_it(browser, site, acme):
     context.close()
 
 
+def test_an_admin_adds_a_member_with_the_form_and_they_sign_in(browser, site, acme):
+    context, page = _signed_in(browser, site, "ada", width=390)
+
+    page.click("nav >> text=Members")
+    page.fill("#id_username", "bea")
+    page.fill("#id_password", "short")
+    page.select_option("#id_role", "viewer")
+    page.click("button:has-text('Add member')")
+    # Refused by the password validators, on the form, which keeps the rest.
+    page.locator(".field .error-text").wait_for()
+    assert "too short" in page.inner_text(".field .error-text")
+    assert page.input_value("#id_username") == "bea" and page.input_value("#id_password") == ""
+    assert page.input_value("#id_role") == "viewer"
+    page.fill("#id_password", PASSWORD)
+    page.click("button:has-text('Add member')")
+    page.locator(".message.success").wait_for()
+    said = page.inner_text(".message.success")
+    members = page.locator("table.members").inner_text()
+    context.close()
+
+    assert "bea can now sign in as a viewer of Acme" in said
+    assert "bea" in members and "Viewer" in members
+    context, page = _signed_in(browser, site, "bea")
+    assert "You are a viewer of Acme" in page.inner_text("main")
+    context.close()
+
+
 def test_a_viewer_is_offered_no_upload_or_delete(browser, site, acme):
     member_add(organisation=acme, username="vic", password=PASSWORD, role="viewer")
     documents_made(acme, 2)
@@ -525,6 +552,7 @@ def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, si
         # OneDrive is not set up on the test server: the page that says so (a 503).
         "/connections/onedrive/connect/",
         "/tokens/",
+        "/members/",
         "/accounts/password/",
         "/accounts/password/done/",
     ]
@@ -621,9 +649,7 @@ def _connection_with_a_past(connection: Connection) -> None:
     )
 
 
-def test_at_1280_px_the_documents_table_keeps_headers_and_dates_on_one_line(
-    browser, site, acme
-):
+def test_at_1280_px_the_documents_table_keeps_headers_and_dates_on_one_line(browser, site, acme):
     [finished, running, failed] = documents_made(acme, 3)
     reason = (
         "The file could not be read: its cross-reference table points past the end of the "
