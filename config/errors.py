@@ -3,6 +3,7 @@ also when it happens outside the NinjaAPI (a middleware, an unknown address)."""
 
 from django.http import HttpRequest, JsonResponse
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 
 from core.http import is_api_request
 
@@ -20,6 +21,14 @@ def page_not_found(request: HttpRequest, exception=None):
     if is_api_request(request):
         return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
     return defaults.page_not_found(request, exception)
+
+
+@csrf_exempt
+def api_not_found(request: HttpRequest, *args, **kwargs):
+    """Every address under /api/ that no API operation has: the API's JSON 404 for any
+    method, also with DEBUG on, where Django would otherwise answer with its HTML debug
+    page (handler404 is only used with DEBUG off)."""
+    return page_not_found(request)
 
 
 def server_error(request: HttpRequest):

@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import permission_required
 from django.urls import include, path
 
 from config.api import api
+from config.errors import api_not_found
 from core.signin import LimitedPasswordChangeView
 from operations.admin.password_change import admin_password_change_view
 from operations.dashboard import pipeline_dashboard_view
@@ -29,6 +30,9 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    # What the API does not have is its JSON 404, whatever DEBUG says.
+    path("api/", api_not_found, name="api_not_found"),
+    path("api/<path:rest>", api_not_found, name="api_not_found"),
     # Staff with operations.view_pipeline, or Authorization: Bearer <PAPERLANE_METRICS_TOKEN>.
     path("metrics", metrics_view, name="pipeline_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

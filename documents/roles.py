@@ -28,6 +28,7 @@ class Ability(enum.StrEnum):
     DELETE = "delete"
     TOKENS = "tokens"
     CONNECTIONS = "connections"
+    MEMBERS = "members"
 
 
 # The least role that may; and what the refusal calls the action.
@@ -39,6 +40,7 @@ _NEEDS: dict[Ability, tuple[str, str]] = {
     Ability.DELETE: (Role.ADMIN, "delete documents"),
     Ability.TOKENS: (Role.ADMIN, "manage API tokens"),
     Ability.CONNECTIONS: (Role.ADMIN, "connect, pause or disconnect folders"),
+    Ability.MEMBERS: (Role.ADMIN, "add members"),
 }
 
 

@@ -116,6 +116,15 @@ def memberships_for_user(*, user: AbstractBaseUser) -> QuerySet[Membership]:
     )
 
 
+def membership_list(*, organisation: Organisation) -> QuerySet[Membership]:
+    """The organisation's members with their accounts, by username."""
+    return (
+        Membership.objects.filter(organisation=organisation)
+        .select_related("user")
+        .order_by("user__username", "id")
+    )
+
+
 def usage_entry_list(*, organisation: Organisation) -> QuerySet[UsageEntry]:
     """The organisation's page ledger, newest charge first."""
     return (

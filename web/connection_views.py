@@ -12,6 +12,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 
 from connectors.models import ConnectorImport
+from connectors.onedrive_graph import OneDriveConfig
 from connectors.selectors import connection_get, connection_list
 from connectors.services import (
     SYNCS_ALWAYS_KEPT,
@@ -39,7 +40,10 @@ class LocalFolderForm(forms.Form):
 
 
 def onedrive_connect_url() -> str | None:
-    """The OneDrive connect page, where that connector is installed."""
+    """The OneDrive connect page, where that connector is installed and set up (its app
+    registered with Microsoft); None elsewhere: no page offers what would end in a 503."""
+    if not OneDriveConfig.from_settings().configured:
+        return None
     try:
         return reverse("connections:onedrive_connect")
     except NoReverseMatch:

@@ -17,7 +17,14 @@ from documents.roles import abilities
 from documents.selectors import document_chunks, document_text_window, document_versions
 from pipeline.models import ImportRun
 from pipeline.selectors import document_first_run, document_run_count
-from web.runs import digest, run_state
+from web.runs import (
+    ENDED_WORDS,
+    connector_file,
+    digest,
+    ended_without_success,
+    run_state,
+    source_words,
+)
 
 # The extracted text is shown this many pages at a time, each page at most this long.
 TEXT_PAGES_PER_SCREEN = 10
@@ -51,6 +58,13 @@ class DocumentPage:
         return self.runs[0] if self.runs else None
 
 
+def _ended(page: DocumentPage) -> str:
+    """How the newest run ended without success ("failed", "was cancelled"), or "" while
+    it is under way, once it succeeded, or without a run: what the parts say instead of
+    "once it has been read" of a version that will not be unless someone acts."""
+    return ENDED_WORDS.get(page.latest.status, "") if page.latest else ""
+
+
 def text_first_page(request: HttpRequest) -> int:
     """The first page of the screen of text that holds `?page=N`."""
     try:
@@ -73,6 +87,8 @@ def part_digests(page: DocumentPage) -> dict[str, str]:
             document.searchable_version,
             document.text_engine,
             document.source_deleted_at,
+            # How its newest run ended without success (its version's search says so).
+            _ended(page),
         ),
         "status": (
             page.membership.role,
@@ -81,7 +97,12 @@ def part_digests(page: DocumentPage) -> dict[str, str]:
             tuple(document.textless_pages or ()),
             tuple(run_state(run) for run in page.runs),
         ),
-        "text": (document.version, document.text_chars, text_first_page(page.request)),
+        "text": (
+            document.version,
+            document.text_chars,
+            text_first_page(page.request),
+            _ended(page),
+        ),
         # The chunks of a version not yet searchable are shown while its run embeds them.
         "chunks": (
             document.version,
@@ -105,9 +126,26 @@ class VersionRow:
     pages: int | None
     searchable: bool
     current: bool
+    # Whether search finds it, and if not, why not (yet).
+    search: str
 
 
-def _versions(document: Document) -> list[VersionRow]:
+def _search_words(*, searchable: bool, current: bool, document: Document, latest) -> str:
+    if searchable:
+        return "What search finds"
+    if not current:
+        return "–"
+    older = document.searchable_version
+    if ended_without_success(latest):
+        # Nothing is under way: say how it ended, not that it will be done.
+        also = f"; search finds version {older}" if older else ""
+        return f"No: its processing {ENDED_WORDS[latest.status]}{also} (see Processing)"
+    if older:
+        return f"Not yet: search finds version {older} until this one is done"
+    return "Not yet: once it is processed"
+
+
+def _versions(document: Document, latest: ImportRun | None) -> list[VersionRow]:
     read = document_versions(document=document, limit=VERSIONS_SHOWN)
     files = document_file_versions(document=document, versions=[v.number for v in read])
     rows = []
@@ -132,6 +170,12 @@ def _versions(document: Document) -> list[VersionRow]:
                 else (document.page_count if version.current else None),
                 searchable=version.searchable,
                 current=version.current,
+                search=_search_words(
+                    searchable=version.searchable,
+                    current=version.current,
+                    document=document,
+                    latest=latest,
+                ),
             )
         )
     return rows
@@ -140,9 +184,10 @@ def _versions(document: Document) -> list[VersionRow]:
 def _facts(page: DocumentPage) -> dict:
     first_run = document_first_run(document=page.document)
     return {
-        "source": first_run.get_source_display() if first_run else "",
-        "connector_import": getattr(first_run, "connector_import", None),
-        "versions": _versions(page.document),
+        "source": source_words(first_run) if first_run else "",
+        # Where its file lives now (the newest run's record: a file may have moved).
+        "connector_import": connector_file(page.latest) or connector_file(first_run),
+        "versions": _versions(page.document, page.latest),
         "older_versions": max(page.document.version - VERSIONS_SHOWN, 0),
     }
 
@@ -197,7 +242,7 @@ _CONTEXTS = {"facts": _facts, "status": _status, "text": _text, "chunks": _chunk
 
 def part_context(page: DocumentPage, names: list[str]) -> dict:
     """What the named parts' templates read (only what those parts need is read)."""
-    context = {"document": page.document}
+    context = {"document": page.document, "ended": _ended(page)}
     for name in names:
         context.update(_CONTEXTS[name](page))
     return context

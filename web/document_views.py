@@ -36,7 +36,7 @@ from web.document_parts import (
 from web.listing import LIVE_MAX_DOCUMENTS, quota_context, row_digest
 from web.organisation_views import current_membership
 from web.refusals import refusal_words
-from web.runs import is_active
+from web.runs import SOURCE_WORDS, is_active
 
 DOCUMENTS_PER_PAGE = 25
 # With documents in S3, the page sends a file larger than this straight to S3 (a direct
@@ -47,11 +47,7 @@ STATUS_CHOICES = [
     (value, "Stopped" if value == RunStatus.DEAD_LETTER else label)
     for value, label in RunStatus.choices
 ]
-SOURCE_CHOICES = [
-    (RunSource.WEB, "Upload"),
-    (RunSource.API, "API"),
-    (RunSource.CONNECTOR, "Connected folder"),
-]
+SOURCE_CHOICES = list(SOURCE_WORDS.items())
 
 
 class FilterForm(forms.Form):

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from documents.models import Document
 from pipeline.errors import FILE_FAULTS, run_retry_helps
-from pipeline.models import ACTIVE_STATUSES, ImportRun, RunStatus, Stage, StageAttempt
+from pipeline.models import ACTIVE_STATUSES, ImportRun, RunSource, RunStatus, Stage, StageAttempt
 
 # What each stage does, for a person.
 STAGE_WORDS = {
@@ -31,6 +31,19 @@ OUTCOME_WORDS = {
 }
 # "Dead letter" is the operators' word.
 STATUS_WORDS = {RunStatus.DEAD_LETTER: "Stopped"}
+# Where a run came from ("Connector" is the pipeline's word): the list's filter and a
+# document's page.
+SOURCE_WORDS = {
+    RunSource.WEB: "Upload",
+    RunSource.API: "API",
+    RunSource.CONNECTOR: "Connected folder",
+}
+# How a run that ended without success ended, after "its processing".
+ENDED_WORDS = {
+    RunStatus.FAILED: "failed",
+    RunStatus.DEAD_LETTER: "stopped",
+    RunStatus.CANCELLED: "was cancelled",
+}
 
 
 def status_label(run: ImportRun | None) -> str:
@@ -58,6 +71,22 @@ def is_active(run: ImportRun | None) -> bool:
     return run is not None and run.status in ACTIVE_STATUSES
 
 
+def ended_without_success(run: ImportRun | None) -> bool:
+    """The run failed, stopped or was cancelled: its version will not be processed unless
+    someone acts."""
+    return run is not None and run.status in ENDED_WORDS
+
+
+def source_words(run: ImportRun) -> str:
+    return SOURCE_WORDS.get(run.source, run.get_source_display())
+
+
+def connector_file(run: ImportRun | None):
+    """The file of a connected folder the run imports (its ConnectorImport, read with the
+    run), or None for an upload."""
+    return getattr(run, "connector_import", None) if run is not None else None
+
+
 def file_fault(run: ImportRun | None) -> bool:
     """The run failed because of its file: a corrected file is what helps."""
     return run is not None and run.status == RunStatus.FAILED and run.error_code in FILE_FAULTS
@@ -74,6 +103,12 @@ def run_advice(run: ImportRun) -> str:
     if run.status == RunStatus.DEAD_LETTER:
         return "Retry it; if it stops again, tell the people who run Paperlane."
     if file_fault(run):
+        if record := connector_file(run):
+            # It lives in its folder: a corrected file there is a new version, found by a sync.
+            return (
+                f"Retrying the same file cannot help: fix {record.path} in its folder "
+                f"({record.connection.folder_path}); the next sync picks up the corrected file."
+            )
         return "Retrying the same file cannot help: fix the file and upload the corrected one."
     if run.error_code == "quota_exceeded":
         return "Free pages (delete documents you no longer need) or ask for more, then retry."

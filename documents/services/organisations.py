@@ -2,15 +2,17 @@
 
 from collections.abc import Callable
 
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from core.errors import Conflict, NotFound, ServiceError
 from documents.models import Membership, Organisation
+from documents.roles import Ability, ability_require
 from documents.services.tokens import api_tokens_revoke_of_member
 
 
@@ -91,10 +93,7 @@ def member_add(
     user, created = User.objects.get_or_create(username=username)
     fields = []
     if password:
-        try:
-            validate_password(password, user)
-        except ValidationError as exc:
-            raise ServiceError(f"The password is refused: {' '.join(exc.messages)}") from None
+        _password_check(password, user)
         user.set_password(password)
         fields.append("password")
     elif created:
@@ -114,6 +113,88 @@ def member_add(
             organisation=organisation, user=user, defaults={"role": Membership.Role(role)}
         )
     return user
+
+
+def member_create(
+    *,
+    organisation: Organisation,
+    username: str,
+    password: str,
+    role: str,
+    added_by: AbstractBaseUser,
+) -> Membership:
+    """Make a new person's account and their membership of `organisation` with `role`, in
+    one transaction, for an admin of the organisation (the members page).
+
+    Refused, with nothing made: anyone but an admin of `organisation` (Forbidden); a
+    username that is not one (ServiceError) or that an account has already, in any case
+    (Conflict: an existing account is never changed or added here); a role that is not
+    one; a password AUTH_PASSWORD_VALIDATORS refuse (ServiceError, their reasons). Each
+    refusal of an input names it (`extra["field"]`: username, password, role). Written to
+    the organisation's history in the admin, as a membership an operator adds there is,
+    and the account's."""
+    ability_require(organisation_id=organisation.id, ability=Ability.MEMBERS, user=added_by)
+    User = get_user_model()
+    username = _new_username(User, username)
+    if role not in Membership.Role.values:
+        raise ServiceError("Choose the role: viewer, member or admin.", field="role")
+    taken = Conflict(
+        f"The username “{username}” is already taken: choose another one.", field="username"
+    )
+    if User.objects.filter(username__iexact=username).exists():
+        raise taken
+    _password_check(password, User(username=username))
+    try:
+        with transaction.atomic():
+            user = User.objects.create_user(username=username, password=password)
+            membership = Membership.objects.create(
+                organisation=organisation, user=user, role=Membership.Role(role)
+            )
+            _log(added_by, user, ADDITION, [{"added": {}}])
+            _log(
+                added_by,
+                organisation,
+                CHANGE,
+                [{"added": {"name": "membership", "object": str(membership)}}],
+            )
+    except IntegrityError:  # the same name, made by another request meanwhile
+        raise taken from None
+    return membership
+
+
+def _password_check(password: str, user: AbstractBaseUser) -> None:
+    """ServiceError naming the field and AUTH_PASSWORD_VALIDATORS' reasons if they refuse
+    `password` for `user`."""
+    try:
+        validate_password(password, user)
+    except ValidationError as exc:
+        reasons = " ".join(exc.messages)
+        raise ServiceError(f"The password is refused: {reasons}", field="password") from None
+
+
+def _new_username(User, username: str) -> str:
+    username = username.strip()
+    field = User._meta.get_field(User.USERNAME_FIELD)
+    if not username:
+        raise ServiceError("Give the new member a username.", field="username")
+    if len(username) > field.max_length:
+        raise ServiceError(
+            f"A username is at most {field.max_length} characters.", field="username"
+        )
+    try:
+        field.run_validators(username)
+    except ValidationError:
+        raise ServiceError(
+            "A username has letters, digits and @/./+/-/_ only (no spaces).", field="username"
+        ) from None
+    return username
+
+
+def _log(actor: AbstractBaseUser, obj, flag: int, message: list) -> None:
+    """One entry of the admin's history of `obj`, as the admin writes its own."""
+    LogEntry.objects.log_actions(
+        user_id=actor.pk, queryset=[obj], action_flag=flag, change_message=message
+    )
 
 
 # What other apps stop when a member leaves an organisation, run in the same transaction

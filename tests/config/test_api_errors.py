@@ -64,11 +64,26 @@ def test_a_failure_of_ours_is_a_json_500_logged_with_its_traceback(api, caplog):
     assert "documents_apitoken" in str(record.exc_info[1])
 
 
-def test_an_unknown_api_address_is_a_json_404():
-    response = Client().get("/api/v1/no-such-thing")
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_unknown_api_address_is_a_json_404_with_debug_on_or_off(settings, debug):
+    # DEBUG on is the demo's default: Django's own debug page must not answer under /api/.
+    settings.DEBUG = debug
 
-    assert response.status_code == 404
-    assert response.json() == {"detail": "Not found.", "code": "not_found"}
+    for method, path in [
+        ("get", "/api/v1/no-such-thing"),
+        ("get", "/api/v2/documents"),
+        ("get", "/api/"),
+        ("post", "/api/v1/documents/not-a-route/at-all"),
+        ("delete", "/api/nothing"),
+    ]:
+        response = getattr(Client(), method)(path)
+
+        assert response.status_code == 404, (method, path)
+        assert response["Content-Type"] == "application/json", (method, path)
+        assert response.json() == {"detail": "Not found.", "code": "not_found"}, (method, path)
+    # Outside /api/, a page.
+    page = Client().get("/no-such-page")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
 
 
 def test_a_500_outside_the_api_operations_is_json_under_api_and_a_page_elsewhere(rf):

@@ -98,7 +98,9 @@ def test_every_page_and_its_forms_refuse_a_nul_with_a_page(mine, member_client, 
     values = {**mine.values(), "queue_index": "0"}
     walked_forms = 0
     for route in url_routes():
-        if route.namespace == "api":
+        # The API's (its 404 for an address it does not have answers as the API does: its
+        # multipart fields are the API parser's to check, for an operation that reads them).
+        if route.namespace == "api" or route.full_name == "api_not_found":
             continue
         url = route.fill(lambda param: values.get(param.name) or generic_value(param))
         client = operator if url.startswith(("/admin/", "/metrics")) else member_client

@@ -32,6 +32,7 @@ PUBLIC = {
     "api:openapi-json": "the API's description",
     "api:openapi-view": "the API's interactive docs",
     "api:api-root": "a 404 that names the docs",
+    "api_not_found": "the API's JSON 404 for an address it does not have",
 }
 # The member pages' JSON endpoints, called by their script: without a session they answer
 # 401 in JSON (a redirect to sign in would be followed, and read as a 200).

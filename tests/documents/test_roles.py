@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 EXPECTED = {
     "viewer": {"read"},
     "member": {"read", "upload", "retry", "cancel"},
-    "admin": {"read", "upload", "retry", "cancel", "delete", "tokens", "connections"},
+    "admin": {"read", "upload", "retry", "cancel", "delete", "tokens", "connections", "members"},
 }
 
 

@@ -216,7 +216,7 @@ def test_connecting_the_same_folder_again_brings_it_back_without_importing_twice
         ("reconnected", "user:olga"),
     ]
     assert Connection.objects.count() == 1
-    assert "Connected by olga." in page_text(operator.get(f"/connections/{connection.id}/"))
+    assert "Connected by olga " in page_text(operator.get(f"/connections/{connection.id}/"))
 
 
 def test_a_sync_running_when_it_is_disconnected_records_nothing_more(org, tmp_path):

@@ -38,9 +38,24 @@ def test_a_member_sees_the_connection_its_failed_files_and_its_history(
 
     assert f"Local folder: {folder}" in listing
     assert "1 imported, 1 failed" in listing
-    assert "File Why big/too-big.pdf big/too-big.pdf has 4 pages" in detail
+    assert "File Why Actions big/too-big.pdf big/too-big.pdf has 4 pages" in detail
     assert "Raise the page limit and retry it" in detail
-    assert "Sync history" in detail and "ok" in detail
+    assert "Syncs that found something" in detail and " OK 2 2 0 0" in detail
+
+
+def test_the_last_sync_and_the_syncs_listed_tell_one_story(connection, member_client):
+    # The folder is empty: the sync finds nothing new, and only moves the last sync's time.
+    sync(connection)
+    assert connection.last_sync_result == "ok" and not connection.syncs.exists()
+
+    detail = page_text(member_client.get(f"/connections/{connection.id}/"))
+    listing = page_text(member_client.get("/connections/"))
+
+    # (page_text puts a space where the date's tag ends)
+    when = f"{connection.last_sync_at:%Y-%m-%d %H:%M:%S}"
+    assert f"Last sync {when} : OK" in detail and f"{when} : OK" in listing
+    assert "No syncs yet" not in detail
+    assert "None yet: every sync so far found nothing new." in detail
 
 
 def test_a_failed_file_is_retried_from_the_connection_page_after_the_limit_is_raised(

@@ -307,10 +307,13 @@ def test_the_document_pages_live_answer_sends_only_the_parts_that_changed(member
     assert unchanged.json() == {"digest": answer["digest"], "active": True}
     assert "documents_document" in sql
     assert "documents_documenttext" not in sql and "documents_chunk" not in sql
-    # Its run cancelled: the processing part (and the chunks it may stop) alone.
+    # Its run cancelled: the processing part, and the others that no longer wait for it
+    # (its version's search, its text, its chunks) say it was cancelled.
     assert changed["active"] is False and changed["digest"] != answer["digest"]
-    assert set(changed["parts"]) == {"status", "chunks"}
+    assert set(changed["parts"]) == {"facts", "status", "text", "chunks"}
     assert "Cancelled" in changed["parts"]["status"]["html"]
+    assert "No: its processing was cancelled" in changed["parts"]["facts"]["html"]
+    assert "No text: its processing was cancelled" in changed["parts"]["text"]["html"]
 
 
 def test_the_live_answers_refuse_in_json_a_session_that_ended_and_a_document_gone(

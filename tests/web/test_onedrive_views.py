@@ -219,13 +219,44 @@ def test_a_missing_folder_is_said_and_a_revoked_connection_is_reconnected(
     assert connection_sync(connection=connection).sync.result == "ok"
 
 
-def test_connecting_needs_the_app_registration(member_client, settings):
+def test_where_onedrive_is_not_set_up_no_page_offers_it_and_its_address_says_why(
+    member_client, org, settings
+):
     settings.PAPERLANE_ONEDRIVE_CLIENT_ID = ""
+    connect = "/connections/onedrive/connect/"
+    # Connections that would offer to connect again, had OneDrive an app registration.
+    lost, gone = (
+        Connection.objects.create(
+            organisation=org,
+            provider="onedrive",
+            folder_id=f"item-{status}",
+            folder_path=f"/Contracts-{status}",
+            status=status,
+        )
+        for status in ("needs_reconnect", "disconnected")
+    )
 
-    answer = member_client.get("/connections/onedrive/connect/")
+    listing = member_client.get("/connections/").content.decode()
+    details = [member_client.get(f"/connections/{c.id}/").content.decode() for c in (lost, gone)]
+    answer = member_client.get(connect)
 
+    # Not an action on any page: a quiet note for the admin, pointing at the docs.
+    for page in (listing, *details):
+        assert connect not in page
+        assert "Connect again" not in page
+    assert "an operator sets OneDrive up" in page_text_of(listing)
+    assert "docs/connectors.md" in listing
+    # Reached directly: a page of its own that says so and leads back.
     assert answer.status_code == 503
-    assert b"OneDrive is not set up on this server" in answer.content
+    text = page_text(answer)
+    assert "<h1>OneDrive is not set up on this server</h1>" in answer.content.decode()
+    assert "PAPERLANE_ONEDRIVE_CLIENT_ID" in text and "docs/connectors.md" in text
+    assert 'href="/connections/"' in answer.content.decode()
+    assert "Sign in with Microsoft" not in text
+
+
+def page_text_of(html: str) -> str:
+    return page_text(type("Answer", (), {"content": html.encode()}))
 
 
 # --- the subscription --------------------------------------------------------------
