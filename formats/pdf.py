@@ -102,7 +102,8 @@ _XREF_STREAM_SLACK = 4096
 
 def _encrypted() -> UnreadableDocument:
     return UnreadableDocument(
-        "The PDF is protected by a password. Remove the password and upload it again.",
+        "The PDF is protected by a password. Save it without the password, then upload it "
+        "again (or, in a connected folder, put it back in its folder).",
         code="encrypted_pdf",
     )
 
