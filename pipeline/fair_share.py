@@ -13,11 +13,14 @@ at most what a light document may take (EXTRACT_CPU_BASE_SECONDS + (HEAVY_PAGES 
 pages' worth), never for a heavy one; tests/pipeline/test_fair_share_workers.py shows it
 with real workers.
 
-Weighing costs the worker one small query per job of a weighed stage. Redis away: the
-job runs uncounted (the limiter is a matter of fairness, never of correctness).
+Weighing costs the worker one small query per job of a weighed stage. Redis or the
+database away: the job runs uncounted (this is a matter of fairness, never of
+correctness).
 """
 
 import logging
+
+from django.db import DatabaseError, connection
 
 from core.rate_limit import RateLimitUnavailable, Rule, rate_release, rate_take
 from pipeline import broker
@@ -61,11 +64,17 @@ class Share:
         run_id, stage = broker.job_run_and_stage(job)
         if stage is None or not stage_spec(stage).weighed:
             return True
-        weight = (
-            ImportRun.objects.filter(id=run_id)
-            .values_list("organisation_id", "reservation__pages")
-            .first()
-        )
+        try:
+            weight = (
+                ImportRun.objects.filter(id=run_id)
+                .values_list("organisation_id", "reservation__pages")
+                .first()
+            )
+        except DatabaseError:
+            # The job's own claim meets the database next, and says what is wrong.
+            logger.warning("could not weigh job %s; running it uncounted", job.id)
+            connection.close()
+            return True
         if weight is None or (weight[1] or 0) < HEAVY_PAGES:
             return True
         rule = _rule(stage, weight[0])

@@ -23,6 +23,7 @@ per idle worker.
 import math
 import time
 
+from django.db import connections
 from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import Queue
 from rq.exceptions import DequeueTimeout
@@ -167,6 +168,10 @@ class LaneOrder:
         return {lane: end - now for lane, end in self._resting.items()}
 
     def execute_job(self, job, queue):
+        if not isinstance(self, SimpleWorker):
+            # Weighing the job opened this process's connection: a forked work horse must
+            # open its own, not share the socket.
+            connections.close_all()
         try:
             return super().execute_job(job, queue)
         finally:
