@@ -11,9 +11,7 @@ from core.errors import Conflict, NotFound
 from documents.models import Membership, Organisation
 
 
-def organisation_ensure(
-    *, slug: str, page_limit: int, name: str = ""
-) -> tuple[Organisation, bool]:
+def organisation_ensure(*, slug: str, page_limit: int, name: str = "") -> tuple[Organisation, bool]:
     """The organisation `slug`, and whether it was created now: with `page_limit` if it is
     new; an existing one is returned as it is (a limit changed since is kept)."""
     return Organisation.objects.get_or_create(

@@ -103,6 +103,7 @@ def test_a_file_put_to_its_url_and_completed_is_processed_and_charged_its_own_pa
         "status": "queued",
         "status_url": f"/api/v1/runs/{run.id}",
         "filename": "annual report.pdf",
+        "duplicate_of": None,
     }
     pending = PendingUpload.objects.get(id=grant["upload_id"])
     assert pending.document_id == run.document_id and pending.completed_at is not None
