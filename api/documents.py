@@ -33,20 +33,38 @@ router = Router()
 ACCEPT_ERRORS = (402, 403, 409, 413, 415, 422, 503)
 
 
+# Bytes the organisation has already: answered with their document, nothing charged.
+DUPLICATE_STATUS = 200
+ALLOW_DUPLICATE = Query(
+    False,
+    description=(
+        "`true` keeps and processes the file (and charges its pages) even when the "
+        "organisation already has a live document with the same bytes; by default that "
+        "upload is answered `200` with the existing document (`duplicate_of`)."
+    ),
+)
+
+
 def accept_out(acceptance: Acceptance) -> dict:
-    """The 202 body of an accepted upload, however its bytes came."""
+    """The body of an accepted upload, however its bytes came: 202, or 200 for bytes the
+    organisation has already (`duplicate_of`)."""
     return {
         "run_id": acceptance.run.id,
         "document_id": acceptance.document.id,
         "status": acceptance.run.status,
         "status_url": reverse("api:run_get", kwargs={"run_id": acceptance.run.id}),
         "filename": acceptance.document.filename,
+        "duplicate_of": acceptance.document.id if acceptance.duplicate else None,
     }
+
+
+def accept_status(acceptance: Acceptance) -> int:
+    return DUPLICATE_STATUS if acceptance.duplicate else 202
 
 
 @router.post(
     "/documents",
-    response={202: AcceptOut, **errors(*ACCEPT_ERRORS)},
+    response={202: AcceptOut, DUPLICATE_STATUS: AcceptOut, **errors(*ACCEPT_ERRORS)},
     url_name="document_upload",
     operation_id="documents_upload",
     summary="Upload a PDF or DOCX for processing",
@@ -75,10 +93,14 @@ def document_upload(
             "same key is a 400 idempotency_key_reused)."
         ),
     ),
+    allow_duplicate: bool = ALLOW_DUPLICATE,
 ):
-    """Accept a document (multipart field `file`) and return at once; poll
+    """Accept a document (multipart field `file`) and return at once (`202`); poll
     `status_url` for progress.
 
+    Bytes the organisation already has in a live document are not processed or charged
+    again: the answer is `200` with that document (`document_id` and `duplicate_of`,
+    `run_id` its latest run). `?allow_duplicate=true` keeps a second copy (`202`).
     Repeating a request with the same `Idempotency-Key` returns the first
     answer and creates nothing new. When the pipeline is full the answer is
     `429` with `Retry-After` (seconds): send the same request again after it.
@@ -93,8 +115,9 @@ def document_upload(
         source=RunSource.API,
         api_token=request.api_token,
         idempotency_key=idempotency_key,
+        allow_duplicate=allow_duplicate,
     )
-    return Status(202, accept_out(acceptance))
+    return Status(accept_status(acceptance), accept_out(acceptance))
 
 
 def _connector_out(run: ImportRun | None) -> dict | None:

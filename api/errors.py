@@ -110,6 +110,8 @@ class ErrorCode(StrEnum):
     IMPORT_MISSING = "import_missing"
     VERSION_CHANGED = "version_changed"
     SUPERSEDED = "superseded"
+    # Its bytes are those of a live document of the organisation: not imported again.
+    DUPLICATE = "duplicate"
     PROVIDER_BUSY = "provider_busy"
     PROVIDER_ERROR = "provider_error"
     DOWNLOAD_REFUSED = "download_refused"

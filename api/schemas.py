@@ -28,6 +28,10 @@ class AcceptOut(Schema):
     # The name the document is stored under: the one sent, with `.pdf` or `.docx` added
     # when its extension does not say what the file is.
     filename: str
+    # The `200` of bytes the organisation already has: the id of its live document that
+    # has them (also `document_id`; `run_id` is that document's latest run). Nothing new
+    # was made or charged. `null` in a `202`.
+    duplicate_of: uuid.UUID | None
 
 
 class UploadIn(Schema):

@@ -5,7 +5,13 @@ import uuid
 from django.urls import reverse
 from ninja import Path, Router, Status
 
-from api.documents import ACCEPT_ERRORS, accept_out
+from api.documents import (
+    ACCEPT_ERRORS,
+    ALLOW_DUPLICATE,
+    DUPLICATE_STATUS,
+    accept_out,
+    accept_status,
+)
 from api.errors import errors
 from api.schemas import AcceptOut, UploadIn, UploadOut
 from pipeline.models import RunSource
@@ -53,25 +59,35 @@ def upload_create(request, payload: UploadIn):
 
 @router.post(
     "/uploads/{upload_id}/complete",
-    response={202: AcceptOut, **errors(*ACCEPT_ERRORS, 404, 410)},
+    response={
+        202: AcceptOut,
+        DUPLICATE_STATUS: AcceptOut,
+        **errors(*ACCEPT_ERRORS, 404, 410),
+    },
     url_name="upload_complete",
     operation_id="uploads_complete",
     summary="Process the file PUT for an upload",
 )
 def upload_complete(
-    request, upload_id: uuid.UUID = Path(..., description="The upload's id, from POST /uploads.")
+    request,
+    upload_id: uuid.UUID = Path(..., description="The upload's id, from POST /uploads."),
+    allow_duplicate: bool = ALLOW_DUPLICATE,
 ):
     """Check the file PUT to the upload's URL and accept it exactly as `POST /documents`
     accepts one, with the same `202` body and the same errors for the same file; the
     refused file is deleted (PUT a corrected one to the same URL while it is valid).
     `409 upload_missing`: nothing was PUT yet. `422 size_mismatch`: the file is not the
     size declared. `410 upload_expired`: too late; ask for a new upload. Completing
-    again answers the same `202`, and nothing new is made or charged."""
+    again answers the same `202`, and nothing new is made or charged. Bytes the
+    organisation already has are answered `200` with their document (`duplicate_of`),
+    as `POST /documents` answers them; the upload stays open, its file kept until
+    `complete_by`: completing it with `?allow_duplicate=true` keeps a second copy."""
     acceptance = direct_upload_receive(
         channel="api",
         organisation=request.organisation,
         upload_id=upload_id,
         source=RunSource.API,
         api_token=request.api_token,
+        allow_duplicate=allow_duplicate,
     )
-    return Status(202, accept_out(acceptance))
+    return Status(accept_status(acceptance), accept_out(acceptance))

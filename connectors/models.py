@@ -123,6 +123,9 @@ class ConnectorImport(models.Model):
         SKIPPED = "skipped", "Skipped"
         FAILED = "failed", "Failed"
         DELETED = "deleted", "Deleted at the source"
+        # Its bytes are those of a live document of the organisation (`duplicate_of`): not
+        # imported or charged again.
+        DUPLICATE = "duplicate", "Duplicate"
 
     organisation = models.ForeignKey(
         Organisation, on_delete=models.CASCADE, related_name="connector_imports", db_index=False
@@ -145,6 +148,16 @@ class ConnectorImport(models.Model):
         related_name="connector_imports",
     )
     document_version = models.PositiveIntegerField(null=True, blank=True)
+    # The document that has this version's bytes already, when it is a duplicate. Read
+    # from the import, never looked up from the document: no index of its own.
+    duplicate_of = models.ForeignKey(
+        Document,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
     # The run that imports this version, made with it by the sync (the pipeline's runs know
     # nothing of connectors: the link is kept here).
     run = models.OneToOneField(
@@ -174,7 +187,9 @@ class ConnectorImport(models.Model):
                 name="import_key_unique",
             ),
             models.CheckConstraint(
-                condition=Q(state__in=["queued", "imported", "skipped", "failed", "deleted"]),
+                condition=Q(
+                    state__in=["queued", "imported", "skipped", "failed", "deleted", "duplicate"]
+                ),
                 name="import_state_valid",
             ),
         ]

@@ -6,6 +6,11 @@ Every version of one file is the same document: an edit is a new document versio
 stored under a key that its store alone writes and charged for its own pages. The
 pages are held as soon as the bytes are counted, before any extraction: a file that
 does not fit fails "over quota" at once and can be retried once the limit is raised.
+
+Bytes the organisation already has in a live document (an upload, another file, this
+file's current version: documents/services/duplicates.py) are not stored or charged
+again: the run fails `duplicate` (its pages given back) and its import says which
+document has them (`duplicate_of`), shown as a duplicate among the connection's files.
 """
 
 import hashlib
@@ -25,6 +30,7 @@ from connectors.selectors import connection_signed_in_by_former_member
 from core.errors import QuotaExceeded
 from documents.models import Document
 from documents.reading import inspect_upload
+from documents.services.duplicates import document_duplicate_of
 from documents.services.quota import quota_resize
 from documents.storage import (
     document_storage_key,
@@ -44,6 +50,8 @@ logger = logging.getLogger(__name__)
 State = ConnectorImport.State
 # The reason a connected file's imports give once its document was deleted here.
 DELETED_HERE = "Its document was deleted in Paperlane; new versions are not imported."
+# The error code of a file's run whose bytes the organisation has already.
+DUPLICATE = "duplicate"
 # The error code of a file's run whose connection was disconnected before it was fetched.
 CONNECTION_DISCONNECTED = "connection_disconnected"
 # ... and of one whose folder reads with the sign-in of someone who left.
@@ -232,6 +240,10 @@ def connector_store(ctx: StageContext) -> None:
     with spooled:
         if size == 0:
             raise PermanentError(f"{record.name} is empty.", code="empty_file")
+        # A quick look before the bytes are inspected and stored; the one that decides is
+        # made below, under the lock of these bytes.
+        if found := document_duplicate_of(organisation_id=record.organisation_id, sha256=sha256):
+            raise _duplicate(record, found)
         inspection = inspect_upload(spooled)
         document = ctx.document
         # The version this run's bytes become: the next one, unless none is stored yet.
@@ -249,6 +261,10 @@ def connector_store(ctx: StageContext) -> None:
     committing = False
     try:
         with ctx.complete():
+            if found := document_duplicate_of(
+                organisation_id=record.organisation_id, sha256=sha256, locked=True
+            ):
+                raise _SameBytes(found)
             _become_version(
                 ctx,
                 record,
@@ -270,6 +286,8 @@ def connector_store(ctx: StageContext) -> None:
             # Rolled back before the commit, so nothing points at this key, nor ever
             # will: no other write uses it. (A failed commit leaves it to the orphan sweep.)
             _forget(key)
+        if isinstance(exc, _SameBytes):
+            raise _duplicate(record, exc.document) from None
         if isinstance(exc, QuotaExceeded):
             raise PermanentError(
                 f"{record.path} has {inspection.pages} pages but only "
@@ -278,6 +296,28 @@ def connector_store(ctx: StageContext) -> None:
                 code="quota_exceeded",
             ) from exc
         raise
+
+
+class _SameBytes(Exception):
+    """Ends the store's transaction: the bytes are those of `document`, recorded meanwhile."""
+
+    def __init__(self, document: Document) -> None:
+        super().__init__(str(document.id))
+        self.document = document
+
+
+def _duplicate(record: ConnectorImport, document: Document) -> PermanentError:
+    """Note on the import which document has its bytes (the sync shows it as a duplicate
+    once its run has failed with the error returned)."""
+    ConnectorImport.objects.filter(id=record.id).update(
+        duplicate_of=document, updated_at=timezone.now()
+    )
+    if document.id == record.document_id:
+        words = f"{record.path} has the same content as the version already imported"
+    else:
+        words = f"{record.path} has the same content as {document.filename}, already"
+        words += " in Paperlane"
+    return PermanentError(f"{words}; it was not imported or charged again.", code=DUPLICATE)
 
 
 def _forget(key: str) -> None:

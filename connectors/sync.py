@@ -25,7 +25,7 @@ from connectors.folders import files_left_under, folders_forget_unseen, folders_
 from connectors.models import Connection, ConnectionSync, ConnectorImport
 from connectors.problems import Problem, file_name_refused, problem_text
 from connectors.registry import provider_for
-from connectors.source import CONNECTION_DISCONNECTED, DELETED_HERE
+from connectors.source import CONNECTION_DISCONNECTED, DELETED_HERE, DUPLICATE
 from connectors.status import SYNCING, connection_move
 from core.errors import InvalidUpload
 from core.text import ascii_number, printable
@@ -459,22 +459,27 @@ def connection_refresh_imports(*, connection: Connection) -> None:
         run__status=RunStatus.FAILED,
         run__error_code__in=["superseded", "document_deleted", CONNECTION_DISCONNECTED],
     ).update(state=State.SKIPPED, reason=Subquery(run_error[:1]))
+    # Its bytes are a live document's: the store noted which (`duplicate_of`).
+    mine.filter(state=State.QUEUED, run__status=RunStatus.FAILED, run__error_code=DUPLICATE).update(
+        state=State.DUPLICATE, reason=Subquery(run_error[:1])
+    )
     mine.filter(state=State.QUEUED, run__status=RunStatus.CANCELLED).update(
         state=State.SKIPPED, reason="Cancelled before it was imported."
     )
     mine.filter(
         state=State.QUEUED, run__status__in=[RunStatus.FAILED, RunStatus.DEAD_LETTER]
     ).update(state=State.FAILED, reason=Subquery(run_error[:1]))
-    retried = [State.FAILED, State.IMPORTED, State.SKIPPED]
+    retried = [State.FAILED, State.IMPORTED, State.SKIPPED, State.DUPLICATE]
     mine.filter(state__in=retried, run__status__in=ACTIVE_STATUSES).update(
-        state=State.QUEUED, reason=""
+        state=State.QUEUED, reason="", duplicate_of=None
     )
     by_state = dict(mine.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
     seen = mine.exclude(state=State.DELETED).values("file_id").distinct().count()
     Connection.objects.filter(id=connection.id).update(
         files_seen=seen,
         files_imported=by_state.get(State.IMPORTED, 0),
-        files_skipped=by_state.get(State.SKIPPED, 0),
+        # A duplicate was skipped: its document is there already.
+        files_skipped=by_state.get(State.SKIPPED, 0) + by_state.get(State.DUPLICATE, 0),
         files_failed=by_state.get(State.FAILED, 0),
     )
 

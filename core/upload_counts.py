@@ -12,12 +12,13 @@ from core.redis import request_breaker, request_connection
 
 UPLOADS_KEY = "paperlane:stats:uploads"
 
-ACCEPTED, REPLAYED, REFUSED = "accepted", "replayed", "refused"
+ACCEPTED, REPLAYED, DUPLICATE, REFUSED = "accepted", "replayed", "duplicate", "refused"
 
 
 def upload_count(*, channel: str, result: str, code: str = "") -> None:
     """Count one answer to an upload: `channel` "api" or "web", `result` accepted,
-    replayed (an Idempotency-Key seen before) or refused with the error `code`."""
+    replayed (an Idempotency-Key seen before), duplicate (bytes of a live document,
+    answered with it) or refused with the error `code`."""
     breaker = request_breaker()
     if breaker.open:
         return

@@ -205,7 +205,8 @@ def _upload_families():
     uploads = CounterMetricFamily(
         "paperlane_uploads",
         "Uploads answered at the API and the upload page: accepted, replayed (a repeated "
-        "Idempotency-Key) or refused, with the refusal's error code.",
+        "Idempotency-Key), duplicate (bytes of a live document, answered with it) or "
+        "refused, with the refusal's error code.",
         labels=["channel", "result", "code"],
     )
     for (channel, result, code), count in sorted(counts.items()):

@@ -37,6 +37,7 @@ from web.listing import LIVE_MAX_DOCUMENTS, quota_context, row_digest
 from web.organisation_views import current_membership
 from web.refusals import refusal_words
 from web.runs import SOURCE_WORDS, is_active
+from web.upload_views import SECOND_COPY_LABEL, allow_duplicate, already_uploaded_words
 
 DOCUMENTS_PER_PAGE = 25
 # With documents in S3, the page sends a file larger than this straight to S3 (a direct
@@ -77,6 +78,7 @@ def _upload_files(request: HttpRequest, membership: Membership) -> tuple[int, di
     if (refused := upload_refusal(request)) or not uploads:
         uploads = [None, *uploads]
     accepted = 0
+    second_copy = allow_duplicate(request)
     for upload in uploads:
         name = client_file_name(request, upload) if upload is not None else None
         try:
@@ -88,6 +90,7 @@ def _upload_files(request: HttpRequest, membership: Membership) -> tuple[int, di
                 refused=refused if upload is None else None,
                 source=RunSource.WEB,
                 user=request.user,
+                allow_duplicate=second_copy,
             )
         except ServiceError as exc:
             size = upload.size if upload is not None else None
@@ -95,6 +98,9 @@ def _upload_files(request: HttpRequest, membership: Membership) -> tuple[int, di
             refusals.append(exc)
             continue
         accepted += 1
+        if acceptance.duplicate:
+            messages.info(request, already_uploaded_words(name=name, acceptance=acceptance))
+            continue
         stored = acceptance.document.filename
         messages.success(request, f"“{stored}” was accepted and is queued for processing.")
     if accepted or not refusals:
@@ -137,6 +143,7 @@ def document_list_view(request: HttpRequest) -> HttpResponse:
         "can": abilities(membership.role),
         "direct_above": _direct_above(),
         "max_upload_bytes": settings.PAPERLANE_MAX_UPLOAD_BYTES,
+        "second_copy_label": SECOND_COPY_LABEL,
         "live_max_documents": LIVE_MAX_DOCUMENTS,
         **quota_context(quota_get(organisation_id=organisation.id)),
     }

@@ -1,13 +1,19 @@
 """The upload form's script sends each file on its own and reads the answer as JSON: the
 document and run it made, or why it was refused in plain words. Files above a size go
 straight to S3 (a direct upload, as the API's) and are then completed here. Thin callers
-of the receiving services (pipeline/services/receive.py)."""
+of the receiving services (pipeline/services/receive.py).
+
+A file whose bytes the organisation has already (a live document) is answered with that
+document, not sent for processing again; the form field `allow_duplicate=true` keeps a
+second copy."""
 
 import json
 import uuid
 
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
 from core.errors import InvalidUpload, ServiceError
@@ -21,6 +27,9 @@ from web.listing import document_row
 from web.organisation_views import current_membership
 from web.refusals import refusal_words
 
+# The upload form's box that keeps a second copy of a file already uploaded (without
+# JavaScript; the script offers it with the file's answer).
+SECOND_COPY_LABEL = "Upload a second copy of files already uploaded"
 # The JSON a direct upload is asked for with: a name, a size and a type.
 DIRECT_REQUEST_MAX_BYTES = 4096
 
@@ -37,7 +46,44 @@ def _refused(exc: ServiceError, *, name: str | None, size: int | None = None) ->
     return response
 
 
+def allow_duplicate(request: HttpRequest) -> bool:
+    """Whether the form asks to keep a second copy of a file already uploaded."""
+    return request.POST.get("allow_duplicate") == "true"
+
+
+def already_uploaded_words(*, name: str | None, acceptance: Acceptance) -> SafeString:
+    """What the form sent without JavaScript tells a member of a file whose bytes are
+    those of a live document: a link to it, and how to keep a second copy anyway."""
+    document = acceptance.document
+    return format_html(
+        '“{}” was already uploaded as <a href="{}">{}</a>; it was not sent again and '
+        "no pages were charged. To keep a second copy anyway, tick “{}” and send it again.",
+        name or document.filename,
+        reverse("web:document_detail", kwargs={"document_id": document.id}),
+        document.filename,
+        SECOND_COPY_LABEL,
+    )
+
+
+def _duplicate(acceptance: Acceptance) -> JsonResponse:
+    """200: the document that has these bytes (the script says so, with a link, and offers
+    to send a second copy)."""
+    document = acceptance.document
+    return JsonResponse(
+        {
+            "duplicate_of": str(document.id),
+            "document_id": str(document.id),
+            "run_id": str(acceptance.run.id),
+            "filename": document.filename,
+            "url": reverse("web:document_detail", kwargs={"document_id": document.id}),
+        },
+        status=200,
+    )
+
+
 def _accepted(request: HttpRequest, acceptance: Acceptance) -> JsonResponse:
+    if acceptance.duplicate:
+        return _duplicate(acceptance)
     document, run = acceptance.document, acceptance.run
     can = abilities(current_membership(request).role)
     row = document_row(request, document, run, can)
@@ -75,6 +121,7 @@ def upload_view(request: HttpRequest) -> JsonResponse:
             refused=refused,
             source=RunSource.WEB,
             user=request.user,
+            allow_duplicate=allow_duplicate(request),
         )
     except ServiceError as exc:
         return _refused(exc, name=name, size=upload.size if upload is not None else None)
@@ -154,6 +201,7 @@ def direct_upload_complete_view(request: HttpRequest, upload_id: uuid.UUID) -> J
             upload_id=upload_id,
             user=request.user,
             source=RunSource.WEB,
+            allow_duplicate=allow_duplicate(request),
         )
     except ServiceError as exc:
         return _refused(exc, name=None)

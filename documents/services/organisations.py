@@ -16,11 +16,17 @@ from documents.roles import Ability, ability_require
 from documents.services.tokens import api_tokens_revoke_of_member
 
 
-def organisation_create(*, slug: str, page_limit: int, name: str = "") -> Organisation:
-    """Create an organisation, or update the page limit of an existing one."""
-    organisation, created = Organisation.objects.get_or_create(
+def organisation_ensure(*, slug: str, page_limit: int, name: str = "") -> tuple[Organisation, bool]:
+    """The organisation `slug`, and whether it was created now: with `page_limit` if it is
+    new; an existing one is returned as it is (a limit changed since is kept)."""
+    return Organisation.objects.get_or_create(
         slug=slug, defaults={"name": name or slug, "page_limit": page_limit}
     )
+
+
+def organisation_create(*, slug: str, page_limit: int, name: str = "") -> Organisation:
+    """Create an organisation, or update the page limit of an existing one."""
+    organisation, created = organisation_ensure(slug=slug, page_limit=page_limit, name=name)
     if not created and organisation.page_limit != page_limit:
         organisation_set_limit(organisation=organisation, page_limit=page_limit)
         organisation.refresh_from_db()

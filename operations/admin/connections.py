@@ -238,11 +238,12 @@ class ConnectorImportAdmin(FastListAdmin, RecordAdmin):
         "reason",
         "document",
         "document_version",
+        "duplicate_of",
         "created_at",
     ]
     list_filter = ["state", ConnectionFilter]
     # A connection's name shows its organisation; its cursor stays in the database.
-    list_select_related = ["connection__organisation", "document"]
+    list_select_related = ["connection__organisation", "document", "duplicate_of"]
     list_defer = ("connection__cursor",)
     search_fields = ["path", "file_id"]
     ordering = ["-created_at", "-id"]

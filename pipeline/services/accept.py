@@ -10,6 +10,13 @@ the whole file or calls anything but storage.
 direct upload (pipeline/services/direct_uploads.py), already at their final key: they are
 checked the same way and not written again. The doors people and integrations come in
 by (the API, the page's script and form) call them through pipeline/services/receive.py.
+
+Bytes the organisation already has in a live document (documents/services/duplicates.py)
+are not kept or charged again unless the uploader asks for a second copy
+(`allow_duplicate`): the answer is that document (`Acceptance.duplicate`). It is looked
+for once their digest is taken, before they are inspected, stored or counted against the
+quota, and again, under a lock, in the transaction that would record them: of two
+identical uploads at once, one document is made.
 """
 
 import hashlib
@@ -36,6 +43,7 @@ from core.text import UNPRINTABLE_CATEGORIES
 from documents.models import ApiToken, Document, Organisation, PendingUpload, QuotaReservation
 from documents.reading import inspect_upload
 from documents.roles import Ability, ability_require
+from documents.services.duplicates import document_duplicate_of
 from documents.services.pending_uploads import pending_upload_mark_completed
 from documents.services.quota import quota_check, quota_take
 from documents.storage import (
@@ -68,6 +76,9 @@ class Acceptance:
     document: Document
     # True when an Idempotency-Key matched an earlier request: nothing new was made.
     replayed: bool = False
+    # True when the bytes are those of the organisation's live document `document`
+    # (`run` is its latest run): nothing new was made, kept or charged.
+    duplicate: bool = False
 
 
 def filename_validate(name: str | None) -> str:
@@ -129,6 +140,20 @@ def _replay(*, organisation: Organisation, key: str, sha256: str | None) -> Acce
     return _replayed(run)
 
 
+def _duplicate(document: Document) -> Acceptance:
+    """The answer to bytes the organisation has as `document`: it, and its latest run."""
+    run = ImportRun.objects.filter(document=document).order_by("-created_at", "-id").first()
+    return Acceptance(run=run, document=document, duplicate=True)
+
+
+def _duplicate_found(
+    *, organisation: Organisation, sha256: str, allow_duplicate: bool, locked: bool = False
+) -> Document | None:
+    if allow_duplicate:
+        return None
+    return document_duplicate_of(organisation_id=organisation.id, sha256=sha256, locked=locked)
+
+
 def _replayed(run: ImportRun) -> Acceptance:
     """The first answer again, unless its document has been deleted since: then the
     request is refused, not answered with a document that is gone."""
@@ -157,6 +182,17 @@ def upload_acceptance(*, pending: PendingUpload) -> Acceptance | None:
     None if no completion of it has committed; Conflict if that document was deleted."""
     run = upload_run(pending=pending)
     return None if run is None else _replayed(run)
+
+
+def _pending_duplicate(*, pending: PendingUpload, document: Document) -> Acceptance:
+    """The answer to the direct upload `pending` whose bytes `document` has: a completion
+    of this same upload that committed meanwhile made it (its answer, replayed), or
+    another upload did (a duplicate)."""
+    if document.id == pending.reserved_document_id and (
+        found := upload_acceptance(pending=pending)
+    ):
+        return found
+    return _duplicate(document)
 
 
 def _kind_mismatch(*, pending: PendingUpload, kind: str) -> UnsupportedFileType:
@@ -199,6 +235,15 @@ def _idempotency_key_checked(key: str | None) -> str | None:
     return key
 
 
+class _SameBytes(Exception):
+    """Raised in the recording transaction, to end it, when the bytes turn out to be
+    those of `document` (recorded meanwhile by an identical upload)."""
+
+    def __init__(self, document: Document) -> None:
+        super().__init__(str(document.id))
+        self.document = document
+
+
 @dataclass(frozen=True)
 class _Checked:
     """An upload that passed every check before anything is recorded."""
@@ -208,14 +253,11 @@ class _Checked:
     inspection: Inspection
 
 
-def _inspected(
-    *, organisation: Organisation, upload: UploadedFile, sha256: str | None
-) -> tuple[str, Inspection]:
-    """Admission, then the bytes: their digest, and their kind and pages by content (in the
-    bounded inspection child)."""
+def _digest(*, organisation: Organisation, upload: UploadedFile, sha256: str | None) -> str:
+    """Admission, then the bytes' digest (unless it was taken already)."""
     # Before the file is read or stored: a refusal is instant and records nothing.
     admission_check(organisation_id=organisation.id)
-    return sha256 or _sha256(upload), inspect_upload(upload.file)
+    return sha256 or _sha256(upload)
 
 
 def _checked(
@@ -302,14 +344,16 @@ def document_accept(
     user: AbstractBaseUser | None = None,
     api_token: ApiToken | None = None,
     idempotency_key: str | None = None,
+    allow_duplicate: bool = False,
 ) -> Acceptance:
     """Accept an uploaded file for processing, or raise a ServiceError saying why not.
 
     `filename` is the name the client sent, if it differs from `upload.name`. The bytes
     are written once, to the new document's stable key, before the rows that point to
     them are recorded; a refusal after that deletes them. A request repeating an
-    `idempotency_key` is answered with what the first one made. Forbidden for a viewer
-    (person or token), before the file is inspected or stored.
+    `idempotency_key` is answered with what the first one made. Bytes of a live document
+    of the organisation are answered with it (`duplicate`), unless `allow_duplicate`.
+    Forbidden for a viewer (person or token), before the file is inspected or stored.
     """
     ability_require(
         organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token
@@ -321,9 +365,16 @@ def document_accept(
         sha256 = _sha256(upload)
         if found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256):
             return found
-    sha256, inspection = _inspected(organisation=organisation, upload=upload, sha256=sha256)
+    sha256 = _digest(organisation=organisation, upload=upload, sha256=sha256)
+    if found := _duplicate_found(
+        organisation=organisation, sha256=sha256, allow_duplicate=allow_duplicate
+    ):
+        return _duplicate(found)
     checked = _checked(
-        organisation=organisation, filename=filename, sha256=sha256, inspection=inspection
+        organisation=organisation,
+        filename=filename,
+        sha256=sha256,
+        inspection=inspect_upload(upload.file),
     )
     document_id = uuid.uuid4()
     key = document_storage_key(
@@ -335,6 +386,15 @@ def document_accept(
     _store(organisation=organisation, key=key, upload=upload)
     try:
         with transaction.atomic():
+            # Under the lock of these bytes: an identical upload that got this far first
+            # has committed its document by now.
+            if found := _duplicate_found(
+                organisation=organisation,
+                sha256=sha256,
+                allow_duplicate=allow_duplicate,
+                locked=True,
+            ):
+                raise _SameBytes(found)
             acceptance = _insert(
                 organisation=organisation,
                 checked=checked,
@@ -347,6 +407,14 @@ def document_accept(
                 idempotency_key=idempotency_key,
             )
             return _hold(acceptance)
+    except _SameBytes as same:
+        storage_delete(key=key)
+        # A request with the same Idempotency-Key recorded them meanwhile: its answer.
+        if idempotency_key and (
+            found := _replay(organisation=organisation, key=idempotency_key, sha256=sha256)
+        ):
+            return found
+        return _duplicate(same.document)
     except OrganisationAtBound:
         storage_delete(key=key)
         raise admission_organisation_refusal(organisation_id=organisation.id) from None
@@ -371,16 +439,25 @@ def pending_upload_accept(
     source: str,
     user: AbstractBaseUser | None = None,
     api_token: ApiToken | None = None,
+    allow_duplicate: bool = False,
 ) -> Acceptance:
     """Accept the bytes of the direct upload `pending`, read back from the key they were
     PUT to (the stable key of the document they become), or raise a ServiceError. They
     are checked exactly as any upload's, and must be of the kind declared (which named the
     key); the document then points at them where they are. Nothing is written, and a
     refusal leaves them where they are for the caller to deal with. Completing one direct
-    upload twice at once makes one document: the second is answered with it."""
+    upload twice at once makes one document: the second is answered with it. Bytes of a
+    live document of the organisation are answered with it (`duplicate`) unless
+    `allow_duplicate`, and the upload stays open, its bytes where they are: completing it
+    with `allow_duplicate` keeps them as a second copy."""
     # As declared: UploadedFile would clean the name it is given.
     filename = _named(upload, pending.filename)
-    sha256, inspection = _inspected(organisation=organisation, upload=upload, sha256=None)
+    sha256 = _digest(organisation=organisation, upload=upload, sha256=None)
+    if found := _duplicate_found(
+        organisation=organisation, sha256=sha256, allow_duplicate=allow_duplicate
+    ):
+        return _pending_duplicate(pending=pending, document=found)
+    inspection = inspect_upload(upload.file)
     # Bytes of another kind than declared are refused as such (and deleted by the
     # caller) before the quota is asked about them.
     if inspection.kind != pending.kind:
@@ -390,6 +467,13 @@ def pending_upload_accept(
     )
     try:
         with transaction.atomic():
+            if found := _duplicate_found(
+                organisation=organisation,
+                sha256=sha256,
+                allow_duplicate=allow_duplicate,
+                locked=True,
+            ):
+                raise _SameBytes(found)
             acceptance = _insert(
                 organisation=organisation,
                 checked=checked,
@@ -404,6 +488,8 @@ def pending_upload_accept(
             # bytes) waits on the upload's row, and finds it completed.
             pending_upload_mark_completed(upload=pending, document=acceptance.document)
             return _hold(acceptance)
+    except _SameBytes as same:
+        return _pending_duplicate(pending=pending, document=same.document)
     except OrganisationAtBound:
         raise admission_organisation_refusal(organisation_id=organisation.id) from None
     except IntegrityError:

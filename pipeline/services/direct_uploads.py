@@ -168,6 +168,7 @@ def pending_upload_complete(
     api_token: ApiToken | None = None,
     user: AbstractBaseUser | None = None,
     source: str = RunSource.API,
+    allow_duplicate: bool = False,
 ) -> Acceptance:
     """Accept the file PUT for a direct upload as any upload is accepted,
     or raise a ServiceError: 404 for an upload that is not the organisation's, 409
@@ -202,6 +203,7 @@ def pending_upload_complete(
                 source=source,
                 api_token=api_token,
                 user=user,
+                allow_duplicate=allow_duplicate,
             )
     except BYTES_REFUSED:
         # Unless a completion of the same upload accepted them meanwhile (a refusal can

@@ -4,6 +4,10 @@ refused, a missing file is refused, the file is accepted (pipeline/services/acce
 pipeline/services/direct_uploads.py), and every answer is counted for the operators
 (core/upload_counts.py) under the door's channel, `api` or `web`. The doors only turn
 the answer or the refusal into their own response.
+
+Bytes the organisation already has in a live document are answered with that document
+(`Acceptance.duplicate`), not kept or charged again, unless the uploader asks for a
+second copy (`allow_duplicate`); each door says so in its own words.
 """
 
 import uuid
@@ -14,7 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 
 from core.errors import InvalidUpload, ServiceError
-from core.upload_counts import ACCEPTED, REFUSED, REPLAYED, upload_count
+from core.upload_counts import ACCEPTED, DUPLICATE, REFUSED, REPLAYED, upload_count
 from documents.models import ApiToken, Organisation
 from pipeline.services.accept import Acceptance, document_accept
 from pipeline.services.direct_uploads import (
@@ -33,7 +37,8 @@ def _counted(channel: str, receive: Callable[[], Answer]) -> Answer:
         upload_count(channel=channel, result=REFUSED, code=exc.code)
         raise
     if isinstance(answer, Acceptance):
-        upload_count(channel=channel, result=REPLAYED if answer.replayed else ACCEPTED)
+        result = REPLAYED if answer.replayed else DUPLICATE if answer.duplicate else ACCEPTED
+        upload_count(channel=channel, result=result)
     return answer
 
 
@@ -48,10 +53,12 @@ def upload_receive(
     user: AbstractBaseUser | None = None,
     api_token: ApiToken | None = None,
     idempotency_key: str | None = None,
+    allow_duplicate: bool = False,
 ) -> Acceptance:
     """Receive one uploaded file: `refused` is why reading the request kept no file (too
     large, too many), raised as it is; no `upload` is 400 `missing_file`; otherwise the
-    file is accepted as `document_accept` says. Counted under `channel` either way."""
+    file is accepted as `document_accept` says (a live document's bytes answered with it
+    unless `allow_duplicate`). Counted under `channel` either way."""
 
     def receive() -> Acceptance:
         if refused is not None:
@@ -68,6 +75,7 @@ def upload_receive(
             user=user,
             api_token=api_token,
             idempotency_key=idempotency_key,
+            allow_duplicate=allow_duplicate,
         )
 
     return _counted(channel, receive)
@@ -106,6 +114,7 @@ def direct_upload_receive(
     source: str,
     user: AbstractBaseUser | None = None,
     api_token: ApiToken | None = None,
+    allow_duplicate: bool = False,
 ) -> Acceptance:
     """Receive the file PUT for a direct upload (`pending_upload_complete`), counted under
     `channel`."""
@@ -117,5 +126,6 @@ def direct_upload_receive(
             source=source,
             user=user,
             api_token=api_token,
+            allow_duplicate=allow_duplicate,
         ),
     )

@@ -311,20 +311,24 @@
     }
   });
 
+  function newBar(file) {
+    const bar = document.createElement("progress");
+    bar.max = 100;
+    bar.value = 0;
+    bar.setAttribute("aria-label", `Sending ${file.name}`);
+    return bar;
+  }
+
   function newItem(file) {
     const item = document.createElement("li");
     item.className = "upload-item";
     const name = document.createElement("span");
     name.className = "name";
     name.textContent = file.name;
-    const bar = document.createElement("progress");
-    bar.max = 100;
-    bar.value = 0;
-    bar.setAttribute("aria-label", `Sending ${file.name}`);
     const state = document.createElement("span");
     state.className = "state";
     state.textContent = "Waiting to be sent";
-    item.append(name, " ", bar, " ", state);
+    item.append(name, " ", newBar(file), " ", state);
     list.prepend(item);
     return item;
   }
@@ -344,6 +348,31 @@
     if (bar) bar.remove();
     item.querySelector(".state").textContent = `Not accepted: ${detail}`;
     say(`${item.querySelector(".name").textContent} was not accepted: ${detail}`);
+  }
+
+  // The organisation has these bytes already (a 200 naming `duplicate_of`): a link to
+  // their document, and a button that sends the file again as a second copy.
+  function alreadyUploaded(item, answer, file) {
+    const bar = item.querySelector("progress");
+    if (bar) bar.remove();
+    const state = item.querySelector(".state");
+    const link = document.createElement("a");
+    link.href = answer.url;
+    link.textContent = answer.filename;
+    const again = document.createElement("button");
+    again.type = "button";
+    again.className = "link";
+    again.textContent = "Upload a second copy";
+    again.addEventListener("click", () => {
+      state.textContent = "Waiting to be sent";
+      item.insertBefore(newBar(file), state);
+      queue.push({ file, item, secondCopy: true });
+      pump();
+    });
+    state.replaceChildren(
+      "Already uploaded as ", link, "; not sent again, no pages charged. ", again,
+    );
+    say(`${file.name} was already uploaded as ${answer.filename}; it was not sent again`);
   }
 
   function accepted(item, answer) {
@@ -371,28 +400,32 @@
     413: "the file is too large.",
   };
 
-  function answered(item, result, fallback) {
+  function answered(item, result, file) {
     if (result.status === 202 && result.data) accepted(item, result.data);
+    else if (result.status === 200 && result.data && result.data.duplicate_of) {
+      alreadyUploaded(item, result.data, file);
+    }
     else if (result.data && result.data.detail) refused(item, result.data.detail);
     else if (STATUS_WORDS[result.status]) refused(item, STATUS_WORDS[result.status]);
-    else refused(item, fallback || `the server answered ${result.status}; try again in a minute.`);
+    else refused(item, `the server answered ${result.status}; try again in a minute.`);
   }
 
-  async function sendThroughWeb(file, item) {
+  async function sendThroughWeb(file, item, secondCopy) {
     const body = new FormData();
     body.append("file", file, file.name);
+    if (secondCopy) body.append("allow_duplicate", "true");
     const result = await send("POST", form.dataset.upload, body, {
       headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
       onProgress: (share) => progress(item, share),
     });
-    answered(item, result);
+    answered(item, result, file);
   }
 
-  async function sendToS3(file, item) {
+  async function sendToS3(file, item, secondCopy) {
     const asked = await send("POST", form.dataset.direct, JSON.stringify({
       filename: file.name, size_bytes: file.size, content_type: file.type || null,
     }), { headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/json" } });
-    if (asked.status !== 201 || !asked.data) return answered(item, asked);
+    if (asked.status !== 201 || !asked.data) return answered(item, asked, file);
     const headers = { ...asked.data.headers };
     delete headers["Content-Length"]; // the browser sets it, and may not be told
     const put = await send("PUT", asked.data.url, file, {
@@ -402,18 +435,21 @@
       return refused(item, "the storage did not take the file; try again in a minute.");
     }
     item.querySelector(".state").textContent = "Checking the file";
-    const done = await send("POST", asked.data.complete_url, null, {
+    const complete = new FormData();
+    if (secondCopy) complete.append("allow_duplicate", "true");
+    const done = await send("POST", asked.data.complete_url, complete, {
       headers: { "X-CSRFToken": csrfToken() },
     });
-    answered(item, done);
+    answered(item, done, file);
   }
 
   function pump() {
     while (sending < PARALLEL && queue.length) {
-      const { file, item } = queue.shift();
+      const { file, item, secondCopy } = queue.shift();
       sending += 1;
       const directAbove = Number(form.dataset.directAbove || 0);
-      const job = directAbove && file.size > directAbove ? sendToS3(file, item) : sendThroughWeb(file, item);
+      const job = directAbove && file.size > directAbove
+        ? sendToS3(file, item, secondCopy) : sendThroughWeb(file, item, secondCopy);
       job.finally(() => { sending -= 1; pump(); });
     }
   }

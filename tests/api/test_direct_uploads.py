@@ -103,6 +103,7 @@ def test_a_file_put_to_its_url_and_completed_is_processed_and_charged_its_own_pa
         "status": "queued",
         "status_url": f"/api/v1/runs/{run.id}",
         "filename": "annual report.pdf",
+        "duplicate_of": None,
     }
     pending = PendingUpload.objects.get(id=grant["upload_id"])
     assert pending.document_id == run.document_id and pending.completed_at is not None
@@ -378,6 +379,28 @@ def test_completing_twice_answers_the_same_202_and_makes_and_charges_nothing_mor
     assert QuotaReservation.objects.filter(organisation=org).count() == 1
     org.refresh_from_db()
     assert org.pages_reserved == 3
+
+
+def test_bytes_already_uploaded_are_answered_200_and_the_upload_stays_open_for_a_copy(s3, api, org):
+    pdf = make_pdf(2, label="Twice")
+    first = upload(api, pdf, name="first.pdf").json()
+    grant = put_for(api, pdf)
+
+    again = complete(api, grant["upload_id"])
+
+    assert again.status_code == 200, again.content
+    assert again.json()["duplicate_of"] == first["document_id"]
+    pending = PendingUpload.objects.get(id=grant["upload_id"])
+    assert not pending.is_completed and pending.storage_key in bucket_keys(s3)
+    org.refresh_from_db()
+    assert org.pages_reserved == 2
+
+    copy = api.post(f"{UPLOADS}/{grant['upload_id']}/complete?allow_duplicate=true")
+
+    assert copy.status_code == 202, copy.content
+    assert copy.json()["document_id"] == str(pending.reserved_document_id)
+    org.refresh_from_db()
+    assert org.pages_reserved == 4
 
 
 def test_two_completions_at_once_make_one_document_and_both_get_its_202(s3, api, org):

@@ -5,6 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -53,6 +54,7 @@ def test_it_accepts_a_pdf_and_reserves_its_pages(api, org, media_files):
         "status": "queued",
         "status_url": f"/api/v1/runs/{run.id}",
         "filename": "report.pdf",
+        "duplicate_of": None,
     }
     # Its bytes are stored at accept: the run starts at extract, which checks them.
     assert (run.status, run.stage, run.source) == ("queued", "extract", "api")
@@ -333,3 +335,104 @@ def lock_waits(conn) -> int:
         " WHERE datname = current_database() AND wait_event_type = 'Lock'"
     )
     return conn.execute(query).fetchone()[0]
+
+
+# --- The same bytes again ------------------------------------------------------------
+
+
+def test_the_same_bytes_again_answer_200_with_the_first_document_and_charge_nothing(
+    api, org, media_files
+):
+    first = upload(api, make_pdf(3), name="report.pdf").json()
+
+    again = upload(api, make_pdf(3), name="report (1).pdf")
+
+    assert again.status_code == 200, again.content
+    assert again.json() == {**first, "duplicate_of": first["document_id"]}
+    assert Document.objects.filter(organisation=org).count() == 1
+    assert ImportRun.objects.filter(organisation=org).count() == 1
+    org.refresh_from_db()
+    assert org.pages_reserved == 3
+    assert len(media_files()) == 1
+
+
+def test_allow_duplicate_keeps_a_second_copy_charged_as_its_own(api, org, media_files):
+    first = upload(api, make_pdf(3)).json()
+
+    copy = api.post(
+        f"{URL}?allow_duplicate=true", {"file": SimpleUploadedFile("b.pdf", make_pdf(3))}
+    )
+
+    assert copy.status_code == 202, copy.content
+    assert copy.json()["document_id"] != first["document_id"]
+    assert copy.json()["duplicate_of"] is None
+    org.refresh_from_db()
+    assert org.pages_reserved == 6
+    assert len(media_files()) == 2
+
+
+def test_a_deleted_document_or_another_organisations_is_no_duplicate(api, other_api, org):
+    first = upload(api, make_pdf(2)).json()
+    assert api.delete(f"{URL}/{first['document_id']}").status_code == 204
+
+    assert upload(api, make_pdf(2)).status_code == 202
+    assert upload(other_api, make_pdf(2)).status_code == 202
+
+
+def test_a_duplicate_is_answered_even_with_no_pages_left(api, org):
+    first = upload(api, make_pdf(3)).json()
+    org.page_limit = 3
+    org.save(update_fields=["page_limit"])
+
+    again = upload(api, make_pdf(3))
+
+    assert again.status_code == 200
+    assert again.json()["duplicate_of"] == first["document_id"]
+
+
+def test_an_idempotency_key_replay_stays_a_202_of_the_first_request(api, org):
+    pdf = make_pdf(2)
+    first = upload(api, pdf, **{"Idempotency-Key": "k-dup"})
+    second = upload(api, pdf, **{"Idempotency-Key": "k-dup"})
+
+    assert first.status_code == second.status_code == 202
+    assert first.json() == second.json()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_two_uploads_of_the_same_bytes_racing_make_one_charged_document(media_files):
+    # Both get past their checks before either commits: the organisation's row is held
+    # (as another upload's transaction would) until both wait. The second then finds the
+    # first's document and is answered with it.
+    org = organisation_create(slug="racing-twins", page_limit=1000)
+    _, raw = api_token_create(organisation=org)
+    pdf = make_pdf(2)
+
+    def post(base: str) -> httpx.Response:
+        with httpx.Client(timeout=30) as client:
+            return client.post(
+                f"{base}/api/v1/documents",
+                files={"file": ("a.pdf", pdf)},
+                headers={"Authorization": f"Bearer {raw}"},
+            )
+
+    with (
+        another_connection() as holder,
+        another_connection(autocommit=True) as watcher,
+        web_server(workers=2, threads=2) as base,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        holder.execute("SELECT 1 FROM documents_organisation WHERE id = %s FOR UPDATE", [org.id])
+        answers = [pool.submit(post, base) for _ in range(2)]
+        wait_for(lambda: lock_waits(watcher) == 2, timeout=20, what="both uploads to wait")
+        holder.commit()
+        statuses = sorted(answer.result().status_code for answer in answers)
+        bodies = [answer.result().json() for answer in answers]
+
+    assert statuses == [200, 202], bodies
+    assert bodies[0]["document_id"] == bodies[1]["document_id"]
+    assert Document.objects.filter(organisation=org).count() == 1
+    org.refresh_from_db()
+    assert org.pages_reserved == 2
+    assert len(media_files()) == 1  # the second upload's bytes were deleted again

@@ -21,6 +21,7 @@ from tests.support.files import make_docx, make_pdf
 from tests.support.folders import fingerprint, local_folder_fixtures, sync, write
 from tests.support.pages import page_text
 from tests.support.runs import drive
+from tests.support.uploads import accepted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -165,7 +166,7 @@ def test_a_crash_between_recording_and_saving_the_cursor_duplicates_nothing(
 def test_a_page_limit_that_fits_some_files_charges_exactly_those(org, folder, connection):
     organisation_set_limit(organisation=org, page_limit=10)
     for n in range(6):
-        write(folder, f"three-{n}.pdf", make_pdf(3))
+        write(folder, f"three-{n}.pdf", make_pdf(3, label=f"File {n}"))
 
     runs = [drive(run_id) for run_id in sync_until_listed(connection)]
 
@@ -361,16 +362,46 @@ def test_a_file_moved_within_the_folder_stays_one_document_charged_once(org, fol
     assert (org.pages_used, org.pages_reserved) == (3, 0)
 
 
-def test_a_copy_of_a_file_is_a_document_of_its_own(org, folder, connection):
+def test_a_copy_of_a_file_is_recorded_as_a_duplicate_of_its_document_and_not_charged(
+    org, folder, connection
+):
     path = write(folder, "report.pdf", make_pdf(2))
     [first] = sync_until_listed(connection)
-    drive(first)
+    original = drive(first)
     shutil.copyfile(path, folder / "copy.pdf")  # the same bytes, written now
 
     [second] = sync_until_listed(connection)
+    copy = drive(second)
 
-    assert drive(second).document_id != drive(first).document_id
-    assert UsageEntry.objects.count() == 2
+    assert (copy.status, copy.error_code) == ("failed", "duplicate")
+    assert "copy.pdf has the same content as report.pdf" in copy.error_message
+    assert list(UsageEntry.objects.values_list("document_id", flat=True)) == [original.document_id]
+    org.refresh_from_db()
+    assert (org.pages_used, org.pages_reserved) == (2, 0)
+    sync(connection)
+    record = ConnectorImport.objects.get(path="copy.pdf")
+    assert (record.state, record.duplicate_of_id) == ("duplicate", original.document_id)
+    assert record.get_state_display() == "Duplicate" and record.reason == copy.error_message
+    connection.refresh_from_db()
+    assert (connection.files_imported, connection.files_skipped) == (1, 1)
+
+
+def test_a_file_with_the_bytes_of_an_uploaded_document_is_not_charged_again(
+    org, api, folder, connection
+):
+    uploaded = accepted_run(api, make_pdf(3), name="scan.pdf")
+    write(folder, "inbox/scan-0001.pdf", make_pdf(3))
+
+    [run_id] = sync_until_listed(connection)
+    run = drive(run_id)
+
+    assert (run.status, run.error_code) == ("failed", "duplicate")
+    sync(connection)
+    record = ConnectorImport.objects.get()
+    assert (record.state, record.duplicate_of_id) == ("duplicate", uploaded.document_id)
+    org.refresh_from_db()
+    assert org.pages_reserved == 3  # the upload's, not yet settled; nothing for the file
+    assert not UsageEntry.objects.exists()
 
 
 def test_a_deleted_documents_file_moved_or_edited_in_the_folder_stays_out(org, folder, connection):

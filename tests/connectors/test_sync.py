@@ -104,7 +104,7 @@ def test_the_cursor_is_saved_only_with_a_page_that_carries_one(remote, connectio
 
 
 def test_a_restarted_listing_records_files_not_listed_again_as_deleted(remote, connection):
-    remote.files = {"a": make_pdf(1), "b": make_pdf(1)}
+    remote.files = {"a": make_pdf(1, label="A"), "b": make_pdf(1, label="B")}
     remote.script = [
         [page(f("a"), f("b"), cursor="delta-1")],
         # 410 Gone: everything again from nothing; b is not there any more, a is as it was.

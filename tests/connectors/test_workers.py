@@ -77,7 +77,9 @@ def test_files_dropped_while_it_runs_are_imported_once_and_left_as_they_were(org
         slow.start()
         for batch in range(5):
             for n in range(10):
-                write(folder, f"batch{batch}/doc{n}.pdf", make_pdf(1 + n % 3, label=f"B{batch}"))
+                write(
+                    folder, f"batch{batch}/doc{n}.pdf", make_pdf(1 + n % 3, label=f"B{batch}-{n}")
+                )
             wait_for_polls(connection, 1)  # a poll between batches: they come in as it runs
         slow.join()
         dropped = fingerprint(folder)

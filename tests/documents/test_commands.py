@@ -72,3 +72,26 @@ def test_create_api_token_refuses_past_the_active_token_limit_plainly(org, setti
 
     with pytest.raises(CommandError, match="limit of 1 active API tokens"):
         run("create_api_token", org.slug)
+
+
+def _demo_token(output: str) -> str:
+    [line] = [line for line in output.splitlines() if line.strip().startswith("API token")]
+    return line.split()[-1]
+
+
+def test_demo_setup_starts_again_keeping_the_limit_raised_and_pages_used():
+    first = run("demo_setup", "--port", "8031")
+    demo = Organisation.objects.get(slug="demo")
+    assert demo.page_limit == 1000
+    # An operator raised the limit in the admin, and the demo used more than it first had.
+    Organisation.objects.filter(id=demo.id).update(page_limit=5000, pages_used=3000)
+
+    again = run("demo_setup", "--port", "8031")
+
+    demo.refresh_from_db()
+    assert (demo.page_limit, demo.pages_used) == (5000, 3000)
+    token = _demo_token(again)
+    assert token != _demo_token(first)
+    response = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/quota")
+    assert response.status_code == 200
+    assert response.json()["page_limit"] == 5000

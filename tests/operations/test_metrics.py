@@ -185,13 +185,15 @@ def test_uploads_are_counted_at_the_api_and_the_upload_page(api, member_client, 
     assert upload(api, make_pdf(1), "a.pdf", **{"Idempotency-Key": "k1"}).status_code == 202
     assert upload(api, make_pdf(1), "a.pdf", **{"Idempotency-Key": "k1"}).status_code == 202
     assert upload(api, b"", "empty.pdf").status_code in (400, 415)
-    page = member_client.post("/", {"file": _file("b.pdf", make_pdf(1))})
+    page = member_client.post("/", {"file": _file("b.pdf", make_pdf(1, label="Web"))})
+    again = member_client.post("/", {"file": _file("b-again.pdf", make_pdf(1, label="Web"))})
     refused = member_client.post("/", {"file": _file("c.pdf", HTML_AS_PDF)})
     empty_form = member_client.post("/", {})
 
     counts = upload_counts(connection=redis_conn)
 
-    assert page.status_code == 302 and refused.status_code == 415 and empty_form.status_code == 400
+    assert page.status_code == again.status_code == 302
+    assert refused.status_code == 415 and empty_form.status_code == 400
     assert counts[("api", "accepted", "")] == 1
     assert counts[("api", "replayed", "")] == 1
     assert (
@@ -203,6 +205,7 @@ def test_uploads_are_counted_at_the_api_and_the_upload_page(api, member_client, 
         == 1
     )
     assert counts[("web", "accepted", "")] == 1
+    assert counts[("web", "duplicate", "")] == 1
     assert counts[("web", "refused", "unsupported_type")] == 1
     assert counts[("web", "refused", "missing_file")] == 1
 

@@ -738,6 +738,34 @@ def test_with_s3_a_large_file_goes_straight_to_the_bucket_with_its_progress(
     assert runs["large.pdf"].document.storage_key in put
 
 
+def test_a_file_already_uploaded_links_to_its_document_and_a_second_copy_can_be_sent(
+    browser, site, acme
+):
+    context, page = _signed_in(browser, site, "ada")
+    minutes = make_pdf(2, label="Board minutes")
+    _drop(page, {"minutes.pdf": minutes})
+    _item(page, "minutes.pdf").locator(".status").wait_for()
+    first = Document.objects.get(organisation=acme)
+
+    _drop(page, {"minutes again.pdf": minutes})
+
+    again = _item(page, "minutes again.pdf")
+    again.locator("button:text-is('Upload a second copy')").wait_for()
+    assert again.locator(".state").inner_text().startswith("Already uploaded as minutes.pdf")
+    assert again.locator(".state a").get_attribute("href") == f"/documents/{first.id}/"
+    assert Document.objects.filter(organisation=acme).count() == 1
+
+    again.locator("button:text-is('Upload a second copy')").click()
+
+    # Both processed before the test ends: the workers write nothing after it.
+    for name in ("minutes.pdf", "minutes again.pdf"):
+        _item(page, name).locator(".status-succeeded").wait_for()
+    copies = Document.objects.filter(organisation=acme).order_by("created_at")
+    assert [d.filename for d in copies] == ["minutes.pdf", "minutes again.pdf"]
+    assert sorted(UsageEntry.objects.values_list("pages", flat=True)) == [2, 2]
+    context.close()
+
+
 def test_without_javascript_the_form_sends_one_or_many_files(browser, site, acme):
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()

@@ -59,7 +59,7 @@ def test_without_javascript_a_post_of_only_refused_files_answers_the_first_refus
 
 def test_a_form_post_carries_at_most_its_bound_of_files(member_client, redis_conn, monkeypatch):
     monkeypatch.setattr(core_uploads, "FORM_MAX_FILES", 2)
-    files = [_file(f"f{n}.pdf", make_pdf(1)) for n in range(3)]
+    files = [_file(f"f{n}.pdf", make_pdf(1, label=f"F{n}")) for n in range(3)]
 
     page = member_client.post("/", {"file": files}, follow=True).content.decode()
 
@@ -207,3 +207,57 @@ def test_the_files_sent_before_a_form_post_passes_the_size_limit_are_kept(member
 
     assert "“first.pdf” was accepted" in page and "The file is too large." in page
     assert list(Document.objects.values_list("filename", flat=True)) == ["first.pdf"]
+
+
+# --- The same bytes again ------------------------------------------------------------
+
+
+def test_the_script_is_told_a_file_was_already_uploaded_and_may_send_a_second_copy(
+    member_client, org
+):
+    first = member_client.post("/upload/", {"file": _file("minutes.pdf", make_pdf(2))}).json()
+
+    again = member_client.post("/upload/", {"file": _file("minutes-copy.pdf", make_pdf(2))})
+
+    assert again.status_code == 200, again.content
+    answer = again.json()
+    assert answer["duplicate_of"] == answer["document_id"] == first["document_id"]
+    assert answer["url"] == first["url"]
+    assert answer["filename"] == "minutes.pdf"
+    assert Document.objects.filter(organisation=org).count() == 1
+    org.refresh_from_db()
+    assert org.pages_reserved == 2
+
+    copy = member_client.post(
+        "/upload/",
+        {"file": _file("minutes-copy.pdf", make_pdf(2)), "allow_duplicate": "true"},
+    )
+
+    assert copy.status_code == 202
+    assert copy.json()["document_id"] != first["document_id"]
+    org.refresh_from_db()
+    assert org.pages_reserved == 4
+
+
+def test_without_javascript_a_file_already_uploaded_links_to_it_and_offers_a_second_copy(
+    member_client, org
+):
+    member_client.post("/", {"file": [_file("minutes.pdf", make_pdf(2))]})
+    document = Document.objects.get(organisation=org)
+
+    page = member_client.post(
+        "/", {"file": [_file("again.pdf", make_pdf(2))]}, follow=True
+    ).content.decode()
+
+    assert (
+        f"“again.pdf” was already uploaded as "
+        f'<a href="/documents/{document.id}/">minutes.pdf</a>' in page
+    )
+    assert 'name="allow_duplicate"' in page
+    assert Document.objects.filter(organisation=org).count() == 1
+
+    member_client.post("/", {"file": [_file("again.pdf", make_pdf(2))], "allow_duplicate": "true"})
+
+    assert Document.objects.filter(organisation=org).count() == 2
+    org.refresh_from_db()
+    assert org.pages_reserved == 4

@@ -1,6 +1,8 @@
+from django.db import transaction
+
 from core.commands import ServiceCommand
 from documents.models import ApiToken, Membership
-from documents.services.organisations import member_add, organisation_create
+from documents.services.organisations import member_add, organisation_ensure
 from documents.services.tokens import api_token_create, api_token_revoke
 
 DEMO_SLUG = "demo"
@@ -9,14 +11,19 @@ DEMO_PASSWORD = "paperlane-demo"
 
 
 class Command(ServiceCommand):
-    help = "Create (or refresh) the demo organisation, user and API token, and print them."
+    help = (
+        "Create the demo organisation (or find it as it is: its page limit and the pages it "
+        "used are kept), its user and a fresh API token, and print them."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--pages", type=int, default=1000)
+        parser.add_argument(
+            "--pages", type=int, default=1000, help="The page limit of a new demo organisation."
+        )
 
     def handle(self, *args, port, pages, **options):
-        organisation = organisation_create(slug=DEMO_SLUG, page_limit=pages, name="Demo")
+        organisation, _ = organisation_ensure(slug=DEMO_SLUG, page_limit=pages, name="Demo")
         member_add(
             organisation=organisation,
             username=DEMO_USER,
@@ -24,11 +31,15 @@ class Command(ServiceCommand):
             staff=True,
             role=Membership.Role.ADMIN,
         )
-        for old in ApiToken.objects.filter(organisation=organisation, name="demo", revoked_at=None):
-            api_token_revoke(token=old)
-        _, raw = api_token_create(
-            organisation=organisation, name="demo", role=Membership.Role.ADMIN
-        )
+        # The last start's token is replaced; if no new one can be made, it stays valid.
+        with transaction.atomic():
+            for old in ApiToken.objects.filter(
+                organisation=organisation, name="demo", revoked_at=None
+            ):
+                api_token_revoke(token=old)
+            _, raw = api_token_create(
+                organisation=organisation, name="demo", role=Membership.Role.ADMIN
+            )
         base = f"http://127.0.0.1:{port}"
         auth = f"-H 'Authorization: Bearer {raw}'"
         self.stdout.write(
