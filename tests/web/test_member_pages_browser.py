@@ -790,3 +790,24 @@ def test_without_javascript_the_form_sends_one_or_many_files(browser, site, acme
     assert "“not really.pdf”: Only PDF and Word" in page.inner_text(".message.error")
     assert "quarterly report.pdf" in page.inner_text("#document-rows")
     context.close()
+
+
+def test_the_operators_front_pages_fit_390_px(browser, site, acme):
+    # The admin's index (with our list of operations) and the pipeline dashboard, whose
+    # tables are wider than a phone: they scroll inside their section, not the page.
+    member_add(organisation=acme, username="otto", password=PASSWORD, staff=True)
+    documents_made(acme, 2)
+    context, page = _signed_in(browser, site, "otto", width=390)
+    found = {}
+    for path in ["/admin/", "/admin/pipeline/"]:
+        page.goto(f"{site.base}{path}")
+        page.wait_for_load_state("load")
+        wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        if wide[0] > wide[1]:
+            found[path] = f"{wide[0]} px wide"
+        faults = [f for f in page.evaluate(LAYOUT_FAULTS) if f.startswith("word broken")]
+        if faults:
+            found[(path, "layout")] = faults
+    context.close()
+
+    assert found == {}, "\n".join(f"{where}: {what}" for where, what in found.items())
