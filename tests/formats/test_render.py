@@ -1,0 +1,45 @@
+"""Pages as pictures (formats/render.py): the size asked for, never more pixels than the
+limit, greyscale for OCR, and a clear refusal for what cannot be drawn."""
+
+import pytest
+
+from core.errors import UnreadableDocument
+from formats.render import RenderLimits, render_pdf_page
+from tests.support.files import make_pdf
+
+LIMITS = RenderLimits(max_pixels=20_000_000)
+
+
+def test_a_letter_page_at_150_dpi_is_1275_by_1650_pixels():
+    picture = render_pdf_page(make_pdf(2), 1, dpi=150, limits=LIMITS)
+
+    assert (picture.mode, abs(picture.width - 1275) <= 1, abs(picture.height - 1650) <= 1) == (
+        "RGB",
+        True,
+        True,
+    )
+
+
+def test_a_page_is_drawn_smaller_rather_than_past_the_pixel_limit():
+    picture = render_pdf_page(make_pdf(1), 0, dpi=3000, limits=RenderLimits(max_pixels=10**6))
+
+    assert picture.width * picture.height <= 10**6
+    assert picture.width > 800
+
+
+def test_ocr_gets_greyscale_with_ink_on_it():
+    picture = render_pdf_page(make_pdf(1), 0, dpi=100, limits=LIMITS, grey=True)
+
+    assert picture.mode == "L"
+    assert min(picture.getdata()) < 128 < max(picture.getdata())  # text on paper
+
+
+@pytest.mark.parametrize(
+    ("data", "index", "code"),
+    [(make_pdf(1), 1, "no_such_page"), (b"%PDF-1.4 junk", 0, "damaged_pdf")],
+)
+def test_what_cannot_be_drawn_is_refused_clearly(data, index, code):
+    with pytest.raises(UnreadableDocument) as refused:
+        render_pdf_page(data, index, dpi=72, limits=LIMITS)
+
+    assert refused.value.code == code
