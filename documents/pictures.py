@@ -94,8 +94,9 @@ def page_picture_get(*, document: Document, number: int, size: str) -> bytes:
     """The picture (PICTURE_FORMAT) of page `number` (from 1) of the document's current
     version at `size` (a key of PICTURE_SIZES): the one kept in storage, or drawn now in
     the isolated child and kept. NotFound for a document without pictures, a page it does
-    not have, an unknown size or a page that cannot be drawn within the limits;
-    StorageUnavailable when the store fails."""
+    not have, an unknown size or a page that cannot be drawn within the limits (what
+    is kept then is empty: it is not drawn again for this version); StorageUnavailable
+    when the store fails."""
     if size not in PICTURE_SIZES or not document_has_pictures(document):
         raise NotFound("This document has no pictures of its pages.", code="no_picture")
     if not 1 <= number <= document.page_count:
@@ -103,22 +104,39 @@ def page_picture_get(*, document: Document, number: int, size: str) -> bytes:
     key = page_picture_key(document=document, number=number, size=size)
     try:
         with storage_open(key=key) as kept:
-            return kept.read()
+            picture = kept.read()
     except FileNotFoundError:
-        pass
+        picture = None
     except STORAGE_ERRORS as exc:
         raise _unavailable(document, exc) from exc
-    picture = _draw(document, number, PICTURE_SIZES[size])
+    if picture is None:
+        try:
+            picture = _draw(document, number, PICTURE_SIZES[size])
+        except _Undrawable:
+            picture = b""  # kept too: the next ask is not another child's seconds
+        _keep(key, picture)
+    if not picture:
+        raise NotFound("This page could not be drawn.", code="picture_failed")
+    return picture
+
+
+class _Undrawable(Exception):
+    """The page cannot be drawn from this version's file, whenever it is tried."""
+
+
+def _keep(key: str, picture: bytes) -> None:
     try:
         storage_put(key=key, content=io.BytesIO(picture))
     except RuntimeError:
         pass  # another request kept the same picture first
     except STORAGE_ERRORS as exc:  # shown now, drawn again next time
         logger.warning("could not keep the picture %s: %s", key, exc)
-    return picture
 
 
 def _draw(document: Document, number: int, size: PictureSize) -> bytes:
+    """The page drawn in the isolated child; _Undrawable when its file cannot give it
+    (damaged, or past the child's memory or CPU); NotFound, not kept, when the child's
+    wall clock ran out or no child could start (a busy machine may do better later)."""
     try:
         with storage_open(key=document.storage_key) as original:
             return run_isolated(
@@ -140,7 +158,11 @@ def _draw(document: Document, number: int, size: PictureSize) -> bytes:
         raise _unavailable(document, exc) from exc
     except (UnreadableDocument, LimitExceeded, ChildFailed) as exc:
         logger.info("no picture of page %s of document %s: %s", number, document.id, exc)
-        raise NotFound("This page could not be drawn.", code="picture_failed") from exc
+        if isinstance(exc, LimitExceeded) and exc.limit == "time":
+            raise NotFound("This page could not be drawn.", code="picture_failed") from exc
+        if isinstance(exc, ChildFailed) and exc.exitcode is None:
+            raise NotFound("This page could not be drawn.", code="picture_failed") from exc
+        raise _Undrawable from exc
 
 
 def _unavailable(document: Document, exc: Exception) -> StorageUnavailable:

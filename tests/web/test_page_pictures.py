@@ -14,7 +14,7 @@ from documents.pictures import page_picture_key
 from documents.storage import storage_open
 from tests.support.files import make_docx, make_pdf
 from tests.support.members import signed_in
-from tests.support.runs import drive
+from tests.support.runs import drive, stored_bytes_replace
 from tests.support.uploads import accepted_run
 
 # The documents are read by their stages, as workers would: a page is counted then.
@@ -127,3 +127,21 @@ def test_a_docx_page_says_quietly_it_has_no_pictures(org, api):
     page = viewer.get(f"/documents/{run.document_id}/").content.decode()
 
     assert "/pages/" not in page
+
+
+def test_a_page_that_cannot_be_drawn_is_a_404_drawn_once_not_at_every_ask(org, api):
+    run = _read(api, make_pdf(2), "two.pdf")
+    document = Document.objects.get(id=run.document_id)
+    stored_bytes_replace(document, b"%PDF-1.7\n" + b"\x00" * 2000)  # damaged after reading
+    viewer = signed_in(org, "vera", "viewer")
+    url = _picture_url(run.document_id, 1, "page")
+    key = page_picture_key(document=document, number=1, size="page")
+
+    first = viewer.get(url)
+    stored_bytes_replace(document, make_pdf(2))  # were it drawn again, it would be seen
+    again = viewer.get(url)
+
+    assert first.status_code == 404 and again.status_code == 404
+    # What is kept says "no picture": the next ask reads it instead of drawing again.
+    with storage_open(key=key) as kept:
+        assert kept.read() == b""
