@@ -98,9 +98,9 @@ def page_picture_get(*, document: Document, number: int, size: str) -> bytes:
     is kept then is empty: it is not drawn again for this version); StorageUnavailable
     when the store fails."""
     if size not in PICTURE_SIZES or not document_has_pictures(document):
-        raise NotFound("This document has no pictures of its pages.", code="no_picture")
+        raise NotFound("This document has no pictures of its pages.")
     if not 1 <= number <= document.page_count:
-        raise NotFound(f"The document has no page {number}.", code="no_such_page")
+        raise NotFound(f"The document has no page {number}.")
     key = page_picture_key(document=document, number=number, size=size)
     try:
         with storage_open(key=key) as kept:
@@ -116,7 +116,7 @@ def page_picture_get(*, document: Document, number: int, size: str) -> bytes:
             picture = b""  # kept too: the next ask is not another child's seconds
         _keep(key, picture)
     if not picture:
-        raise NotFound("This page could not be drawn.", code="picture_failed")
+        raise NotFound("This page could not be drawn.")
     return picture
 
 
@@ -159,9 +159,9 @@ def _draw(document: Document, number: int, size: PictureSize) -> bytes:
     except (UnreadableDocument, LimitExceeded, ChildFailed) as exc:
         logger.info("no picture of page %s of document %s: %s", number, document.id, exc)
         if isinstance(exc, LimitExceeded) and exc.limit == "time":
-            raise NotFound("This page could not be drawn.", code="picture_failed") from exc
+            raise NotFound("This page could not be drawn.") from exc
         if isinstance(exc, ChildFailed) and exc.exitcode is None:
-            raise NotFound("This page could not be drawn.", code="picture_failed") from exc
+            raise NotFound("This page could not be drawn.") from exc
         raise _Undrawable from exc
 
 

@@ -145,3 +145,16 @@ def test_a_page_that_cannot_be_drawn_is_a_404_drawn_once_not_at_every_ask(org, a
     # What is kept says "no picture": the next ask reads it instead of drawing again.
     with storage_open(key=key) as kept:
         assert kept.read() == b""
+
+
+def test_deleting_a_document_removes_its_kept_pictures(org, api, member_client):
+    run = _read(api, make_pdf(2), "two.pdf")
+    document = Document.objects.get(id=run.document_id)
+    assert member_client.get(_picture_url(document.id, 2, "thumb")).status_code == 200
+    key = page_picture_key(document=document, number=2, size="thumb")
+
+    member_client.post(f"/documents/{document.id}/delete/")
+
+    assert member_client.get(_picture_url(document.id, 2, "thumb")).status_code == 404
+    with pytest.raises(FileNotFoundError):
+        storage_open(key=key)
