@@ -58,6 +58,9 @@ PICTURE_CPU_SECONDS = 5
 PICTURE_WALL_SECONDS = 8.0
 # One child draws this many pictures, one after another, before a new one takes over.
 PICTURE_CHILD_PAGES = 50
+# How long a browser may keep a picture without asking again: its link names the
+# document's version, so a new version's is a new link.
+PICTURE_MAX_AGE_SECONDS = 24 * 3600
 # Changed when the pictures drawn change (size, format, quality): kept pictures of the
 # old drawing are not used, and browsers fetch the new ones.
 PICTURE_REVISION = 1

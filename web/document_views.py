@@ -11,15 +11,19 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods
 
 import core.uploads
 from core.errors import NotFound, ServiceError
-from core.http import download_response
+from core.http import download_response, kept_response
 from core.uploads import client_file_name, upload_refusal
 from documents.models import Document, DocumentKind, Membership, Organisation
-from documents.pictures import PICTURE_MEDIA_TYPE, page_picture_get, page_picture_tag
+from documents.pictures import (
+    PICTURE_MAX_AGE_SECONDS,
+    PICTURE_MEDIA_TYPE,
+    page_picture_get,
+    page_picture_tag,
+)
 from documents.roles import abilities
 from documents.s3 import presigned_supported
 from documents.selectors import document_file, document_get, document_list
@@ -42,9 +46,6 @@ from web.runs import SOURCE_WORDS, is_active
 from web.upload_views import SECOND_COPY_LABEL, allow_duplicate, already_uploaded_words
 
 DOCUMENTS_PER_PAGE = 25
-# How long a browser may keep a page's picture without asking again: its link names the
-# document's version, so a new version's is a new link.
-PICTURE_MAX_AGE_SECONDS = 24 * 3600
 # With documents in S3, the page sends a file larger than this straight to S3 (a direct
 # upload, as the API's) instead of through the web.
 DIRECT_UPLOAD_BYTES = 8 * 1024 * 1024
@@ -211,21 +212,17 @@ def page_picture_view(request: HttpRequest, document_id: uuid.UUID, number: int)
     membership = current_membership(request)
     document = _document_or_404(membership.organisation, document_id)
     size = request.GET.get("size", "page")
-    tag = page_picture_tag(document=document, number=number, size=size)
-    response = get_conditional_response(request, etag=tag)
-    if response is None:
-        try:
-            picture = page_picture_get(document=document, number=number, size=size)
-        except NotFound:
-            raise Http404("No picture of that page.") from None
-        except ServiceError as exc:  # the store failed: try again later, keep nothing
-            return HttpResponse(
-                exc.message,
-                status=exc.status_code,
-                headers=exc.headers(),
-                content_type="text/plain",
-            )
-        response = HttpResponse(picture, content_type=PICTURE_MEDIA_TYPE)
-    response["ETag"] = tag
-    patch_cache_control(response, private=True, max_age=PICTURE_MAX_AGE_SECONDS)
-    return response
+    try:
+        return kept_response(
+            request,
+            tag=page_picture_tag(document=document, number=number, size=size),
+            body=lambda: page_picture_get(document=document, number=number, size=size),
+            content_type=PICTURE_MEDIA_TYPE,
+            max_age=PICTURE_MAX_AGE_SECONDS,
+        )
+    except NotFound:
+        raise Http404("No picture of that page.") from None
+    except ServiceError as exc:  # the store failed: try again later
+        return HttpResponse(
+            exc.message, status=exc.status_code, headers=exc.headers(), content_type="text/plain"
+        )

@@ -158,3 +158,20 @@ def test_deleting_a_document_removes_its_kept_pictures(org, api, member_client):
     assert member_client.get(_picture_url(document.id, 2, "thumb")).status_code == 404
     with pytest.raises(FileNotFoundError):
         storage_open(key=key)
+
+
+def test_the_api_sends_a_page_picture_to_its_organisation_alone_with_its_etag(org, api, other_api):
+    run = _read(api, make_pdf(2), "two.pdf")
+    url = f"/api/v1/documents/{run.document_id}/pages/2/picture?size=thumb"
+
+    picture = api.get(url)
+    again = api.get(url, HTTP_IF_NONE_MATCH=picture["ETag"])
+    theirs = other_api.get(url)
+    past_the_end = api.get(f"/api/v1/documents/{run.document_id}/pages/3/picture")
+
+    assert picture.status_code == 200 and picture["Content-Type"] == "image/webp"
+    assert Image.open(io.BytesIO(picture.content)).width == 200
+    assert re.fullmatch(r"private, max-age=\d+", picture["Cache-Control"])
+    assert again.status_code == 304
+    assert theirs.status_code == 404 and theirs.json()["code"] == "not_found"
+    assert past_the_end.status_code == 404 and past_the_end.json()["code"] == "not_found"
