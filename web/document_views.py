@@ -21,6 +21,7 @@ from documents.models import Document, DocumentKind, Membership, Organisation
 from documents.pictures import (
     PICTURE_MAX_AGE_SECONDS,
     PICTURE_MEDIA_TYPE,
+    PICTURE_SIZES,
     page_picture_get,
     page_picture_tag,
 )
@@ -212,6 +213,8 @@ def page_picture_view(request: HttpRequest, document_id: uuid.UUID, number: int)
     membership = current_membership(request)
     document = _document_or_404(membership.organisation, document_id)
     size = request.GET.get("size", "page")
+    if size not in PICTURE_SIZES:  # before it is written into a header
+        raise Http404("No such size of picture.")
     try:
         return kept_response(
             request,

@@ -82,6 +82,10 @@ def test_bad_page_numbers_sizes_and_a_docx_have_no_picture(org, api):
         _picture_url(docx.document_id, 1, "page"),
     ):
         assert viewer.get(url).status_code == 404, url
+    # A size it does not draw is no picture, whatever ETag the request claims to hold.
+    claimed = f'"{pdf.document_id}-v1-p1-poster-r1"'
+    poster = viewer.get(_picture_url(pdf.document_id, 1, "poster"), HTTP_IF_NONE_MATCH=claimed)
+    assert poster.status_code == 404
 
 
 def test_the_list_previews_a_pdfs_first_page_lazily_and_a_docx_not(org, api):
