@@ -74,8 +74,17 @@ def document_has_pictures(document: Document) -> bool:
 
 def page_picture_tag(*, document: Document, number: int, size: str) -> str:
     """The ETag of page `number`'s picture at `size`, as it is now: it changes with the
-    document's version (its file) and with the drawing."""
+    document's version (its file) and with the drawing. NotFound for a picture the
+    document cannot have (see page_picture_get), before any ETag is compared."""
+    _check(document, number, size)
     return f'"{document.id}-v{document.version}-p{number}-{size}-r{PICTURE_REVISION}"'
+
+
+def _check(document: Document, number: int, size: str) -> None:
+    if size not in PICTURE_SIZES or not document_has_pictures(document):
+        raise NotFound("This document has no pictures of its pages.")
+    if not 1 <= number <= document.page_count:
+        raise NotFound(f"The document has no page {number}.")
 
 
 def page_picture_key(*, document: Document, number: int, size: str) -> str:
@@ -100,10 +109,7 @@ def page_picture_get(*, document: Document, number: int, size: str) -> bytes:
     not have, an unknown size or a page that cannot be drawn within the limits (what
     is kept then is empty: it is not drawn again for this version); StorageUnavailable
     when the store fails."""
-    if size not in PICTURE_SIZES or not document_has_pictures(document):
-        raise NotFound("This document has no pictures of its pages.")
-    if not 1 <= number <= document.page_count:
-        raise NotFound(f"The document has no page {number}.")
+    _check(document, number, size)
     key = page_picture_key(document=document, number=number, size=size)
     try:
         with storage_open(key=key) as kept:

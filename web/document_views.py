@@ -21,7 +21,6 @@ from documents.models import Document, DocumentKind, Membership, Organisation
 from documents.pictures import (
     PICTURE_MAX_AGE_SECONDS,
     PICTURE_MEDIA_TYPE,
-    PICTURE_SIZES,
     page_picture_get,
     page_picture_tag,
 )
@@ -213,12 +212,12 @@ def page_picture_view(request: HttpRequest, document_id: uuid.UUID, number: int)
     membership = current_membership(request)
     document = _document_or_404(membership.organisation, document_id)
     size = request.GET.get("size", "page")
-    if size not in PICTURE_SIZES:  # before it is written into a header
-        raise Http404("No such size of picture.")
     try:
+        # Checked first: a picture it cannot have is a 404, whatever ETag is claimed.
+        tag = page_picture_tag(document=document, number=number, size=size)
         return kept_response(
             request,
-            tag=page_picture_tag(document=document, number=number, size=size),
+            tag=tag,
             body=lambda: page_picture_get(document=document, number=number, size=size),
             content_type=PICTURE_MEDIA_TYPE,
             max_age=PICTURE_MAX_AGE_SECONDS,

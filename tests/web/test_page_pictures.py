@@ -82,10 +82,14 @@ def test_bad_page_numbers_sizes_and_a_docx_have_no_picture(org, api):
         _picture_url(docx.document_id, 1, "page"),
     ):
         assert viewer.get(url).status_code == 404, url
-    # A size it does not draw is no picture, whatever ETag the request claims to hold.
-    claimed = f'"{pdf.document_id}-v1-p1-poster-r1"'
-    poster = viewer.get(_picture_url(pdf.document_id, 1, "poster"), HTTP_IF_NONE_MATCH=claimed)
-    assert poster.status_code == 404
+    # A picture it cannot have is none, whatever ETag the request claims to hold.
+    for number, size in ((1, "poster"), (3, "page")):
+        claimed = f'"{pdf.document_id}-v1-p{number}-{size}-r1"'
+        url = _picture_url(pdf.document_id, number, size)
+        assert viewer.get(url, HTTP_IF_NONE_MATCH=claimed).status_code == 404, url
+    api_url = f"/api/v1/documents/{pdf.document_id}/pages/3/picture"
+    claimed = f'"{pdf.document_id}-v1-p3-page-r1"'
+    assert api.get(api_url, HTTP_IF_NONE_MATCH=claimed).status_code == 404
 
 
 def test_the_list_previews_a_pdfs_first_page_lazily_and_a_docx_not(org, api):
