@@ -4,15 +4,21 @@ import logging
 import uuid
 
 from django.urls import reverse
-from ninja import File, Header, Query, Router, Status
+from ninja import File, Header, Path, Query, Router, Status
 from ninja.files import UploadedFile
 
 from api.errors import ERROR_CODES, ErrorCode, errors
 from api.params import DOCUMENT_ID, PAGE_LIMIT, PAGE_OFFSET, RUN_ID
 from api.responses import BINARY_FILE, no_content
 from api.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
-from core.http import download_response
+from core.http import download_response, kept_response
 from core.uploads import client_file_name, upload_refusal
+from documents.pictures import (
+    PICTURE_MAX_AGE_SECONDS,
+    PICTURE_MEDIA_TYPE,
+    page_picture_get,
+    page_picture_tag,
+)
 from documents.selectors import document_file, document_get, document_list
 from formats.base import MEDIA_TYPES
 from pipeline.models import ImportRun, RunSource, RunStatus, Stage
@@ -258,6 +264,59 @@ def documents_file(request, document_id: uuid.UUID = DOCUMENT_ID):
         stored=document_file(document=document),
         filename=document.filename,
         content_type=MEDIA_TYPES[document.kind],
+    )
+
+
+@router.get(
+    "/documents/{document_id}/pages/{number}/picture",
+    response=errors(404, 422, 503),
+    url_name="document_page_picture",
+    operation_id="documents_page_picture",
+    summary="A picture of a document's page",
+    tags=["documents"],
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The page as a WebP picture.",
+                # Sent as image/webp; generated clients read it as bytes.
+                "content": {
+                    media_type: {"schema": BINARY_FILE}
+                    for media_type in ("application/octet-stream", PICTURE_MEDIA_TYPE)
+                },
+                "headers": {
+                    "ETag": {
+                        "description": "Changes with the document's version.",
+                        "schema": {"type": "string"},
+                    },
+                    "Cache-Control": {"schema": {"type": "string"}},
+                },
+            },
+            304: {"description": "The picture whose ETag was sent in If-None-Match."},
+        }
+    },
+)
+def documents_page_picture(
+    request,
+    document_id: uuid.UUID = DOCUMENT_ID,
+    number: int = Path(..., ge=1, le=2**31 - 1, description="The page, from 1."),
+    size: str = Query(
+        "page",
+        max_length=5,
+        pattern="^(page|thumb)$",
+        description="`page`: 96 dpi; `thumb`: 200 pixels wide.",
+    ),
+):
+    """Page `number` of a PDF drawn as a picture (drawn the first time it is asked for,
+    then kept), with an ETag (`304` to `If-None-Match`). `404` for a page the document
+    does not have, a document without fixed pages (DOCX) or not yet read, and a page that
+    cannot be drawn; `503` with `Retry-After` when the storage does not answer."""
+    document = document_get(organisation=request.organisation, document_id=document_id)
+    return kept_response(
+        request,
+        tag=page_picture_tag(document=document, number=number, size=size),
+        body=lambda: page_picture_get(document=document, number=number, size=size),
+        content_type=PICTURE_MEDIA_TYPE,
+        max_age=PICTURE_MAX_AGE_SECONDS,
     )
 
 

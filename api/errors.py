@@ -52,6 +52,7 @@ class ErrorCode(StrEnum):
     DOCX_TOO_LARGE = "docx_too_large"
     DOCX_TOO_COMPRESSED = "docx_too_compressed"
     NO_PAGES = "no_pages"
+    NO_SUCH_PAGE = "no_such_page"
     TOO_MANY_PAGES = "too_many_pages"
     TOO_MUCH_TEXT = "too_much_text"
     INSPECTION_FAILED = "inspection_failed"

@@ -1,5 +1,6 @@
 """HTTP helpers the doors share (the member pages, the API, the middleware): which requests
-are the API's, and how a file is offered for download under its own name.
+are the API's, how a file is offered for download under its own name, and how something
+a browser may keep is sent (its ETag, 304).
 
 `is_api_request` judges the path within the site (`path_info`): a site served under a
 prefix (SCRIPT_NAME) has its API at /prefix/api/, which `request.path` starts with.
@@ -7,10 +8,12 @@ prefix (SCRIPT_NAME) has its API at /prefix/api/, which `request.path` starts wi
 
 import os
 import unicodedata
+from collections.abc import Callable
 from typing import BinaryIO, Protocol
 from urllib.parse import quote
 
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.cache import get_conditional_response, patch_cache_control
 
 API_PREFIX = "/api/"
 # Blocks of 64 KiB rather than FileResponse's 4 KiB: a read from S3 is a call through
@@ -44,6 +47,7 @@ def download_response(*, stored: Stream | str, filename: str, content_type: str)
         response["Content-Disposition"] = attachment(filename)
     response["Cache-Control"] = "private, no-store"
     return response
+
 
 # Printable ASCII that every client reads back as written in a quoted filename: not the
 # quote and backslash (escapes some clients ignore) nor the percent sign (which some
@@ -79,3 +83,17 @@ def _plain_name(name: str, fallback: str) -> str:
 def _ascii(text: str) -> str:
     """Letters with accents as the letters alone ("é" as "e"); other non-ASCII dropped."""
     return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+
+
+def kept_response(
+    request: HttpRequest, *, tag: str, body: Callable[[], bytes], content_type: str, max_age: int
+) -> HttpResponse:
+    """`body()` with the ETag `tag`, which the browser may keep privately for `max_age`
+    seconds; a 304, without calling `body`, to an If-None-Match that holds `tag`. What
+    `body` raises goes to the caller."""
+    response = get_conditional_response(request, etag=tag)
+    if response is None:
+        response = HttpResponse(body(), content_type=content_type)
+    response["ETag"] = tag
+    patch_cache_control(response, private=True, max_age=max_age)
+    return response

@@ -4,8 +4,10 @@ Django: the caller gives the size, and runs it in the isolated child (core.isola
 for what it cannot trust.
 """
 
+import io
 import math
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import pypdfium2 as pdfium
 from PIL import Image
@@ -36,11 +38,18 @@ def _scale(width: float, height: float, *, dpi: float, max_pixels: int) -> float
 
 
 def render_pdf_page(
-    data: bytes, index: int, *, dpi: float, limits: RenderLimits, grey: bool = False
+    data: bytes,
+    index: int,
+    *,
+    dpi: float,
+    limits: RenderLimits,
+    grey: bool = False,
+    width: int | None = None,
 ) -> Image.Image:
     """Page `index` (from 0) of the PDF `data` at `dpi` (less if that passes
-    `limits.max_pixels`), as an RGB picture, or greyscale with `grey` (what OCR reads).
-    UnreadableDocument if the file or the page cannot be opened."""
+    `limits.max_pixels`, or makes it wider than `width` pixels when given), as an RGB
+    picture, or greyscale with `grey` (what OCR reads). UnreadableDocument if the file or
+    the page cannot be opened."""
     try:
         document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
@@ -52,8 +61,10 @@ def render_pdf_page(
             raise UnreadableDocument(f"The PDF has no page {index + 1}.", code="no_such_page")
         page = document[index]
         try:
-            width, height = page.get_size()
-            scale = _scale(width, height, dpi=dpi, max_pixels=limits.max_pixels)
+            points_wide, points_high = page.get_size()
+            if width is not None:
+                dpi = min(dpi, width * POINTS_PER_INCH / max(points_wide, 1))
+            scale = _scale(points_wide, points_high, dpi=dpi, max_pixels=limits.max_pixels)
             bitmap = page.render(scale=scale, grayscale=grey, may_draw_forms=True)
             try:
                 picture = bitmap.to_pil()
@@ -64,3 +75,35 @@ def render_pdf_page(
     finally:
         document.close()
     return picture.convert("L" if grey else "RGB")
+
+
+# What a picture may be encoded as, and the quality asked of the lossy ones (WebP and
+# JPEG at 80 keep small print legible; see docs/benchmarks.md, bench/pictures.py).
+PICTURE_FORMATS = {"webp": "WEBP", "jpeg": "JPEG", "png": "PNG"}
+PICTURE_QUALITY = 80
+
+
+def picture_encode(picture: Image.Image, image_format: str) -> bytes:
+    """`picture` as the bytes of a file of `image_format` (a key of PICTURE_FORMATS)."""
+    out = io.BytesIO()
+    options = {"quality": PICTURE_QUALITY} if image_format != "png" else {}
+    picture.save(out, PICTURE_FORMATS[image_format], **options)
+    return out.getvalue()
+
+
+def page_picture(
+    index: int,
+    *,
+    dpi: float,
+    width: int | None,
+    max_pixels: int,
+    image_format: str,
+    file: BinaryIO,
+    progress=None,
+) -> bytes:
+    """Page `index` (from 0) of the PDF in `file` drawn as render_pdf_page draws it and
+    encoded as `image_format`: what a person sees of a page. Called in the isolated child
+    (documents.pictures), which passes `file` and `progress`."""
+    limits = RenderLimits(max_pixels=max_pixels)
+    picture = render_pdf_page(file.read(), index, dpi=dpi, limits=limits, width=width)
+    return picture_encode(picture, image_format)

@@ -15,9 +15,15 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 import core.uploads
 from core.errors import NotFound, ServiceError
-from core.http import download_response
+from core.http import download_response, kept_response
 from core.uploads import client_file_name, upload_refusal
 from documents.models import Document, DocumentKind, Membership, Organisation
+from documents.pictures import (
+    PICTURE_MAX_AGE_SECONDS,
+    PICTURE_MEDIA_TYPE,
+    page_picture_get,
+    page_picture_tag,
+)
 from documents.roles import abilities
 from documents.s3 import presigned_supported
 from documents.selectors import document_file, document_get, document_list
@@ -195,3 +201,30 @@ def document_file_view(request: HttpRequest, document_id: uuid.UUID) -> HttpResp
     return download_response(
         stored=stored, filename=document.filename, content_type=MEDIA_TYPES[document.kind]
     )
+
+
+@login_required
+@require_GET
+def page_picture_view(request: HttpRequest, document_id: uuid.UUID, number: int) -> HttpResponse:
+    """A picture of page `number` of the document (`?size=page`, or `thumb` for the list's
+    preview), within the organisation as its file is; 304 to the ETag of the picture the
+    browser holds. 404 for a page it has no picture of (a DOCX, a page past its end)."""
+    membership = current_membership(request)
+    document = _document_or_404(membership.organisation, document_id)
+    size = request.GET.get("size", "page")
+    try:
+        # Checked first: a picture it cannot have is a 404, whatever ETag is claimed.
+        tag = page_picture_tag(document=document, number=number, size=size)
+        return kept_response(
+            request,
+            tag=tag,
+            body=lambda: page_picture_get(document=document, number=number, size=size),
+            content_type=PICTURE_MEDIA_TYPE,
+            max_age=PICTURE_MAX_AGE_SECONDS,
+        )
+    except NotFound:
+        raise Http404("No picture of that page.") from None
+    except ServiceError as exc:  # the store failed: try again later
+        return HttpResponse(
+            exc.message, status=exc.status_code, headers=exc.headers(), content_type="text/plain"
+        )

@@ -46,6 +46,11 @@ urlpatterns = [
         name="document_file",
     ),
     path(
+        "documents/<uuid:document_id>/pages/<int:number>.webp",
+        document_views.page_picture_view,
+        name="page_picture",
+    ),
+    path(
         "documents/<uuid:document_id>/delete/",
         document_actions.document_delete_view,
         name="document_delete",

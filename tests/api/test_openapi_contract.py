@@ -23,6 +23,7 @@ OPERATION_IDS = {
     "documents_get",
     "documents_delete",
     "documents_file",
+    "documents_page_picture",
     "runs_get",
     "runs_retry",
     "runs_cancel",

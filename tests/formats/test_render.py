@@ -1,10 +1,14 @@
 """Pages as pictures (formats/render.py): the size asked for, never more pixels than the
-limit, greyscale for OCR, and a clear refusal for what cannot be drawn."""
+limit, greyscale for OCR, a clear refusal for what cannot be drawn, and a page as a file
+of the format people are sent."""
+
+import io
 
 import pytest
+from PIL import Image
 
 from core.errors import UnreadableDocument
-from formats.render import RenderLimits, render_pdf_page
+from formats.render import RenderLimits, page_picture, render_pdf_page
 from tests.support.files import make_pdf
 
 LIMITS = RenderLimits(max_pixels=20_000_000)
@@ -43,3 +47,27 @@ def test_what_cannot_be_drawn_is_refused_clearly(data, index, code):
         render_pdf_page(data, index, dpi=72, limits=LIMITS)
 
     assert refused.value.code == code
+
+
+def test_a_page_asked_no_wider_than_200_pixels_keeps_its_shape():
+    picture = render_pdf_page(make_pdf(1), 0, dpi=96, limits=LIMITS, width=200)
+
+    assert picture.width <= 200 and picture.width >= 199
+    assert abs(picture.height / picture.width - 11 / 8.5) < 0.02  # a Letter page
+
+
+@pytest.mark.parametrize(
+    ("image_format", "pillow_name"), [("webp", "WEBP"), ("jpeg", "JPEG"), ("png", "PNG")]
+)
+def test_a_page_picture_is_a_file_of_the_format_asked(image_format, pillow_name):
+    data = page_picture(
+        0,
+        dpi=96,
+        width=None,
+        max_pixels=10**6,
+        image_format=image_format,
+        file=io.BytesIO(make_pdf(1)),
+    )
+
+    picture = Image.open(io.BytesIO(data))
+    assert (picture.format, picture.width) == (pillow_name, 816)

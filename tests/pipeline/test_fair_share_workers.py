@@ -52,8 +52,6 @@ def test_two_heavy_word_files_of_one_organisation_leave_a_worker_for_anothers_pd
 
     assert waited < 5, f"the other organisation's one-page PDF took {waited:.1f} s"
     assert all(run.status == "succeeded" for run in ended.values()), ended
-    attempts = StageAttempt.objects.filter(run__in=heavies, stage="extract").order_by(
-        "started_at"
-    )
+    attempts = StageAttempt.objects.filter(run__in=heavies, stage="extract").order_by("started_at")
     first, second = attempts
     assert second.started_at >= first.finished_at

@@ -298,9 +298,7 @@ def test_a_common_word_is_read_in_many_documents_not_many_chunks_of_a_few(api, o
     assert {hit["document_id"] for hit in results} == {str(d.id) for d in documents}
 
 
-def test_a_common_word_alone_finds_as_many_documents_as_its_matches_read(
-    api, org, monkeypatch
-):
+def test_a_common_word_alone_finds_as_many_documents_as_its_matches_read(api, org, monkeypatch):
     monkeypatch.setattr("retrieval.text.MATCHES_RANKED", 8)
     monkeypatch.setattr(text, "_COMMON_SAMPLE", 2)  # a word beside others: 2
     documents = [

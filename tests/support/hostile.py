@@ -139,8 +139,7 @@ def pdf_with_long_xref_table(entries: int = 1_000_000, *, damaged_unused: bool =
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % entries)
     out.write(
         b"".join(
-            b"%010d 00000 n \n" % offsets[i] if i in offsets else unused
-            for i in range(1, entries)
+            b"%010d 00000 n \n" % offsets[i] if i in offsets else unused for i in range(1, entries)
         )
     )
     out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\n" % entries)

@@ -9,9 +9,7 @@ from tests.support.files import multipart_body
 URL = "/api/v1/documents"
 
 
-def upload(
-    client: Client, data: bytes, name: str = "doc.pdf", *, allow_duplicate=False, **headers
-):
+def upload(client: Client, data: bytes, name: str = "doc.pdf", *, allow_duplicate=False, **headers):
     """POST `data` as the multipart field `file` (with `?allow_duplicate=true`: a second
     copy of bytes sent before is kept); returns the response."""
     url = f"{URL}?allow_duplicate=true" if allow_duplicate else URL

@@ -40,6 +40,8 @@ class World:
             "import_id": str(self.connector_import.id),
             "token_id": str(self.spare_token.id),
             "upload_id": str(self.upload.id),
+            # A page of its document (it has two).
+            "number": "1",
         }
 
 

@@ -65,9 +65,7 @@ def test_a_weak_new_password_is_refused_and_changes_nothing(org, weak):
 
 
 @pytest.mark.parametrize("url", ["/accounts/password/", "/admin/password_change/"])
-def test_wrong_old_passwords_are_limited_as_sign_ins_are_the_right_one_too(
-    org, settings, url
-):
+def test_wrong_old_passwords_are_limited_as_sign_ins_are_the_right_one_too(org, settings, url):
     client = signed_in(org, "mo", "member")
     if url.startswith("/admin/"):
         member_add(organisation=org, username="mo", staff=True)

@@ -536,8 +536,16 @@ def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, si
     _connection_with_a_past(connection)
     globex = organisation_create(slug="globex", page_limit=10, name="Globex")
     member_add(organisation=globex, username="ada")
+    # A PDF of twelve pages, each shown as a picture beside its text (the list previews
+    # every document's first page: each has its file).
+    pictured = document_with_text(
+        acme, [f"Soundings of the harbour, page {n}. " * 20 for n in range(1, 13)]
+    )
+    _files_stored(site, acme)
     pages = [
         "/",
+        f"/documents/{pictured.id}/",
+        f"/documents/{pictured.id}/?page=11",
         f"/documents/{document.id}/",
         f"/documents/{document.id}/delete/",
         "/search/",
@@ -590,6 +598,12 @@ def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, si
                 found[(width, path)] = violations
             if faults := page.evaluate(LAYOUT_FAULTS):
                 found[(width, path, "layout")] = faults
+            if faults := _pictures_missing(
+                page, every=path.startswith(f"/documents/{pictured.id}/")
+            ):
+                found[(width, path, "pictures")] = faults
+            if path == f"/documents/{pictured.id}/?page=11":
+                _shoot(page, "document-pictures")
             refused = page.evaluate("window.__violations || []")
             if refused or errors:
                 found[(width, path, "policy")] = refused + errors
@@ -603,6 +617,40 @@ def test_every_member_page_fits_390_px_and_axe_finds_nothing_serious(browser, si
     assert not [v for v in axe.run(page).response["violations"] if v["impact"] in SERIOUS]
     context.close()
     assert found == {}, "\n".join(f"{where}: {what}" for where, what in found.items())
+
+
+def _files_stored(site, organisation: Organisation) -> None:
+    """A PDF of each document's page count at its key in the site's storage, as its
+    upload would have put it there: what its pictures are drawn from."""
+    for document in Document.objects.filter(organisation=organisation):
+        path = Path(site.media) / document.storage_key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(make_pdf(document.page_count or 1))
+
+
+def _pictures_missing(page, *, every: bool) -> list[str]:
+    """The page's pictures in view that did not arrive (or, with `every`, "none" when it
+    shows no picture of a page), once those in view have loaded; and a picture whose box
+    is not the size its width and height attributes promised (the layout would jump)."""
+    in_view = (
+        "[...document.querySelectorAll('img.picture')]"
+        ".filter((i) => i.getBoundingClientRect().top < innerHeight)"
+    )
+    page.wait_for_function(f"{in_view}.every((i) => i.complete)")
+    faults = page.evaluate(
+        f"""() => {in_view}.flatMap((i) => {{
+          const box = i.getBoundingClientRect();
+          const ratio = i.width / i.height;
+          const promised = i.getAttribute("width") / i.getAttribute("height");
+          return [
+            ...(i.naturalWidth ? [] : [`not loaded: ${{i.getAttribute("src")}}`]),
+            ...(Math.abs(ratio - promised) < 0.02 ? [] : [`box ${{box.width}}x${{box.height}}`]),
+          ];
+        }})"""
+    )
+    if every and not page.locator("img.picture-page").count():
+        faults.append("none")
+    return faults
 
 
 def _connection_with_a_past(connection: Connection) -> None:

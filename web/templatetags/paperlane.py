@@ -1,9 +1,12 @@
 """Filters of the member pages: a run in a few words, and what may be done with it; the
-pages a chunk comes from; a connected folder's sync result."""
+pages a chunk comes from; a connected folder's sync result; a page's picture."""
 
 from django import template
+from django.urls import reverse
+from django.utils.html import format_html
 
 from connectors.models import Connection
+from documents.pictures import PICTURE_SIZES, document_has_pictures
 from web import runs
 from web.search_results import pages_label
 
@@ -35,3 +38,26 @@ def sync_result(value: str) -> str:
         return Connection.Result(value).label
     except ValueError:
         return value
+
+
+@register.simple_tag
+def page_picture(document, number: int, size: str, alt: str = "") -> str:
+    """The <img> of page `number`'s picture at `size` (documents.pictures), loaded as it
+    is scrolled to, in its box (width and height) so that nothing moves when it comes;
+    "" for a document without pictures (a DOCX, a PDF before its pages are counted). Its
+    link names the version: a new file is a new picture, whatever a browser kept."""
+    if not document_has_pictures(document):
+        return ""
+    width, height = PICTURE_SIZES[size].box
+    url = reverse("web:page_picture", args=[document.id, number])
+    return format_html(
+        '<img class="picture picture-{}" src="{}?size={}&amp;v={}" width="{}" height="{}"'
+        ' loading="lazy" alt="{}">',
+        size,
+        url,
+        size,
+        document.version,
+        width,
+        height,
+        alt or f"Page {number}",
+    )
