@@ -6,6 +6,7 @@ for what it cannot trust.
 
 import math
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import pypdfium2 as pdfium
 from PIL import Image
@@ -36,9 +37,10 @@ def _scale(width: float, height: float, *, dpi: float, max_pixels: int) -> float
 
 
 def render_pdf_page(
-    data: bytes, index: int, *, dpi: float, limits: RenderLimits, grey: bool = False
+    data: bytes | BinaryIO, index: int, *, dpi: float, limits: RenderLimits, grey: bool = False
 ) -> Image.Image:
-    """Page `index` (from 0) of the PDF `data` at `dpi` (less if that passes
+    """Page `index` (from 0) of the PDF `data` (its bytes, or a file PDFium reads as it
+    needs) at `dpi` (less if that passes
     `limits.max_pixels`), as an RGB picture, or greyscale with `grey` (what OCR reads).
     UnreadableDocument if the file or the page cannot be opened."""
     try:
