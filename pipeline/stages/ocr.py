@@ -40,11 +40,15 @@ PAGE_MEMORY_MB = 1536
 CHILD_PAGES = 50
 
 
+def languages_of(chosen: str) -> tuple[str, ...]:
+    """Languages written as Tesseract names them, joined by "+" ("eng+deu")."""
+    return tuple(code.strip() for code in chosen.replace(",", "+").split("+") if code.strip())
+
+
 def ocr_languages(organisation: Organisation) -> tuple[str, ...]:
     """The languages the organisation's scans are read in: its own choice, else the
     server's PAPERLANE_OCR_LANGUAGES."""
-    chosen = organisation.ocr_languages or settings.PAPERLANE_OCR_LANGUAGES
-    return tuple(code for code in chosen.replace(",", "+").split("+") if code.strip())
+    return languages_of(organisation.ocr_languages or settings.PAPERLANE_OCR_LANGUAGES)
 
 
 @functools.cache
