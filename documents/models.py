@@ -163,6 +163,9 @@ class Document(models.Model):
     unreadable_pages = models.JSONField(default=list, blank=True)
     # Pages of the current version that were read and hold no text (scans, drawings).
     textless_pages = models.JSONField(default=list, blank=True)
+    # The pages of the current version read by OCR: [{"page": n, "confidence": c}, ...]
+    # (mean word confidence, 0 to 1), in page order.
+    ocr_pages = models.JSONField(default=list, blank=True)
     # What read the current version's text; blank before it is extracted.
     text_engine = models.CharField(max_length=16, choices=TextEngine.choices, blank=True)
     # A connected folder's file this document came from was deleted there.

@@ -50,6 +50,7 @@ def document_text_save(*, document: Document, extracted: Extracted) -> None:
         text_chars=len(extracted.text),
         unreadable_pages=list(extracted.unreadable_pages),
         textless_pages=list(extracted.textless_pages),
+        ocr_pages=[],
         text_engine=extracted.engine,
     )
 
@@ -76,6 +77,11 @@ def document_text_add_readings(*, document: Document) -> None:
     Document.objects.filter(id=document.id).update(
         text_chars=len(stored.text),
         textless_pages=[n for n, page in enumerate(pages, start=1) if not page.strip()],
+        ocr_pages=[
+            {"page": number, "confidence": round(reading.confidence, 3)}
+            for number, reading in sorted(readings.items())
+            if not reading.problem and reading.text.strip()
+        ],
     )
 
 

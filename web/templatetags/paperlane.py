@@ -35,3 +35,11 @@ def sync_result(value: str) -> str:
         return Connection.Result(value).label
     except ValueError:
         return value
+
+
+@register.filter
+def ocr_confidence(pages: list[dict]) -> str:
+    """The mean confidence of the pages OCR read, as a percentage ("93%")."""
+    if not pages:
+        return ""
+    return f"{round(100 * sum(page['confidence'] for page in pages) / len(pages))}%"
