@@ -88,3 +88,20 @@ def test_a_worker_stopped_mid_document_goes_on_after_the_last_page_it_read(api, 
     assert readings[0].created_at == first.created_at < before
     assert all(r.created_at >= before for r in readings[1:])
     assert UsageEntry.objects.filter(document=run.document_id).count() == 1
+
+
+def test_where_ocr_cannot_read_the_languages_a_scan_succeeds_and_says_why_it_has_no_text(
+    api, member_client, settings
+):
+    # A language no engine here has: OCR is off for this organisation, as on a server
+    # without an engine.
+    settings.PAPERLANE_OCR_LANGUAGES = "qqq"
+
+    run = drive(accepted_run(api, scanned_pdf(LABELS[:2]), name="scan.pdf").id)
+
+    assert run.status == "succeeded", run.error_message
+    assert not StageAttempt.objects.filter(run=run, stage="ocr").exists()
+    document = api.get(f"/api/v1/documents/{run.document_id}").json()
+    assert (document["textless_pages"], document["ocr_pages"]) == ([1, 2], [])
+    page = member_client.get(f"/documents/{run.document_id}/").content.decode()
+    assert "2 of 2 pages have no text; OCR is not available on this server" in page
