@@ -38,7 +38,7 @@ def scanned_pdf(labels: list[str], *, dpi: int = 200) -> bytes:
     return out.getvalue()
 
 
-def test_a_scanned_pdf_is_read_by_ocr_and_its_words_become_its_text(api):
+def test_a_scanned_pdf_is_read_by_ocr_and_found_by_its_words(api, member_client):
     run = drive(accepted_run(api, scanned_pdf(LABELS), name="scan.pdf").id)
 
     assert run.status == "succeeded", run.error_message
@@ -49,6 +49,12 @@ def test_a_scanned_pdf_is_read_by_ocr_and_its_words_become_its_text(api):
     assert [r.page for r in readings] == [1, 2, 3]
     assert all(r.confidence > 0.5 and not r.problem for r in readings)
     assert Document.objects.get(id=run.document_id).textless_pages == []
+    found = api.get("/api/v1/search", {"q": "lighthouse"}).json()["results"]
+    assert [(r["document_id"], r["page_start"]) for r in found] == [(str(run.document_id), 2)]
+    page = member_client.get("/search/", {"q": "breakwater"}).content.decode()
+    assert "scan.pdf" in page
+    document = member_client.get(f"/documents/{run.document_id}/").content.decode()
+    assert "3 of 3 pages read by OCR" in document
 
 
 def test_a_pdf_with_text_passes_over_ocr(api):
