@@ -1,0 +1,84 @@
+"""OCR (formats/ocr.py) on scans of known text (tests/support/scans.py): every scan read
+to a word F1 of 0.90 or better, through the path the ocr stage takes (the image-only PDF
+drawn by PDFium) and from the picture files people upload; a blank page reads as nothing;
+a language that is not installed is refused in words an operator can act on."""
+
+import io
+
+import pytest
+from PIL import Image, ImageSequence
+
+from formats.ocr import OCR_DPI, ocr_page, ocr_problem
+from formats.render import RenderLimits, render_pdf_page
+from tests.support.scans import (
+    NAMES,
+    as_jpeg,
+    as_pdf,
+    as_png,
+    as_tiff,
+    blank_scan,
+    make_scan,
+    word_f1,
+)
+
+ENGLISH = ("eng",)
+LIMITS = RenderLimits(max_pixels=40_000_000)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_scanned_pdf_page_is_read_word_for_word(name):
+    scan = make_scan(name)
+    page = render_pdf_page(as_pdf([scan]), 0, dpi=OCR_DPI, limits=LIMITS, grey=True)
+
+    read = ocr_page(page, languages=ENGLISH)
+
+    assert word_f1(scan.text, read.text) >= 0.90, read.text
+    assert read.words >= len(scan.text.split()) * 0.9
+    assert 0.7 < read.confidence <= 1.0
+
+
+def test_png_jpeg_and_every_page_of_a_tiff_are_read():
+    first, second = make_scan("sans-200"), make_scan("two-columns-200")
+    tiff = Image.open(io.BytesIO(as_tiff([first, second])))
+    pictures = [
+        (first, Image.open(io.BytesIO(as_png(first)))),
+        (second, Image.open(io.BytesIO(as_jpeg(second)))),
+    ] + list(
+        zip([first, second], [frame.copy() for frame in ImageSequence.Iterator(tiff)], strict=True)
+    )
+
+    scores = [
+        word_f1(scan.text, ocr_page(picture, languages=ENGLISH).text) for scan, picture in pictures
+    ]
+
+    assert min(scores) >= 0.90, scores
+
+
+def test_a_blank_page_reads_as_nothing():
+    read = ocr_page(blank_scan().image, languages=ENGLISH)
+
+    assert (read.text, read.confidence, read.words) == ("", 0.0, 0)
+
+
+def test_english_is_readable_here():
+    assert ocr_problem(ENGLISH) is None
+
+
+def test_a_missing_language_pack_is_named_with_how_to_install_it():
+    problem = ocr_problem(("eng", "xxx"))
+
+    assert "xxx" in problem
+    assert "apt-get install tesseract-ocr-xxx" in problem
+    assert "TESSDATA_PREFIX" in problem
+
+
+@pytest.mark.parametrize("code", ["../eng", "", "eng/../../x"])
+def test_a_language_code_that_is_not_one_is_refused(code):
+    assert "Not an OCR language code" in ocr_problem((code,))
+
+
+def test_reading_in_a_missing_language_raises_the_same_message():
+    with pytest.raises(RuntimeError) as refused:
+        ocr_page(make_scan("sans-200").image, languages=("xxx",))
+
+    assert str(refused.value) == ocr_problem(("xxx",))
