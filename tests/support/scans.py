@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+from pypdf import PdfReader, PdfWriter
 
 FONTS = Path("/usr/share/fonts/truetype")
 SERIF = FONTS / "liberation" / "LiberationSerif-Regular.ttf"
@@ -205,10 +206,14 @@ def blank_scan(dpi: int = 200) -> Scan:
 
 
 def as_pdf(scans: list[Scan]) -> bytes:
-    """An image-only PDF, a page per scan at its resolution, as a scanner's PDF is."""
+    """An image-only PDF, a page per scan at its own resolution, as a scanner's PDF is."""
+    writer = PdfWriter()
+    for scan in scans:
+        page = io.BytesIO()
+        scan.image.copy().save(page, format="PDF", resolution=scan.dpi)  # saving marks it
+        writer.append(PdfReader(page))
     out = io.BytesIO()
-    first, *rest = [scan.image.copy() for scan in scans]  # saving marks the image saved
-    first.save(out, format="PDF", resolution=scans[0].dpi, save_all=True, append_images=rest)
+    writer.write(out)
     return out.getvalue()
 
 
