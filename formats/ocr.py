@@ -174,13 +174,28 @@ def ocr_page(image: Image.Image, *, languages: tuple[str, ...]) -> OcrPage:
     engine.SetSourceResolution(dpi)
     try:
         text = engine.GetUTF8Text()
-        confidences = engine.AllWordConfidences()
+        confidences = _word_confidences(engine) if any(c.isalnum() for c in text) else []
     finally:
         engine.Clear()
     lines = [" ".join(line.split()) for line in text.splitlines()]
-    words = len(confidences)
     return OcrPage(
         text="\n".join(line for line in lines if line),
-        confidence=sum(confidences) / words / 100 if words else 0.0,
-        words=words,
+        confidence=sum(confidences) / len(confidences) / 100 if confidences else 0.0,
+        words=len(confidences),
     )
+
+
+def _word_confidences(engine) -> list[float]:
+    """The confidence (0..100) of each word read that has a letter or digit in it:
+    Tesseract also reports "words" of nothing, as it finds on a page of solid ink."""
+    from tesserocr import RIL, iterate_level
+
+    found = []
+    for word in iterate_level(engine.GetIterator(), RIL.WORD):
+        try:
+            text = word.GetUTF8Text(RIL.WORD)
+        except RuntimeError:  # tesserocr's "No text returned" for an empty word
+            continue
+        if any(character.isalnum() for character in text):
+            found.append(word.Confidence(RIL.WORD))
+    return found

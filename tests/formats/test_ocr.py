@@ -61,6 +61,12 @@ def test_a_blank_page_reads_as_nothing():
     assert (read.text, read.confidence, read.words) == ("", 0.0, 0)
 
 
+def test_a_page_of_solid_ink_reads_as_nothing_and_counts_no_words():
+    read = ocr_page(Image.new("L", (2000, 2000), 0), languages=ENGLISH)
+
+    assert (read.text, read.confidence, read.words) == ("", 0.0, 0)
+
+
 def test_english_is_readable_here():
     assert ocr_problem(ENGLISH) is None
 
