@@ -67,10 +67,15 @@ def ocr_problem(languages: tuple[str, ...]) -> str | None:
     words an operator can act on."""
     try:
         import tesserocr  # noqa: F401  (installed with Paperlane; its absence is the problem)
-    except ImportError:
+    except ModuleNotFoundError:
         return (
             "The OCR engine is not installed: install Paperlane's dependencies again "
             "(pip install tesserocr) in the environment the workers run in."
+        )
+    except ImportError as exc:  # installed, but its libraries would not load
+        return (
+            f"The OCR engine could not be loaded ({exc}); under a memory limit, give the "
+            f"OCR child at least 400 MB."
         )
     if not languages:
         return "No OCR language is set: name at least one, such as eng."

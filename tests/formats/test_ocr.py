@@ -3,12 +3,16 @@ to a word F1 of 0.90 or better, through the path the ocr stage takes (the image-
 drawn by PDFium) and from the picture files people upload; a blank page reads as nothing;
 a language that is not installed is refused in words an operator can act on."""
 
+import builtins
 import io
+import sys
+from dataclasses import replace
 
 import pytest
 from PIL import Image, ImageSequence
 
 import formats.ocr
+from core.isolation import Limits, run_isolated
 from formats.ocr import OCR_DPI, ocr_page, ocr_problem
 from formats.render import RenderLimits, render_pdf_page
 from tests.support.scans import (
@@ -24,6 +28,14 @@ from tests.support.scans import (
 
 ENGLISH = ("eng",)
 LIMITS = RenderLimits(max_pixels=40_000_000)
+MB = 1024 * 1024
+
+
+def read_letter_page(data, *, progress):
+    """In the bounded child (module level, so that it can import it): a whole US letter
+    page of the PDF `data`, drawn at OCR_DPI and read."""
+    page = render_pdf_page(data, 0, dpi=OCR_DPI, limits=LIMITS, grey=True)
+    return ocr_page(page, languages=ENGLISH)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -67,6 +79,29 @@ def test_a_page_of_solid_ink_reads_as_nothing_and_counts_no_words():
     assert (read.text, read.confidence, read.words) == ("", 0.0, 0)
 
 
+def test_an_engine_that_is_not_installed_is_named(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tesserocr", None)  # what import finds when it is absent
+
+    assert "The OCR engine is not installed" in ocr_problem(ENGLISH)
+
+
+def test_an_engine_that_cannot_load_says_why_not_that_it_is_missing(monkeypatch):
+    # As under a memory limit too tight to map its libraries: installed, but unloadable.
+    def cannot_load(name, *args, **kwargs):
+        if name == "tesserocr":
+            raise ImportError("libtesseract.so.5: failed to map segment from shared object")
+        return real_import(name, *args, **kwargs)
+
+    real_import = builtins.__import__
+    monkeypatch.delitem(sys.modules, "tesserocr", raising=False)
+    monkeypatch.setattr(builtins, "__import__", cannot_load)
+
+    problem = ocr_problem(ENGLISH)
+
+    assert "could not be loaded" in problem
+    assert "failed to map segment" in problem
+
+
 def test_english_is_readable_here():
     assert ocr_problem(ENGLISH) is None
 
@@ -100,3 +135,18 @@ def test_without_debians_english_the_demos_wheel_reads(monkeypatch, tmp_path):
 
     assert ocr_problem(ENGLISH) is None
     assert word_f1(scan.text, ocr_page(scan.image, languages=ENGLISH).text) >= 0.90
+
+
+def test_a_letter_page_is_read_in_the_bounded_child_within_512_mb():
+    scan = make_scan("serif-300")
+    page = Image.new("L", (2550, 3300), 255)  # 8.5 x 11 inches at 300 dpi
+    page.paste(scan.image, (0, 0))
+    letter = replace(scan, image=page)
+
+    read = run_isolated(
+        read_letter_page,
+        as_pdf([letter]),
+        limits=Limits(memory_bytes=512 * MB, cpu_seconds=20, wall_seconds=60),
+    )
+
+    assert word_f1(scan.text, read.text) >= 0.90
