@@ -13,7 +13,7 @@ from PIL import Image, ImageSequence
 
 import formats.ocr
 from core.isolation import Limits, run_isolated
-from formats.ocr import OCR_DPI, ocr_page, ocr_problem
+from formats.ocr import OCR_DPI, ocr_page, ocr_problem, skew
 from formats.render import RenderLimits, render_pdf_page
 from tests.support.scans import (
     NAMES,
@@ -48,6 +48,13 @@ def test_a_scanned_pdf_page_is_read_word_for_word(name):
     assert word_f1(scan.text, read.text) >= 0.90, read.text
     assert read.words >= len(scan.text.split()) * 0.9
     assert 0.7 < read.confidence <= 1.0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_skew_measured_turns_the_page_back_within_a_fifth_of_a_degree(name):
+    scan = make_scan(name)
+
+    assert abs(skew(scan.image) + scan.degrees) <= 0.2
 
 
 def test_png_jpeg_and_every_page_of_a_tiff_are_read():

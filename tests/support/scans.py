@@ -65,6 +65,7 @@ class Scan:
     text: str  # the words on the page, in reading order
     image: Image.Image  # greyscale ("L"), as the scanner gave it
     dpi: int
+    degrees: float = 0.0  # how far the scanner turned it, anticlockwise
 
 
 def _font(path: Path, points: float, dpi: int) -> ImageFont.FreeTypeFont:
@@ -196,13 +197,13 @@ def make_scan(name: str) -> Scan:
     make, dpi, seed, degrees, quality = _SCANS[name]
     page = make(seed, dpi)
     image = _scanned(page.image, seed=seed, degrees=degrees, quality=quality)
-    return Scan(name=name, text="\n".join(page.lines), image=image, dpi=dpi)
+    return Scan(name=name, text="\n".join(page.lines), image=image, dpi=dpi, degrees=degrees)
 
 
 def blank_scan(dpi: int = 200) -> Scan:
     """An empty page through the same scanner: grain and specks, no words."""
     page = _Page((8.5, 5.5), dpi)
-    return Scan("blank", "", _scanned(page.image, seed=99, degrees=0.5, quality=60), dpi)
+    return Scan("blank", "", _scanned(page.image, seed=99, degrees=0.5, quality=60), dpi, 0.5)
 
 
 def as_pdf(scans: list[Scan]) -> bytes:
