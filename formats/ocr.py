@@ -24,6 +24,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+# One thread per page, one process per core: the wheel's Tesseract has no OpenMP, but one
+# built against Debian's libtesseract spreads each page over every core: Debian's
+# `tesseract` took 2.5 times the CPU for a page without this on the busy 2-core machine.
+# Read when the library loads.
+os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
 DEBIAN_TESSDATA = Path("/usr/share/tesseract-ocr/5/tessdata")
 # The resolution to draw a PDF page at for OCR: Tesseract reads body text best at 300 dpi
 # (docs/benchmarks.md), and a picture that does not say its own resolution is taken to be
