@@ -1,8 +1,8 @@
 """Reading the words on a page that has no text: Tesseract 5, through tesserocr.
 
 The engine was chosen by measurement (docs/benchmarks.md, "OCR: the engine"): on the
-same scans Tesseract reads as well as or better than RapidOCR at about ten times the
-pages per second of CPU, in a fifth of the memory. The tesserocr wheel carries Tesseract
+same scans Tesseract reads better than RapidOCR (word F1 0.999 against 0.953) at 4.6
+times its pages per second of CPU, in a fifth of its memory. The tesserocr wheel carries Tesseract
 and Leptonica themselves, so the engine always comes from PyPI; the language data (one
 `<code>.traineddata` file per language) is looked for, in order, in
 
@@ -65,7 +65,11 @@ def _tessdata_for(languages: tuple[str, ...]) -> Path | None:
 
 def _bad_codes(languages: tuple[str, ...]) -> list[str]:
     # A code names a file: letters, digits and "_" only (eng, deu, chi_sim).
-    return [code for code in languages if not code or not code.replace("_", "").isalnum()]
+    return [
+        code
+        for code in languages
+        if not code or not code.isascii() or not code.replace("_", "").isalnum()
+    ]
 
 
 def ocr_problem(languages: tuple[str, ...]) -> str | None:

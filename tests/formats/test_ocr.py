@@ -121,7 +121,7 @@ def test_a_missing_language_pack_is_named_with_how_to_install_it():
     assert "TESSDATA_PREFIX" in problem
 
 
-@pytest.mark.parametrize("code", ["../eng", "", "eng/../../x"])
+@pytest.mark.parametrize("code", ["../eng", "", "eng/../../x", "ｅｎｇ"])
 def test_a_language_code_that_is_not_one_is_refused(code):
     assert "Not an OCR language code" in ocr_problem((code,))
 
