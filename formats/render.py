@@ -40,8 +40,9 @@ def render_pdf_page(
     data: bytes | BinaryIO, index: int, *, dpi: float, limits: RenderLimits, grey: bool = False
 ) -> Image.Image:
     """Page `index` (from 0) of the PDF `data` (its bytes, or a file PDFium reads as it
-    needs) at `dpi` (less if that passes
-    `limits.max_pixels`), as an RGB picture, or greyscale with `grey` (what OCR reads).
+    needs) at `dpi` (less if that passes `limits.max_pixels`), as an RGB picture, or
+    greyscale with `grey` (what OCR reads), its `info["dpi"]` the resolution it was drawn
+    at.
     UnreadableDocument if the file or the page cannot be opened."""
     try:
         document = pdfium.PdfDocument(data)
@@ -65,4 +66,7 @@ def render_pdf_page(
             page.close()
     finally:
         document.close()
-    return picture.convert("L" if grey else "RGB")
+    picture = picture.convert("L" if grey else "RGB")
+    # The resolution it was drawn at (less than asked if the limit shrank it): OCR needs it.
+    picture.info["dpi"] = (scale * POINTS_PER_INCH,) * 2
+    return picture

@@ -7,12 +7,12 @@ so)."""
 from django.conf import settings
 from django.core import checks
 
-from pipeline.stages.ocr import languages_of, ocr_unavailable
+from pipeline.stages.ocr import languages_of, ocr_engine_unavailable, ocr_unavailable
 
 
 @checks.register()
 def ocr_languages_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
-    if engine := ocr_unavailable(()):
+    if engine := ocr_engine_unavailable():
         return [checks.Warning(f"OCR is off: {engine}", id="paperlane.W001")]
     languages = languages_of(settings.PAPERLANE_OCR_LANGUAGES)
     if problem := ocr_unavailable(languages):

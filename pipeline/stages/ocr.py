@@ -22,16 +22,15 @@ from core.errors import ServiceError
 from core.isolation import ChildFailed, LimitExceeded, Limits, run_isolated
 from documents.models import Organisation, PageReading
 from documents.services.content import document_text_add_readings
-from formats.ocr import ocr_problem
+from formats.ocr import OCR_DPI, engine_problem, ocr_problem
 from formats.page_reading import read_pdf_page
 from pipeline.stages.context import StageContext
 from pipeline.stages.stored_file import read_stored
 
 logger = logging.getLogger(__name__)
 
-# Pages are drawn at this resolution for OCR, with at most this many pixels (a page that
-# states a huge size is drawn smaller).
-OCR_DPI = 300
+# Pages are drawn for OCR at formats.ocr.OCR_DPI, with at most this many pixels (a page
+# that states a huge size is drawn smaller).
 OCR_MAX_PIXELS = 40_000_000
 # One page's limits in the child.
 PAGE_CPU_SECONDS = 60
@@ -49,6 +48,12 @@ def ocr_languages(organisation: Organisation) -> tuple[str, ...]:
     """The languages the organisation's scans are read in: its own choice, else the
     server's PAPERLANE_OCR_LANGUAGES."""
     return languages_of(organisation.ocr_languages or settings.PAPERLANE_OCR_LANGUAGES)
+
+
+@functools.cache
+def ocr_engine_unavailable() -> str | None:
+    """Why this process has no OCR engine (None when it has one). Asked once."""
+    return engine_problem()
 
 
 @functools.cache

@@ -43,3 +43,11 @@ def test_what_cannot_be_drawn_is_refused_clearly(data, index, code):
         render_pdf_page(data, index, dpi=72, limits=LIMITS)
 
     assert refused.value.code == code
+
+
+def test_a_picture_says_the_resolution_it_was_drawn_at():
+    asked = render_pdf_page(make_pdf(1), 0, dpi=150, limits=LIMITS)
+    shrunk = render_pdf_page(make_pdf(1), 0, dpi=3000, limits=RenderLimits(max_pixels=10**6))
+
+    assert round(asked.info["dpi"][0]) == 150
+    assert 80 < shrunk.info["dpi"][0] < 3000  # the resolution it has, not the one asked for
