@@ -20,7 +20,7 @@ from django.conf import settings
 
 from core.errors import ServiceError
 from core.isolation import ChildFailed, LimitExceeded, Limits, run_isolated
-from documents.models import Organisation, PageReading
+from documents.models import Document, Organisation, PageReading
 from documents.services.content import document_text_add_readings
 from formats.ocr import OCR_DPI, engine_problem, ocr_problem
 from formats.page_reading import read_pdf_page
@@ -74,7 +74,10 @@ def page_limits() -> Limits:
 def run(ctx: StageContext) -> None:
     document = ctx.document
     languages = ocr_languages(ctx.run.organisation)
-    pages = sorted(document.textless_pages)
+    # Read here: extract wrote them after this run's document was loaded with the claim.
+    pages = sorted(
+        Document.objects.filter(id=document.id).values_list("textless_pages", flat=True).get()
+    )
     read = set(
         PageReading.objects.filter(document=document, version=document.version).values_list(
             "page", flat=True

@@ -16,7 +16,7 @@ from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 LABELS = ["harbour", "lighthouse", "breakwater"]
 
@@ -50,7 +50,9 @@ def test_a_scanned_pdf_is_read_by_ocr_and_found_by_its_words(api, member_client)
     assert all(r.confidence > 0.5 and not r.problem for r in readings)
     assert Document.objects.get(id=run.document_id).textless_pages == []
     found = api.get("/api/v1/search", {"q": "lighthouse"}).json()["results"]
-    assert [(r["document_id"], r["page_start"]) for r in found] == [(str(run.document_id), 2)]
+    assert [r["document_id"] for r in found] == [str(run.document_id)]
+    # Small pages share a chunk: the one found spans page 2, where the word is.
+    assert found[0]["page_start"] <= 2 <= found[0]["page_end"]
     page = member_client.get("/search/", {"q": "breakwater"}).content.decode()
     assert "scan.pdf" in page
     document = member_client.get(f"/documents/{run.document_id}/").content.decode()
