@@ -151,6 +151,7 @@ def _document_out(document, run) -> dict:
         "chunk_count": document.chunk_count,
         "unreadable_pages": document.unreadable_pages,
         "textless_pages": document.textless_pages,
+        "ocr_pages": document.ocr_pages,
         "text_engine": document.text_engine or None,
         "created_at": document.created_at,
         "updated_at": document.updated_at,

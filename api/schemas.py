@@ -81,6 +81,11 @@ class ConnectorSourceOut(Schema):
     content_version: str
 
 
+
+class OcrPageOut(Schema):
+    page: int
+    confidence: float
+
 class DocumentOut(Schema):
     id: uuid.UUID
     filename: str
@@ -92,8 +97,11 @@ class DocumentOut(Schema):
     chunk_count: int
     # Pages whose text could not be read (damaged); the rest was processed.
     unreadable_pages: list[int]
-    # Pages that hold no text layer (scans, images): read, but nothing to search on them.
+    # Pages that hold no text layer (scans, images) and that OCR did not read (it found
+    # nothing on them, or it is not available on this server): nothing to search on them.
     textless_pages: list[int]
+    # Pages without a text layer that OCR read, each with its mean word confidence (0 to 1).
+    ocr_pages: list[OcrPageOut]
     # What read the text (a PDF that PDFium cannot open is read by pypdf); null before.
     text_engine: TextEngine | None
     created_at: datetime

@@ -368,6 +368,9 @@ PAPERLANE_WORKER_CLASS = env("PAPERLANE_WORKER_CLASS", default="pipeline.rq_work
 # Text is extracted in a child process with this much memory (address space) and CPU.
 PAPERLANE_EXTRACT_MEMORY_MB = env.int("PAPERLANE_EXTRACT_MEMORY_MB", default=1536)
 PAPERLANE_EXTRACT_CPU_SECONDS = env.int("PAPERLANE_EXTRACT_CPU_SECONDS", default=240)
+# The languages OCR reads scans in (Tesseract's names joined by "+", "eng+deu"); an
+# organisation may choose its own in the admin.
+PAPERLANE_OCR_LANGUAGES = env.str("PAPERLANE_OCR_LANGUAGES", default="eng")
 # A document with more text than this fails (and one with more on a page, or more chunks:
 # documents/reading.py, pipeline/stages/embed.py).
 PAPERLANE_MAX_CHARS_PER_DOCUMENT = env.int("PAPERLANE_MAX_CHARS_PER_DOCUMENT", default=20_000_000)

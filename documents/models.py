@@ -17,6 +17,14 @@ class Organisation(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     page_limit = models.PositiveIntegerField(default=0)
+    # The languages OCR reads its scans in, as Tesseract names them joined by "+"
+    # ("eng+deu"); empty: the server's PAPERLANE_OCR_LANGUAGES.
+    ocr_languages = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text='Languages OCR reads this organisation\'s scans in, such as "eng+deu"; '
+        "empty for the server's default (PAPERLANE_OCR_LANGUAGES).",
+    )
     # Kept in step with the reservation and ledger rows by the quota services.
     pages_used = models.PositiveIntegerField(default=0)
     pages_reserved = models.PositiveIntegerField(default=0)
@@ -155,6 +163,9 @@ class Document(models.Model):
     unreadable_pages = models.JSONField(default=list, blank=True)
     # Pages of the current version that were read and hold no text (scans, drawings).
     textless_pages = models.JSONField(default=list, blank=True)
+    # The pages of the current version read by OCR: [{"page": n, "confidence": c}, ...]
+    # (mean word confidence, 0 to 1), in page order.
+    ocr_pages = models.JSONField(default=list, blank=True)
     # What read the current version's text; blank before it is extracted.
     text_engine = models.CharField(max_length=16, choices=TextEngine.choices, blank=True)
     # A connected folder's file this document came from was deleted there.
@@ -357,6 +368,34 @@ class UsageEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pages} pages for {self.document_id} v{self.document_version}"
+
+
+class PageReading(models.Model):
+    """A page of one document version that held no text, as OCR read it: its text and how
+    sure the engine was (mean word confidence, 0 to 1), or why it could not be read. One
+    row a page, written as each page is read, so a stage that stopped goes on after the
+    last page it finished and no page is read twice for a version."""
+
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="page_readings", db_index=False
+    )
+    version = models.PositiveIntegerField()
+    page = models.PositiveIntegerField()  # from 1
+    text = models.TextField(blank=True)
+    confidence = models.FloatField(default=0.0)
+    # Why the page could not be read ("" when it was).
+    problem = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "version", "page"], name="page_read_once_per_version"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"page {self.page} of {self.document_id} v{self.version}"
 
 
 class DocumentText(models.Model):

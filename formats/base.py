@@ -26,6 +26,9 @@ MEDIA_TYPES = {
     DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 }
 
+# Between two pages' text in a document's text (`Extracted.page_starts` count it).
+PAGE_BREAK = "\n\n"
+
 # Called with (pages done, pages in all) while text is extracted.
 OnPage = Callable[[int, int], None]
 

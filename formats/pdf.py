@@ -40,6 +40,7 @@ from core.errors import UnreadableDocument, caused_by
 from formats.base import (
     MAX_OUTLINE_ENTRIES,
     MAX_TITLE_CHARS,
+    PAGE_BREAK,
     PDF,
     PDFIUM,
     PYPDF,
@@ -574,7 +575,7 @@ class _Pages:
         )
 
 
-_PAGE_BREAK = "\n\n"
+_PAGE_BREAK = PAGE_BREAK
 
 
 def _counted(total: int, *, limits: ExtractLimits, page_budget: int | None) -> None:

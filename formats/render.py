@@ -38,7 +38,7 @@ def _scale(width: float, height: float, *, dpi: float, max_pixels: int) -> float
 
 
 def render_pdf_page(
-    data: bytes,
+    data: bytes | BinaryIO,
     index: int,
     *,
     dpi: float,
@@ -46,10 +46,11 @@ def render_pdf_page(
     grey: bool = False,
     width: int | None = None,
 ) -> Image.Image:
-    """Page `index` (from 0) of the PDF `data` at `dpi` (less if that passes
-    `limits.max_pixels`, or makes it wider than `width` pixels when given), as an RGB
-    picture, or greyscale with `grey` (what OCR reads). UnreadableDocument if the file or
-    the page cannot be opened."""
+    """Page `index` (from 0) of the PDF `data` (its bytes, or a file PDFium reads as it
+    needs) at `dpi` (less if that passes `limits.max_pixels`, or makes it wider than
+    `width` pixels when given), as an RGB picture, or greyscale with `grey` (what OCR
+    reads), its `info["dpi"]` the resolution it was drawn at. UnreadableDocument if the
+    file or the page cannot be opened."""
     try:
         document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
@@ -74,7 +75,10 @@ def render_pdf_page(
             page.close()
     finally:
         document.close()
-    return picture.convert("L" if grey else "RGB")
+    picture = picture.convert("L" if grey else "RGB")
+    # The resolution it was drawn at (less than asked if the limit shrank it): OCR needs it.
+    picture.info["dpi"] = (scale * POINTS_PER_INCH,) * 2
+    return picture
 
 
 # What a picture may be encoded as, and the quality asked of the lossy ones (WebP and

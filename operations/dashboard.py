@@ -22,6 +22,7 @@ from pipeline.lag import lag_history, lag_sample_record
 from pipeline.models import StageAttempt
 from pipeline.selectors import reembeds_failed, reembeds_in_progress
 from pipeline.stage_list import STAGES
+from pipeline.stages.ocr import languages_of, ocr_engine_unavailable, ocr_unavailable
 from retrieval.coverage import embedding_coverage_by_organisation
 from retrieval.embedding import get_embedder
 
@@ -94,6 +95,11 @@ def pipeline_dashboard_view(request: HttpRequest) -> TemplateResponse:
         "failure_limit": settings.PAPERLANE_ATTENTION_FAILURE_RATE,
         "stuck_after": settings.PAPERLANE_STUCK_AFTER_SECONDS,
         "embedding_model": get_embedder().name,
+        # OCR of pages without text: the server's languages, or why it is off.
+        "ocr_languages": settings.PAPERLANE_OCR_LANGUAGES,
+        "ocr_off": ocr_engine_unavailable() or ocr_unavailable(
+            languages_of(settings.PAPERLANE_OCR_LANGUAGES)
+        ),
         **_reembed_progress(),
     }
     return TemplateResponse(request, "admin/pipeline/dashboard.html", context)

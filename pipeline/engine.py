@@ -91,6 +91,8 @@ class ClaimedStage:
         self._cpu_started = time.thread_time() + isolated_cpu_seconds()
         self._progress_at = time.monotonic()
         self._claimed_at = time.monotonic()
+        # Optional stages the run does not go through (`skip`).
+        self._skip: frozenset[str] = frozenset()
 
     def note_cpu(self) -> None:
         spent = time.thread_time() + isolated_cpu_seconds() - self._cpu_started
@@ -156,6 +158,9 @@ class ClaimedStage:
             yield
         self.completed = True
 
+    def skip(self, stage: str) -> None:
+        self._skip |= {stage}
+
     def finish(self) -> None:
         """Complete a stage that has nothing of its own to save: one statement, no
         transaction around it."""
@@ -167,7 +172,7 @@ class ClaimedStage:
         # The attempt's CPU and end are taken as the stage completes, before the
         # stage's own rows are written in the same transaction.
         self.note_cpu()
-        self.finished_run = run_complete_stage(claim=self.claim)
+        self.finished_run = run_complete_stage(claim=self.claim, skip=self._skip)
 
 
 def worker_name() -> str:

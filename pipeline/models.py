@@ -12,6 +12,7 @@ class Stage(models.TextChoices):
     CREATE = "create", "Create"
     STORE = "store", "Store"
     EXTRACT = "extract", "Extract"
+    OCR = "ocr", "OCR"
     EMBED = "embed", "Embed"
     SETTLE = "settle", "Settle"
 

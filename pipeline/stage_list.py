@@ -13,7 +13,7 @@ from django.conf import settings
 
 from core import isolation
 from pipeline.models import RunPriority, RunSource, Stage
-from pipeline.stages import create, embed, extract, settle, store
+from pipeline.stages import create, embed, extract, ocr, settle, store
 from pipeline.stages.context import StageContext
 
 
@@ -36,6 +36,9 @@ class StageSpec:
     # Its jobs are weighed before they run (pipeline/fair_share.py): one organisation's
     # heavy documents take at most all its workers but one.
     weighed: bool = False
+    # A run goes through it only when the stage before says so (`StageContext.skip`
+    # otherwise): OCR, for documents with pages to read.
+    optional: bool = False
 
     @property
     def timeout(self) -> int:
@@ -71,6 +74,15 @@ STAGES: tuple[StageSpec, ...] = (
         weighed=True,
     ),
     StageSpec(
+        Stage.OCR,
+        ocr.run,
+        default_timeout=1800,
+        default_concurrency=1,
+        warm_up=isolation.warm_up,
+        weighed=True,
+        optional=True,
+    ),
+    StageSpec(
         Stage.EMBED,
         embed.run,
         default_timeout=600,
@@ -85,8 +97,8 @@ STAGES: tuple[StageSpec, ...] = (
 # bytes stored at accept, so uploads start at `extract`, which checks the bytes against
 # the size and SHA-256 taken at accept before it reads them.
 SOURCE_STAGES: dict[str, tuple[str, ...]] = {
-    RunSource.WEB: (Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
-    RunSource.API: (Stage.EXTRACT, Stage.EMBED, Stage.SETTLE),
+    RunSource.WEB: (Stage.EXTRACT, Stage.OCR, Stage.EMBED, Stage.SETTLE),
+    RunSource.API: (Stage.EXTRACT, Stage.OCR, Stage.EMBED, Stage.SETTLE),
     RunSource.CONNECTOR: tuple(spec.name for spec in STAGES),
 }
 
@@ -102,11 +114,16 @@ def first_stage(source: str) -> str:
     return SOURCE_STAGES[source][0]
 
 
-def next_stage(name: str, *, source: str) -> str | None:
-    """The stage after `name` for a run of `source`, or None when `name` is its last."""
+def next_stage(name: str, *, source: str, skip: frozenset[str] = frozenset()) -> str | None:
+    """The stage after `name` for a run of `source`, or None when `name` is its last;
+    the optional stages in `skip` are passed over."""
     stages = SOURCE_STAGES[source]
-    index = stages.index(name)
-    return stages[index + 1] if index + 1 < len(stages) else None
+    for following in stages[stages.index(name) + 1 :]:
+        if following not in skip:
+            return following
+        if not _BY_NAME[following].optional:
+            raise ValueError(f"{following} is not a stage a run may skip")
+    return None
 
 
 def resume_stage(name: str, *, source: str) -> str:

@@ -8,6 +8,7 @@ from django.http import HttpRequest
 
 from documents.models import Membership
 from documents.roles import abilities
+from pipeline.stages.ocr import ocr_languages, ocr_unavailable
 from web.organisation_views import current_membership, memberships_of
 
 
@@ -40,6 +41,14 @@ class Member:
     @cached_property
     def role(self) -> str:
         return self.membership.get_role_display() if self.membership else ""
+
+    @cached_property
+    def ocr_off(self) -> str | None:
+        """Why this server's OCR cannot read the organisation's scans (None when it can):
+        pages without text then say so."""
+        if self.organisation is None:
+            return None
+        return ocr_unavailable(ocr_languages(self.organisation))
 
     @cached_property
     def can(self) -> dict[str, bool]:

@@ -2,14 +2,15 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from django.db import connection, transaction
 from django.db.models.functions import MD5
 from django.utils import timezone
 
 from core.selects import RowSelect
-from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText
-from formats.base import Extracted
+from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText, PageReading
+from formats.base import PAGE_BREAK, Extracted, clean_extracted
 
 # Settling a version (every document's): its chunks counted and it made the searchable one
 # in one statement written once, where the ORM would build two querysets.
@@ -49,7 +50,38 @@ def document_text_save(*, document: Document, extracted: Extracted) -> None:
         text_chars=len(extracted.text),
         unreadable_pages=list(extracted.unreadable_pages),
         textless_pages=list(extracted.textless_pages),
+        ocr_pages=[],
         text_engine=extracted.engine,
+    )
+
+
+def document_text_add_readings(*, document: Document) -> None:
+    """Put the text OCR read on the pages of the document's current version that held
+    none in their places in its text (cleaned as extracted text is), and keep as textless
+    the pages OCR found nothing on or could not read."""
+    stored = DocumentText.objects.get(document=document, version=document.version)
+    readings = {
+        reading.page: reading
+        for reading in PageReading.objects.filter(document=document, version=document.version)
+    }
+    starts = list(stored.page_starts)
+    ends = [start - len(PAGE_BREAK) for start in starts[1:]] + [len(stored.text)]
+    pages = [stored.text[start:end] for start, end in zip(starts, ends, strict=True)]
+    for number, reading in readings.items():
+        if 1 <= number <= len(pages) and not pages[number - 1].strip():
+            pages[number - 1] = clean_extracted(reading.text).strip()
+    stored.text = PAGE_BREAK.join(pages)
+    breaks = (len(page) + len(PAGE_BREAK) for page in pages[:-1])
+    stored.page_starts = list(accumulate(breaks, initial=0))
+    stored.save(update_fields=["text", "page_starts"])
+    Document.objects.filter(id=document.id).update(
+        text_chars=len(stored.text),
+        textless_pages=[n for n, page in enumerate(pages, start=1) if not page.strip()],
+        ocr_pages=[
+            {"page": number, "confidence": round(reading.confidence, 3)}
+            for number, reading in sorted(readings.items())
+            if not reading.problem and reading.text.strip()
+        ],
     )
 
 

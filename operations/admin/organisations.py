@@ -38,6 +38,7 @@ from documents.services.tokens import api_token_create, api_tokens_revoke
 from operations.admin.listing import FastListAdmin, OrganisationFilter, RecordAdmin
 from pipeline.services.reembed import documents_reembed
 from pipeline.services.transitions import Actor
+from pipeline.stages.ocr import languages_of, ocr_unavailable
 
 # How many ledger entries and tokens an organisation's page shows; the rest are linked.
 LEDGER_ROWS = 20
@@ -85,7 +86,13 @@ def quota_bar(organisation: Organisation, *, compact: bool = False) -> str:
 class OrganisationForm(forms.ModelForm):
     class Meta:
         model = Organisation
-        fields = ["slug", "name", "page_limit"]
+        fields = ["slug", "name", "page_limit", "ocr_languages"]
+
+    def clean_ocr_languages(self):
+        chosen = self.cleaned_data["ocr_languages"].strip()
+        if chosen and (problem := ocr_unavailable(languages_of(chosen))):
+            raise forms.ValidationError(problem)
+        return chosen
 
     def clean_page_limit(self):
         limit = self.cleaned_data["page_limit"]

@@ -138,9 +138,12 @@ class DisallowedMove(Conflict):
     code = "transition_not_allowed"
 
 
-def move_check(move: str, *, status: str, stage: str, source: str) -> tuple[str, str]:
-    """The status and stage a run of `source` in `status` at `stage` is in after `move`;
-    DisallowedMove if the table has no such move from there."""
+def move_check(
+    move: str, *, status: str, stage: str, source: str, skip: frozenset[str] = frozenset()
+) -> tuple[str, str]:
+    """The status and stage a run of `source` in `status` at `stage` is in after `move`
+    (the optional stages in `skip` passed over); DisallowedMove if the table has no such
+    move from there."""
     rule = MOVES[move]
     if status not in rule.leaves:
         raise DisallowedMove(
@@ -155,7 +158,7 @@ def move_check(move: str, *, status: str, stage: str, source: str) -> tuple[str,
     elif rule.stage == NEXT:
         if stage not in SOURCE_STAGES[source]:
             raise DisallowedMove(f"A {source} run does not go through {stage}.")
-        to_stage = next_stage(stage, source=source)
+        to_stage = next_stage(stage, source=source, skip=skip)
         if to_stage is None:
             raise DisallowedMove(f"{stage} is the last stage of a {source} run.")
     else:
@@ -269,12 +272,17 @@ CLAIMED_FROM = MOVES["claim"].leaves
 CLAIMED_TO = MOVES["claim"].to
 
 
-def completion_changes(run: ImportRun, *, now) -> tuple[str, dict[str, Any]]:
+def completion_changes(
+    run: ImportRun, *, now, skip: frozenset[str] = frozenset()
+) -> tuple[str, dict[str, Any]]:
     """The move that completing the run's claimed stage makes (`advance`, or `succeed`
-    after its source's last stage) and the fields it writes."""
-    following = next_stage(run.stage, source=run.source)
+    after its source's last stage; the optional stages in `skip` passed over) and the
+    fields it writes."""
+    following = next_stage(run.stage, source=run.source, skip=skip)
     move = "advance" if following is not None else "succeed"
-    status, stage = move_check(move, status=Status.PROCESSING, stage=run.stage, source=run.source)
+    status, stage = move_check(
+        move, status=Status.PROCESSING, stage=run.stage, source=run.source, skip=skip
+    )
     changes = {
         "status": status,
         "lease_owner": "",

@@ -148,16 +148,17 @@ def run_set_progress(*, claim: Claim, done: int, total: int) -> None:
         raise LeaseLost(str(claim.run.id))
 
 
-def run_complete_stage(*, claim: Claim) -> ImportRun:
+def run_complete_stage(*, claim: Claim, skip: frozenset[str] = frozenset()) -> ImportRun:
     """Mark the claimed stage done and the next one of its source due (or the run
     succeeded after its last), with its attempt and transition, in one statement: on
     its own it is atomic, and inside the stage's transaction it commits with the
     stage's result.
 
-    Returns the run as the statement left it; `claim.run` stays the run as claimed.
+    The optional stages in `skip` are passed over. Returns the run as the statement left
+    it; `claim.run` stays the run as claimed.
     LeaseLost if the run is no longer this worker's."""
     run, attempt, now = claim.run, claim.attempt, timezone.now()
-    _, changes = completion_changes(run, now=now)
+    _, changes = completion_changes(run, now=now, skip=skip)
     finished = copy.copy(run)
     for field, value in changes.items():
         setattr(finished, field, value)

@@ -32,6 +32,10 @@ class StageContext(Protocol):
         progress, `done` of `total`; LeaseLost, and nothing of it is saved, if this worker
         no longer holds the run. What a stage writes before it completes goes here."""
 
+    def skip(self, stage: str) -> None:
+        """The run does not go through the optional `stage` (OCR for a document with no
+        pages to read): completing passes over it."""
+
     def complete(self) -> AbstractContextManager[None]:
         """A transaction in which the stage's result is saved together with
         "the next stage is due"; the stage is done when it commits."""

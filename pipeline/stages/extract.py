@@ -30,8 +30,10 @@ from documents.services.content import document_text_save
 from documents.services.quota import quota_get, quota_resize
 from formats import PagesOverBudget, extract
 from pipeline.errors import PermanentError
+from pipeline.models import Stage
 from pipeline.services.admission import admission_hold_failed_work
 from pipeline.stages.context import StageContext
+from pipeline.stages.ocr import ocr_languages, ocr_unavailable
 from pipeline.stages.stored_file import read_stored
 
 logger = logging.getLogger(__name__)
@@ -98,6 +100,8 @@ def run(ctx: StageContext) -> None:
         _hold_failed_work(ctx, isolated_cpu_seconds() - started)
         raise
 
+    if not _has_pages_to_read(ctx, extracted):
+        ctx.skip(Stage.OCR)
     try:
         with ctx.complete():
             document_text_save(document=document, extracted=extracted)
@@ -110,11 +114,25 @@ def run(ctx: StageContext) -> None:
         ) from exc
 
 
+def _has_pages_to_read(ctx: StageContext, extracted) -> bool:
+    """Whether the run goes through OCR: pages without text, and an engine that reads the
+    organisation's languages here (otherwise those pages stay textless, and say why)."""
+    if not extracted.textless_pages:
+        return False
+    problem = ocr_unavailable(ocr_languages(ctx.run.organisation))
+    if problem:
+        logger.info(
+            "run %s: %s pages without text, not read: %s",
+            ctx.run.id,
+            len(extracted.textless_pages),
+            problem,
+        )
+    return problem is None
+
+
 def _hold_failed_work(ctx: StageContext, cpu_seconds: float) -> None:
     try:
-        admission_hold_failed_work(
-            organisation_id=ctx.run.organisation_id, cpu_seconds=cpu_seconds
-        )
+        admission_hold_failed_work(organisation_id=ctx.run.organisation_id, cpu_seconds=cpu_seconds)
     except RateLimitUnavailable:
         logger.warning("could not hold the failed work of run %s", ctx.run.id)
 

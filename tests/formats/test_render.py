@@ -71,3 +71,11 @@ def test_a_page_picture_is_a_file_of_the_format_asked(image_format, pillow_name)
 
     picture = Image.open(io.BytesIO(data))
     assert (picture.format, picture.width) == (pillow_name, 816)
+
+
+def test_a_picture_says_the_resolution_it_was_drawn_at():
+    asked = render_pdf_page(make_pdf(1), 0, dpi=150, limits=LIMITS)
+    shrunk = render_pdf_page(make_pdf(1), 0, dpi=3000, limits=RenderLimits(max_pixels=10**6))
+
+    assert round(asked.info["dpi"][0]) == 150
+    assert 80 < shrunk.info["dpi"][0] < 3000  # the resolution it has, not the one asked for

@@ -61,3 +61,11 @@ def page_picture(document, number: int, size: str, alt: str = "") -> str:
         height,
         alt or f"Page {number}",
     )
+
+
+@register.filter
+def ocr_confidence(pages: list[dict]) -> str:
+    """The mean confidence of the pages OCR read, as a percentage ("93%")."""
+    if not pages:
+        return ""
+    return f"{round(100 * sum(page['confidence'] for page in pages) / len(pages))}%"

@@ -1,0 +1,25 @@
+"""A page without text read by OCR: drawn by PDFium (formats/render.py) in greyscale,
+then read by the OCR engine (formats/ocr.py). What the OCR stage runs in its isolated
+child, one page a call, so that a page that crashes or outlasts its limits costs only
+that page."""
+
+from typing import BinaryIO
+
+from formats.ocr import OcrPage, ocr_page
+from formats.render import RenderLimits, render_pdf_page
+
+
+def read_pdf_page(
+    index: int,
+    *,
+    dpi: float,
+    max_pixels: int,
+    languages: tuple[str, ...],
+    file: BinaryIO,
+    progress=None,
+) -> OcrPage:
+    """Page `index` (from 0) of the PDF in `file`, read by OCR at `dpi` (fewer pixels
+    than `max_pixels`) in `languages`."""
+    limits = RenderLimits(max_pixels=max_pixels)
+    picture = render_pdf_page(file, index, dpi=dpi, limits=limits, grey=True)
+    return ocr_page(picture, languages=languages)

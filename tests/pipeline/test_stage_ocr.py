@@ -1,0 +1,115 @@
+"""The OCR stage (pipeline/stages/ocr.py) with the real engine on real image-only PDFs:
+who goes through it, what it reads, where the text goes, and that a worker stopped in the
+middle goes on after the last page it finished, reading no page twice and charging once."""
+
+import io
+
+import pytest
+from django.utils import timezone
+
+from documents.models import Document, DocumentText, PageReading, UsageEntry
+from formats.render import RenderLimits, render_pdf_page
+from pipeline.engine import execute_stage
+from pipeline.models import StageAttempt
+from pipeline.stages import ocr as ocr_stage
+from tests.support.files import make_pdf
+from tests.support.runs import drive
+from tests.support.uploads import accepted_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LABELS = ["harbour", "lighthouse", "breakwater"]
+
+
+def scanned_pdf(labels: list[str], *, dpi: int = 200) -> bytes:
+    """An image-only PDF: each page of a typed PDF (one label a page) drawn at `dpi` and
+    kept as a picture, as a scanner makes it. Its pages hold no text layer."""
+    pages = [
+        render_pdf_page(
+            make_pdf(1, words_per_page=20, label=label.capitalize()),
+            0,
+            dpi=dpi,
+            limits=RenderLimits(10**8),
+        )
+        for label in labels
+    ]
+    out = io.BytesIO()
+    pages[0].save(out, "PDF", resolution=dpi, save_all=True, append_images=pages[1:])
+    return out.getvalue()
+
+
+def test_a_scanned_pdf_is_read_by_ocr_and_found_by_its_words(api, member_client):
+    run = drive(accepted_run(api, scanned_pdf(LABELS), name="scan.pdf").id)
+
+    assert run.status == "succeeded", run.error_message
+    assert StageAttempt.objects.filter(run=run, stage="ocr", outcome="succeeded").count() == 1
+    text = DocumentText.objects.get(document=run.document_id).text.lower()
+    assert all(label in text for label in LABELS), text[:300]
+    readings = PageReading.objects.filter(document=run.document_id).order_by("page")
+    assert [r.page for r in readings] == [1, 2, 3]
+    assert all(r.confidence > 0.5 and not r.problem for r in readings)
+    assert Document.objects.get(id=run.document_id).textless_pages == []
+    found = api.get("/api/v1/search", {"q": "lighthouse"}).json()["results"]
+    assert [r["document_id"] for r in found] == [str(run.document_id)]
+    # Small pages share a chunk: the one found spans page 2, where the word is.
+    assert found[0]["page_start"] <= 2 <= found[0]["page_end"]
+    page = member_client.get("/search/", {"q": "breakwater"}).content.decode()
+    assert "scan.pdf" in page
+    document = member_client.get(f"/documents/{run.document_id}/").content.decode()
+    assert "3 of 3 pages read by OCR" in document
+
+
+def test_a_pdf_with_text_passes_over_ocr(api):
+    run = drive(accepted_run(api, make_pdf(2), name="typed.pdf").id)
+
+    assert run.status == "succeeded", run.error_message
+    assert not StageAttempt.objects.filter(run=run, stage="ocr").exists()
+    assert not PageReading.objects.filter(document=run.document_id).exists()
+
+
+def test_a_worker_stopped_mid_document_goes_on_after_the_last_page_it_read(api, monkeypatch):
+    read = ocr_stage._read
+    calls = []
+
+    def stopped_at_the_second_page(page, languages, file):
+        calls.append(page)
+        if len(calls) == 2:
+            raise SystemExit("the worker is stopping")
+        return read(page, languages, file)
+
+    run = accepted_run(api, scanned_pdf(LABELS), name="scan.pdf")
+    assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
+    monkeypatch.setattr(ocr_stage, "_read", stopped_at_the_second_page)
+    with pytest.raises(SystemExit):
+        execute_stage(str(run.id), "ocr")
+    first = PageReading.objects.get(document=run.document_id, page=1)
+    monkeypatch.setattr(ocr_stage, "_read", read)
+    before = timezone.now()
+
+    run = drive(run.id)
+
+    assert run.status == "succeeded", run.error_message
+    assert calls == [1, 2]
+    readings = PageReading.objects.filter(document=run.document_id).order_by("page")
+    assert [r.page for r in readings] == [1, 2, 3]
+    # Page 1 was not read again; pages 2 and 3 were read once, after the stop.
+    assert readings[0].created_at == first.created_at < before
+    assert all(r.created_at >= before for r in readings[1:])
+    assert UsageEntry.objects.filter(document=run.document_id).count() == 1
+
+
+def test_where_ocr_cannot_read_the_languages_a_scan_succeeds_and_says_why_it_has_no_text(
+    api, member_client, settings
+):
+    # A language no engine here has: OCR is off for this organisation, as on a server
+    # without an engine.
+    settings.PAPERLANE_OCR_LANGUAGES = "qqq"
+
+    run = drive(accepted_run(api, scanned_pdf(LABELS[:2]), name="scan.pdf").id)
+
+    assert run.status == "succeeded", run.error_message
+    assert not StageAttempt.objects.filter(run=run, stage="ocr").exists()
+    document = api.get(f"/api/v1/documents/{run.document_id}").json()
+    assert (document["textless_pages"], document["ocr_pages"]) == ([1, 2], [])
+    page = member_client.get(f"/documents/{run.document_id}/").content.decode()
+    assert "2 of 2 pages have no text; OCR is not available on this server" in page
