@@ -22,8 +22,6 @@ from core.errors import ServiceError
 from core.isolation import ChildFailed, LimitExceeded, Limits, run_isolated
 from documents.models import Document, Organisation, PageReading
 from documents.services.content import document_text_add_readings
-from formats.ocr import OCR_DPI, engine_problem, ocr_problem
-from formats.page_reading import read_pdf_page
 from pipeline.stages.context import StageContext
 from pipeline.stages.stored_file import read_stored
 
@@ -50,9 +48,16 @@ def ocr_languages(organisation: Organisation) -> tuple[str, ...]:
     return languages_of(organisation.ocr_languages or settings.PAPERLANE_OCR_LANGUAGES)
 
 
+# The OCR engine's modules (numpy, Pillow, Tesseract) are imported where a page is read or
+# the engine asked about, not with the stage list: every process that loads the stages (the
+# web, the extraction child, whose memory limit counts them) would carry them otherwise.
+
+
 @functools.cache
 def ocr_engine_unavailable() -> str | None:
     """Why this process has no OCR engine (None when it has one). Asked once."""
+    from formats.ocr import engine_problem
+
     return engine_problem()
 
 
@@ -60,6 +65,8 @@ def ocr_engine_unavailable() -> str | None:
 def ocr_unavailable(languages: tuple[str, ...]) -> str | None:
     """Why OCR cannot read `languages` in this process (no engine, a missing language
     pack), or None when it can. Asked once per process and set of languages."""
+    from formats.ocr import ocr_problem
+
     return ocr_problem(languages)
 
 
@@ -104,6 +111,9 @@ def run(ctx: StageContext) -> None:
 def _read(page: int, languages: tuple[str, ...], file) -> PageReading:
     """Page `page` (from 1) read in the isolated child; its problem recorded instead when
     the page cannot be drawn or read within its limits."""
+    from formats.ocr import OCR_DPI
+    from formats.page_reading import read_pdf_page
+
     reading = PageReading(page=page)
     try:
         found = run_isolated(

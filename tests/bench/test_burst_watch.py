@@ -28,6 +28,7 @@ def test_queue_lengths_sum_every_queue_of_a_stage(redis_conn):
         "create": 0,
         "embed": 1,
         "extract": 3,
+        "ocr": 0,
         "settle": 0,
         "store": 0,
     }

@@ -81,9 +81,10 @@ def test_it_shows_each_stages_numbers_in_the_admin(operator, api, org, workers_f
     assert response.status_code == 200
     assert "Pipeline dashboard" in html and 'id="site-name"' in html  # the admin's frame
     assert finished.status == "succeeded"
-    # The upload passed every stage once, but create and store, which it skips.
+    # The upload passed every stage once, but create and store, which it skips, and OCR,
+    # which a PDF with text passes over.
     for spec in STAGES:
-        done = "0" if spec.name in ("create", "store") else "1"
+        done = "0" if spec.name in ("create", "store", "ocr") else "1"
         assert value(html, spec.name, "done_60m") == done
         assert value(html, spec.name, "failed_60m") == "0"
     assert cell(html, "extract", "due") == "1"
@@ -103,7 +104,7 @@ def test_a_stage_without_a_worker_needs_attention(operator, redis_conn):
 
     found = attention(operator.get(URL).content.decode())
 
-    assert found["no_worker"] == {"store", "extract", "embed", "settle"}
+    assert found["no_worker"] == {"store", "extract", "ocr", "embed", "settle"}
 
 
 def test_a_stage_lagging_behind_needs_attention(operator, api, settings, workers_for_every_stage):

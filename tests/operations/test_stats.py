@@ -89,7 +89,7 @@ def known_runs(org, settings):
 
 def test_it_counts_runs_per_stage_from_the_database(known_runs):
     snapshot = pipeline_snapshot()
-    create, store, extract, embed, settle = snapshot.stages
+    create, store, extract, ocr, embed, settle = snapshot.stages
 
     assert (create.due, create.running, create.retry_scheduled, create.stuck) == (2, 0, 0, 1)
     assert 1199 < create.lag_seconds < 1230  # the oldest due run, not the newest
@@ -173,14 +173,14 @@ def test_it_reads_queues_registries_and_workers_from_redis(org, redis_conn):
     idle.register_birth()
 
     snapshot = pipeline_snapshot()
-    create, store, extract, embed, settle = snapshot.stages
+    create, store, extract, ocr, embed, settle = snapshot.stages
 
     assert snapshot.redis_ok and snapshot.suspended is False
     assert (create.waiting, create.started_jobs, create.scheduled_jobs) == (2, 0, 0)
     assert 44 < create.queue_lag_seconds < 60
     assert (extract.waiting, extract.started_jobs) == (0, 1)
     assert (embed.waiting, embed.scheduled_jobs) == (0, 1)
-    assert [s.workers for s in snapshot.stages] == [1, 1, 1, 0, 0]
+    assert [s.workers for s in snapshot.stages] == [1, 1, 1, 0, 0, 0]
     busy = next(w for w in snapshot.workers if w.name == "w-extract")
     assert (busy.state, busy.run_id, busy.stage, busy.attempt) == (
         "busy",

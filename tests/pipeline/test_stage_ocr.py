@@ -12,6 +12,7 @@ from formats.render import RenderLimits, render_pdf_page
 from pipeline.engine import execute_stage
 from pipeline.models import StageAttempt
 from pipeline.stages import ocr as ocr_stage
+from tests.support import real_world
 from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
@@ -113,3 +114,21 @@ def test_where_ocr_cannot_read_the_languages_a_scan_succeeds_and_says_why_it_has
     assert (document["textless_pages"], document["ocr_pages"]) == ([1, 2], [])
     page = member_client.get(f"/documents/{run.document_id}/").content.decode()
     assert "2 of 2 pages have no text; OCR is not available on this server" in page
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("congress-gray.pdf", ["consular", "japan"]),
+        ("indirect-rotation.pdf", ["containership", "singapore"]),
+    ],
+)
+def test_a_real_scan_is_found_by_words_a_person_reads_on_it(api, name, words):
+    scan = (real_world.FOLDER / name).read_bytes()
+
+    run = drive(accepted_run(api, scan, name=name).id)
+
+    assert run.status == "succeeded", run.error_message
+    for word in words:
+        found = api.get("/api/v1/search", {"q": word}).json()["results"]
+        assert [r["document_id"] for r in found] == [str(run.document_id)], word
