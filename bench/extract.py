@@ -29,8 +29,8 @@ import time
 import unicodedata
 from pathlib import Path
 
-import pypdfium2 as pdfium
 from _common import ROOT, SCRATCH
+from _pdf_text import pdfium_page_texts
 from _pipeline_runs import run_burst
 from _workers import stage_order
 from django.db.models import Sum
@@ -66,17 +66,8 @@ def with_pypdf(data: bytes) -> tuple[str, int]:
 
 
 def with_pdfium(data: bytes) -> tuple[str, int]:
-    document = pdfium.PdfDocument(data)
-    texts = []
-    for index in range(len(document)):
-        page = document[index]
-        textpage = page.get_textpage()
-        texts.append(textpage.get_text_bounded())
-        textpage.close()
-        page.close()
-    count = len(document)
-    document.close()
-    return "\n".join(texts), count
+    texts = pdfium_page_texts(data)
+    return "\n".join(texts), len(texts)
 
 
 def ours(data: bytes) -> tuple[str, int]:

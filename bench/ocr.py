@@ -37,6 +37,8 @@ import pypdfium2 as pdfium
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _pdf_text import pdfium_page_texts  # noqa: E402
+
 from formats.ocr import OCR_DPI, ocr_page, ocr_problem  # noqa: E402
 from formats.render import RenderLimits, render_pdf_page  # noqa: E402
 from tests.support.scans import NAMES, as_pdf, make_scan, word_f1  # noqa: E402
@@ -63,17 +65,6 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def pdf_texts(data: bytes) -> list[str]:
-    document = pdfium.PdfDocument(data)
-    texts = []
-    for index in range(len(document)):
-        page = document[index]
-        textpage = page.get_textpage()
-        texts.append(textpage.get_text_bounded())
-        textpage.close()
-        page.close()
-    document.close()
-    return texts
 
 
 def ours(data: bytes, dpi: float) -> list[str]:
@@ -111,7 +102,7 @@ def ocrmypdf(data: bytes, *extra: str) -> list[str]:
             check=True,
             timeout=900,
         )
-        return pdf_texts(target.read_bytes())
+        return pdfium_page_texts(target.read_bytes())
 
 
 def rapidocr_engine():
