@@ -64,7 +64,8 @@ def test_chaos_kills_workers_that_come_back_flushes_once_and_ends_the_outage(red
     redis_conn.set("marker", "1")
     plan = ChaosPlan(kill_every=1.0, outage_seconds=1.5, outage_at=0.0, flush_at=0.0)
     with running_workers(concurrency="extract=1,embed=1") as supervisor:
-        wait_for(lambda: len(stage_worker_pids(supervisor.pid)) == 5, timeout=60, what="workers")
+        # One worker for each of the six stages.
+        wait_for(lambda: len(stage_worker_pids(supervisor.pid)) == 6, timeout=60, what="workers")
         chaos = Chaos(
             plan,
             supervisor_pid=supervisor.pid,
