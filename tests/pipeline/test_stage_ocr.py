@@ -84,13 +84,19 @@ def test_a_worker_stopped_mid_document_goes_on_after_the_last_page_it_read(api, 
     with pytest.raises(SystemExit):
         execute_stage(str(run.id), "ocr")
     first = PageReading.objects.get(document=run.document_id, page=1)
-    monkeypatch.setattr(ocr_stage, "_read", read)
+    resumed = []
+
+    def recorded(page, languages, file):
+        resumed.append(page)
+        return read(page, languages, file)
+
+    monkeypatch.setattr(ocr_stage, "_read", recorded)
     before = timezone.now()
 
     run = drive(run.id)
 
     assert run.status == "succeeded", run.error_message
-    assert calls == [1, 2]
+    assert (calls, resumed) == ([1, 2], [2, 3])
     readings = PageReading.objects.filter(document=run.document_id).order_by("page")
     assert [r.page for r in readings] == [1, 2, 3]
     # Page 1 was not read again; pages 2 and 3 were read once, after the stop.
