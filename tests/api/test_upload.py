@@ -299,14 +299,29 @@ def test_two_uploads_racing_with_one_idempotency_key_make_one_run(media_files):
     # (as another upload's transaction would) until both wait, one on that lock and one
     # on the key's unique index. The second then answers with the first's run.
     org = organisation_create(slug="racing", page_limit=1000)
+
+    first, second = _racing_uploads(org, make_pdf(2), {"Idempotency-Key": "nightly-42"})
+
+    assert first.status_code == second.status_code == 202, (first.text, second.text)
+    assert first.json()["run_id"] == second.json()["run_id"]
+    assert ImportRun.objects.filter(organisation=org).count() == 1
+    org.refresh_from_db()
+    assert org.pages_reserved == 2
+    assert len(media_files()) == 1  # the second upload's bytes were deleted again
+
+
+def _racing_uploads(org, pdf: bytes, headers: dict) -> tuple[httpx.Response, httpx.Response]:
+    """Two uploads of `pdf` to the organisation, from two web processes, both past their
+    checks before either commits: its row is held (as another upload's transaction
+    would) until both wait on a lock, then let go."""
     _, raw = api_token_create(organisation=org)
-    pdf = make_pdf(2)
 
     def post(base: str) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {raw}", "Idempotency-Key": "nightly-42"}
         with httpx.Client(timeout=30) as client:
             return client.post(
-                f"{base}/api/v1/documents", files={"file": ("a.pdf", pdf)}, headers=headers
+                f"{base}/api/v1/documents",
+                files={"file": ("a.pdf", pdf)},
+                headers={"Authorization": f"Bearer {raw}", **headers},
             )
 
     with (
@@ -320,13 +335,7 @@ def test_two_uploads_racing_with_one_idempotency_key_make_one_run(media_files):
         wait_for(lambda: lock_waits(watcher) == 2, timeout=20, what="both uploads to wait")
         holder.commit()
         first, second = (answer.result() for answer in answers)
-
-    assert first.status_code == second.status_code == 202, (first.text, second.text)
-    assert first.json()["run_id"] == second.json()["run_id"]
-    assert ImportRun.objects.filter(organisation=org).count() == 1
-    org.refresh_from_db()
-    assert org.pages_reserved == 2
-    assert len(media_files()) == 1  # the second upload's bytes were deleted again
+    return first, second
 
 
 def lock_waits(conn) -> int:
@@ -406,29 +415,10 @@ def test_two_uploads_of_the_same_bytes_racing_make_one_charged_document(media_fi
     # (as another upload's transaction would) until both wait. The second then finds the
     # first's document and is answered with it.
     org = organisation_create(slug="racing-twins", page_limit=1000)
-    _, raw = api_token_create(organisation=org)
-    pdf = make_pdf(2)
 
-    def post(base: str) -> httpx.Response:
-        with httpx.Client(timeout=30) as client:
-            return client.post(
-                f"{base}/api/v1/documents",
-                files={"file": ("a.pdf", pdf)},
-                headers={"Authorization": f"Bearer {raw}"},
-            )
-
-    with (
-        another_connection() as holder,
-        another_connection(autocommit=True) as watcher,
-        web_server(workers=2, threads=2) as base,
-        ThreadPoolExecutor(2) as pool,
-    ):
-        holder.execute("SELECT 1 FROM documents_organisation WHERE id = %s FOR UPDATE", [org.id])
-        answers = [pool.submit(post, base) for _ in range(2)]
-        wait_for(lambda: lock_waits(watcher) == 2, timeout=20, what="both uploads to wait")
-        holder.commit()
-        statuses = sorted(answer.result().status_code for answer in answers)
-        bodies = [answer.result().json() for answer in answers]
+    answers = _racing_uploads(org, make_pdf(2), {})
+    statuses = sorted(answer.status_code for answer in answers)
+    bodies = [answer.json() for answer in answers]
 
     assert statuses == [200, 202], bodies
     assert bodies[0]["document_id"] == bodies[1]["document_id"]
