@@ -15,6 +15,7 @@ STAGE_WORDS = {
     Stage.CREATE: "Recorded the file",
     Stage.STORE: "Fetched and stored the file",
     Stage.EXTRACT: "Read the text",
+    Stage.OCR: "Read the scanned pages (OCR)",
     Stage.EMBED: "Made it searchable",
     Stage.SETTLE: "Charged the pages",
 }

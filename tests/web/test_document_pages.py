@@ -14,7 +14,7 @@ from connectors.models import ConnectorImport
 from core.http import attachment
 from documents.models import Chunk, Document, Membership, QuotaReservation, UsageEntry
 from documents.services.organisations import member_add
-from pipeline.models import ImportRun, StageAttempt
+from pipeline.models import ImportRun, Stage, StageAttempt
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import SWEEPER
 from tests.support.admin import make_connections
@@ -23,6 +23,7 @@ from tests.support.members import document_with_text, documents_made, signed_in
 from tests.support.runs import document_with_chunks, drive, unchecked_run
 from tests.support.uploads import accepted_run
 from tests.support.world import world
+from web.runs import STAGE_WORDS
 
 pytestmark = pytest.mark.django_db
 
@@ -474,3 +475,7 @@ def test_an_uploads_page_lists_its_one_version(member_client, api):
     # Its pages are counted when its text is read.
     assert only[0] == "1 (current)" and only[3:] == ["–", "Not yet: once it is processed"]
     assert only[2] == f"{run.document.size_bytes / 1024:.1f} KB"
+
+
+def test_every_stage_says_what_it_does_in_words():
+    assert set(STAGE_WORDS) == set(Stage)
