@@ -73,7 +73,7 @@ def accept_status(acceptance: Acceptance) -> int:
     response={202: AcceptOut, DUPLICATE_STATUS: AcceptOut, **errors(*ACCEPT_ERRORS)},
     url_name="document_upload",
     operation_id="documents_upload",
-    summary="Upload a PDF or DOCX for processing",
+    summary="Upload a PDF, DOCX or scan (PNG, JPEG, TIFF) for processing",
     tags=["documents"],
     # `file` is required; the signature leaves it optional only so that a missing or
     # oversized file gets our own answer (400 missing_file, 413) rather than pydantic's.

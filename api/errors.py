@@ -51,6 +51,8 @@ class ErrorCode(StrEnum):
     DAMAGED_DOCX = "damaged_docx"
     DOCX_TOO_LARGE = "docx_too_large"
     DOCX_TOO_COMPRESSED = "docx_too_compressed"
+    DAMAGED_IMAGE = "damaged_image"
+    IMAGE_TOO_LARGE = "image_too_large"
     NO_PAGES = "no_pages"
     NO_SUCH_PAGE = "no_such_page"
     TOO_MANY_PAGES = "too_many_pages"

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 # The version of the API's contract, in the document's `info` (docs/api.md, "Changes").
-VERSION = "1.5.0"
+VERSION = "1.6.0"
 
 TAGS = [
     {"name": "documents", "description": "Upload documents, list, read, download, delete."},
@@ -98,10 +98,11 @@ ERRORS: dict[str, dict[str, Any]] = {
         },
     },
     "415": {
-        "description": "The file is not a PDF or a Word (.docx) document (`unsupported_type`).",
+        "description": "The file is not a PDF, a Word (.docx) document or a PNG, JPEG or TIFF "
+        "picture (`unsupported_type`).",
         "example": {
-            "detail": "Only PDF and Word (.docx) files are supported; this file is of an "
-            "unrecognised type.",
+            "detail": "Only PDF, Word (.docx), PNG, JPEG and TIFF files are supported; this "
+            "file is of an unrecognised type.",
             "code": "unsupported_type",
         },
     },

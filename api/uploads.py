@@ -25,15 +25,15 @@ router = Router(tags=["uploads"])
     response={201: UploadOut, **errors(*ACCEPT_ERRORS)},
     url_name="upload_create",
     operation_id="uploads_create",
-    summary="Ask for a URL to PUT a large PDF or DOCX to",
+    summary="Ask for a URL to PUT a large document or scan to",
 )
 def upload_create(request, payload: UploadIn):
     """Declare a file (`filename`, exact `size_bytes`, optional `content_type`) and get a
     presigned URL to PUT it to, with the headers the PUT must send as given. Then POST
     `complete_url`. Refused at once, as `POST /documents` would refuse the file: `413`
-    too large, `415` not PDF or DOCX, `402` no pages left, `429` + `Retry-After` when
-    the pipeline is full. `409 presigned_unsupported` when this server does not store
-    documents in S3: upload with `POST /documents` instead."""
+    too large, `415` not PDF, DOCX, PNG, JPEG or TIFF, `402` no pages left, `429` +
+    `Retry-After` when the pipeline is full. `409 presigned_unsupported` when this
+    server does not store documents in S3: upload with `POST /documents` instead."""
     grant = direct_upload_open(
         channel="api",
         organisation=request.organisation,

@@ -33,9 +33,10 @@ api = PaperlaneAPI(
     title="Paperlane API",
     version=openapi.VERSION,
     description=(
-        "Upload PDF and DOCX documents, follow their processing, search them, read your "
-        "quota, manage your API tokens. Every request sends `Authorization: Bearer "
-        "<token>`; every error is `{detail, code}` (`ErrorOut`). Changes: docs/api.md."
+        "Upload PDF and DOCX documents and scans (PNG, JPEG, TIFF), follow their "
+        "processing, search them, read your quota, manage your API tokens. Every request "
+        "sends `Authorization: Bearer <token>`; every error is `{detail, code}` "
+        "(`ErrorOut`). Changes: docs/api.md."
     ),
     auth=ApiTokenAuth(),
     throttle=TokenRateThrottle(),

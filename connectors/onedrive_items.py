@@ -4,22 +4,18 @@ path, under a content version, or nothing."""
 from typing import Any
 
 from connectors.base import RemoteFile
+from formats.base import MEDIA_TYPES, kind_by_name
 
-SUPPORTED_SUFFIXES = {".pdf", ".docx"}
-SUPPORTED_MIME_TYPES = {
-    "application/pdf",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    # Graph's answer when it cannot tell; the extract stage checks the bytes anyway.
-    "application/octet-stream",
-}
+# Graph's answer when it cannot tell; the extract stage checks the bytes anyway.
+UNTOLD = "application/octet-stream"
 
 
 def mislabelled(item: dict[str, Any]) -> bool:
-    """Named .pdf/.docx but of another type by Graph's `file.mimeType` (a photo renamed)."""
-    name = str(item.get("name", "")).lower()
-    suffix = name[name.rfind(".") :] if "." in name else ""
-    mime = str((item.get("file") or {}).get("mimeType") or "application/octet-stream").lower()
-    return suffix in SUPPORTED_SUFFIXES and mime not in SUPPORTED_MIME_TYPES
+    """Named as a kind of ours but of another type by Graph's `file.mimeType` (a photo
+    named .pdf)."""
+    kind = kind_by_name(str(item.get("name", "")))
+    mime = str((item.get("file") or {}).get("mimeType") or UNTOLD).lower()
+    return kind is not None and mime not in (MEDIA_TYPES[kind], UNTOLD)
 
 
 def content_version(item: dict[str, Any]) -> str:

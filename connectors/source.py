@@ -38,7 +38,7 @@ from documents.storage import (
     storage_delete,
     storage_put,
 )
-from formats.base import DOCX, PDF
+from formats.base import PDF, kind_by_name
 from pipeline.errors import PermanentError, TransientError
 from pipeline.models import ACTIVE_STATUSES, ImportRun
 from pipeline.services.people import run_cancel
@@ -93,10 +93,6 @@ def _check_connected(record: ConnectorImport) -> None:
         )
 
 
-def _kind_by_name(name: str) -> str:
-    return DOCX if name.lower().endswith(".docx") else PDF
-
-
 def connector_create(ctx: StageContext) -> None:
     """Link the run to the document of its file, made now for a file seen the first time."""
     run = ctx.run
@@ -132,7 +128,8 @@ def connector_create(ctx: StageContext) -> None:
 
 def _new_document(record: ConnectorImport) -> Document:
     document_id = uuid.uuid4()
-    kind = _kind_by_name(record.name)
+    # What its name says until its bytes are stored and checked (the store stage).
+    kind = kind_by_name(record.name) or PDF
     return Document.objects.create(
         id=document_id,
         organisation_id=record.organisation_id,

@@ -36,6 +36,7 @@ from documents.services.content import (
     document_rename,
 )
 from documents.services.quota import quota_hold_later
+from formats.base import SUPPORTED_KINDS, kind_by_name
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority, RunSource, RunStatus
 from pipeline.services.accept import filename_validate
 from pipeline.services.transitions import Actor, run_begin, run_move
@@ -46,8 +47,6 @@ Status = Connection.Status
 Result = Connection.Result
 State = ConnectorImport.State
 
-# Checked by name here; the stages check the content.
-SUPPORTED_SUFFIXES = (".pdf", ".docx")
 # The longest pause between failed syncs of one connection.
 MAX_BACKOFF_SECONDS = 3600
 # A connection pauses itself after this many failed syncs in a row.
@@ -86,7 +85,8 @@ def sync_interval(connection: Connection) -> float:
 
 
 def is_supported(name: str) -> bool:
-    return name.lower().endswith(SUPPORTED_SUFFIXES)
+    """Checked by name here; the stages check the content."""
+    return kind_by_name(name) is not None
 
 
 # --- Taking and giving back the sync --------------------------------------------------
@@ -191,7 +191,7 @@ def _as_recorded(remote: RemoteFile) -> RemoteFile:
 
 def _skip_reason(remote: RemoteFile) -> str:
     suffix = os.path.splitext(remote.name)[1].lower() or "without an extension"
-    return f"Only PDF and Word (.docx) files are imported; this file is {suffix}."
+    return f"Only {SUPPORTED_KINDS} files are imported; this file is {suffix}."
 
 
 def connection_record_page(

@@ -125,6 +125,9 @@ class ApiToken(models.Model):
 class DocumentKind(models.TextChoices):
     PDF = formats.base.PDF, "PDF"
     DOCX = formats.base.DOCX, "Word (DOCX)"
+    PNG = formats.base.PNG, "PNG picture"
+    JPEG = formats.base.JPEG, "JPEG picture"
+    TIFF = formats.base.TIFF, "TIFF picture"
 
 
 class TextEngine(models.TextChoices):

@@ -1,8 +1,8 @@
-"""Pictures of a PDF document's pages, for people to see: drawn on demand in the isolated
-child (core.isolation, formats.render) the first time one is asked for, then kept in the
-document's storage folder beside its file, keyed by its version, page and size. Why on
-demand and kept, not drawn for every page by a stage: bench/pictures.py and
-docs/benchmarks.md ("Page pictures").
+"""Pictures of a document's pages (a PDF's, a TIFF's frames, a photograph), for people to
+see: drawn on demand in the isolated child (core.isolation, formats.render) the first
+time one is asked for, then kept in the document's storage folder beside its file, keyed
+by its version, page and size. Why on demand and kept, not drawn for every page by a
+stage: bench/pictures.py and docs/benchmarks.md ("Page pictures").
 
 A document's pictures go with it: they live under its storage folder, which deleting it
 empties (documents.services.removal).
@@ -67,9 +67,10 @@ PICTURE_REVISION = 1
 
 
 def document_has_pictures(document: Document) -> bool:
-    """Whether the document's pages can be shown as pictures: a PDF whose bytes are
-    stored and whose pages are counted. A DOCX has no fixed pages."""
-    return document.kind == DocumentKind.PDF and bool(document.sha256) and bool(document.page_count)
+    """Whether the document's pages can be shown as pictures: a PDF or a picture whose
+    bytes are stored and whose pages are counted. A DOCX has no fixed pages."""
+    drawable = document.kind != DocumentKind.DOCX
+    return drawable and bool(document.sha256) and bool(document.page_count)
 
 
 def page_picture_tag(*, document: Document, number: int, size: str) -> str:
@@ -150,6 +151,7 @@ def _draw(document: Document, number: int, size: PictureSize) -> bytes:
         with storage_open(key=document.storage_key) as original:
             return run_isolated(
                 page_picture,
+                document.kind,
                 number - 1,
                 dpi=size.dpi,
                 width=size.width,

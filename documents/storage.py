@@ -10,7 +10,8 @@ from typing import BinaryIO
 from botocore.exceptions import BotoCoreError, ClientError
 from django.core.files.storage import default_storage
 
-_EXTENSIONS = {"pdf": "pdf", "docx": "docx"}
+from formats.base import MEDIA_TYPES
+
 # Every document key starts with this folder.
 KEYS_ROOT = "orgs"
 _KEY = re.compile(
@@ -39,7 +40,7 @@ def document_storage_key(
 ) -> str:
     folder = f"v{version}/{write}" if write else f"v{version}"
     base = document_folder(organisation_id=organisation_id, document_id=document_id)
-    return f"{base}/{folder}/original.{_EXTENSIONS[kind]}"
+    return f"{base}/{folder}/original.{kind}"
 
 
 def document_write_key(
@@ -62,7 +63,7 @@ def document_write_key(
 def document_key_parse(key: str) -> DocumentKey | None:
     """The ids in a key `document_storage_key` made, or None for any other key."""
     match = _KEY.fullmatch(key)
-    if match is None or match["kind"] not in _EXTENSIONS:
+    if match is None or match["kind"] not in MEDIA_TYPES:
         return None
     try:
         parsed = DocumentKey(

@@ -16,6 +16,10 @@ from core.errors import UnreadableDocument
 
 PDF = "pdf"
 DOCX = "docx"
+# Pictures of paper (formats/image.py): every page read by OCR.
+PNG = "png"
+JPEG = "jpeg"
+TIFF = "tiff"
 # What reads the text: PDFium, pypdf (the PDFs PDFium cannot open), our Word reader.
 PDFIUM = "pdfium"
 PYPDF = "pypdf"
@@ -24,7 +28,38 @@ WORD_XML = "docx"
 MEDIA_TYPES = {
     PDF: "application/pdf",
     DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    PNG: "image/png",
+    JPEG: "image/jpeg",
+    TIFF: "image/tiff",
 }
+# The names a file of each kind has, and each kind in words, as a refusal names it.
+EXTENSIONS = {
+    PDF: (".pdf",),
+    DOCX: (".docx",),
+    PNG: (".png",),
+    JPEG: (".jpg", ".jpeg"),
+    TIFF: (".tif", ".tiff"),
+}
+DESCRIPTIONS = {
+    PDF: "a PDF",
+    DOCX: "a Word (.docx) document",
+    PNG: "a PNG picture",
+    JPEG: "a JPEG picture",
+    TIFF: "a TIFF picture",
+}
+# What may be uploaded, in words; every refusal of another kind of file starts with
+# SUPPORTED.
+SUPPORTED_KINDS = "PDF, Word (.docx), PNG, JPEG and TIFF"
+SUPPORTED = f"Only {SUPPORTED_KINDS} files are supported"
+
+
+def kind_by_name(name: str) -> str | None:
+    """The kind a file's name says it is (by its extension), None for none of ours."""
+    name = name.lower()
+    for kind, extensions in EXTENSIONS.items():
+        if name.endswith(extensions):
+            return kind
+    return None
 
 # Between two pages' text in a document's text (`Extracted.page_starts` count it).
 PAGE_BREAK = "\n\n"

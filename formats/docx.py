@@ -39,6 +39,7 @@ from formats.base import (
     DOCX,
     MAX_OUTLINE_ENTRIES,
     MAX_TITLE_CHARS,
+    SUPPORTED,
     WORD_XML,
     AcceptLimits,
     Deadline,
@@ -202,8 +203,7 @@ def inspect(stream: BinaryIO, *, limits: AcceptLimits, deadline: Deadline) -> In
             document = members.get("word/document.xml")
             if document is None:
                 raise UnsupportedFileType(
-                    "Only PDF and Word (.docx) files are supported; this is a ZIP archive "
-                    "that is not a Word document."
+                    f"{SUPPORTED}; this is a ZIP archive that is not a Word document."
                 )
             claimed = sum(info.file_size for info in members.values())
             if claimed > limits.docx_max_uncompressed_bytes:

@@ -1,15 +1,15 @@
-"""A page without text read by OCR: drawn by PDFium (formats/render.py) in greyscale,
-then read by the OCR engine (formats/ocr.py). What the OCR stage runs in its isolated
-child, one page a call, so that a page that crashes or outlasts its limits costs only
-that page."""
+"""A page without text read by OCR: drawn (formats/render.py) in greyscale, then read by
+the OCR engine (formats/ocr.py). What the OCR stage runs in its isolated child, one page
+a call, so that a page that crashes or outlasts its limits costs only that page."""
 
 from typing import BinaryIO
 
 from formats.ocr import OcrPage, ocr_page
-from formats.render import RenderLimits, render_pdf_page
+from formats.render import draw_page
 
 
-def read_pdf_page(
+def read_page(
+    kind: str,
     index: int,
     *,
     dpi: float,
@@ -18,8 +18,7 @@ def read_pdf_page(
     file: BinaryIO,
     progress=None,
 ) -> OcrPage:
-    """Page `index` (from 0) of the PDF in `file`, read by OCR at `dpi` (fewer pixels
-    than `max_pixels`) in `languages`."""
-    limits = RenderLimits(max_pixels=max_pixels)
-    picture = render_pdf_page(file, index, dpi=dpi, limits=limits, grey=True)
+    """Page `index` (from 0) of the document of `kind` in `file`, read by OCR at `dpi`
+    (fewer pixels than `max_pixels`) in `languages`."""
+    picture = draw_page(kind, file, index, dpi=dpi, max_pixels=max_pixels, grey=True)
     return ocr_page(picture, languages=languages)

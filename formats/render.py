@@ -1,7 +1,7 @@
-"""Pages as pictures: a PDF page rendered by PDFium, for the previews people see and for
-the pages OCR reads. Like the other format modules it reads no settings and imports no
-Django: the caller gives the size, and runs it in the isolated child (core.isolation)
-for what it cannot trust.
+"""Pages as pictures: a PDF page rendered by PDFium, a picture's frame turned upright,
+for the previews people see and for the pages OCR reads. Like the other format modules
+it reads no settings and imports no Django: the caller gives the size, and runs it in
+the isolated child (core.isolation) for what it cannot trust.
 """
 
 import io
@@ -13,6 +13,7 @@ import pypdfium2 as pdfium
 from PIL import Image
 
 from core.errors import UnreadableDocument
+from formats import image
 
 # A PDF's user space is 72 units to the inch.
 POINTS_PER_INCH = 72
@@ -95,7 +96,30 @@ def picture_encode(picture: Image.Image, image_format: str) -> bytes:
     return out.getvalue()
 
 
+def draw_page(
+    kind: str,
+    file: BinaryIO,
+    index: int,
+    *,
+    dpi: float,
+    max_pixels: int,
+    grey: bool = False,
+    width: int | None = None,
+) -> Image.Image:
+    """Page `index` (from 0) of the document of `kind` in `file` as a picture: a PDF's
+    page drawn by PDFium (render_pdf_page), a picture's frame as it is, upright
+    (formats.image.render_image_page); at `dpi` or fewer, never more than `max_pixels`,
+    at most `width` wide when given; greyscale with `grey`."""
+    if kind in image.KINDS:
+        return image.render_image_page(
+            file, kind, index, dpi=dpi, max_pixels=max_pixels, grey=grey, width=width
+        )
+    limits = RenderLimits(max_pixels=max_pixels)
+    return render_pdf_page(file, index, dpi=dpi, limits=limits, grey=grey, width=width)
+
+
 def page_picture(
+    kind: str,
     index: int,
     *,
     dpi: float,
@@ -105,9 +129,8 @@ def page_picture(
     file: BinaryIO,
     progress=None,
 ) -> bytes:
-    """Page `index` (from 0) of the PDF in `file` drawn as render_pdf_page draws it and
+    """Page `index` (from 0) of the document of `kind` in `file`, drawn by draw_page and
     encoded as `image_format`: what a person sees of a page. Called in the isolated child
     (documents.pictures), which passes `file` and `progress`."""
-    limits = RenderLimits(max_pixels=max_pixels)
-    picture = render_pdf_page(file.read(), index, dpi=dpi, limits=limits, width=width)
+    picture = draw_page(kind, file, index, dpi=dpi, max_pixels=max_pixels, width=width)
     return picture_encode(picture, image_format)

@@ -60,8 +60,8 @@ def documents_filtered(
     source: str = "",
 ) -> QuerySet[Document]:
     """The organisation's documents, newest first, narrowed to those whose latest run has
-    `status`, of `kind` (pdf, docx), or that came from `source` (web, api, connector);
-    an empty value narrows nothing. Values outside those sets find nothing."""
+    `status`, of `kind` (pdf, docx, png, jpeg, tiff), or that came from `source` (web,
+    api, connector); an empty value narrows nothing. Values outside those sets find nothing."""
     documents = document_list(organisation=organisation)
     if status:
         latest_status = Subquery(_latest_run().values("status")[:1])

@@ -86,6 +86,7 @@ def part_digests(page: DocumentPage) -> dict[str, str]:
             document.version,
             document.searchable_version,
             document.text_engine,
+            len(document.ocr_pages or ()),
             document.source_deleted_at,
             # How its newest run ended without success (its version's search says so).
             _ended(page),

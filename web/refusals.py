@@ -16,7 +16,7 @@ def refusal_words(exc: ServiceError, *, name: str | None, size: int | None = Non
         measured = f" ({filesizeformat(size)})" if size else ""
         return f"{which} is too large{measured}.{most}"
     if exc.code == "missing_file":  # the form (or the page's script) sent no file
-        return "Choose a PDF or Word (.docx) file to upload."
+        return "Choose a PDF, Word (.docx), PNG, JPEG or TIFF file to upload."
     if name is None:
         return exc.message
     return f"“{name}”: {exc.message}"

@@ -12,7 +12,6 @@ deleted, and no document is made of bytes that were.
 """
 
 import logging
-import os
 import uuid
 
 from django.db import transaction
@@ -30,7 +29,7 @@ from core.errors import (
 from documents.models import Document, Organisation, PendingUpload
 from documents.s3 import stored_size
 from documents.storage import STORAGE_ERRORS, STORAGE_RETRY_AFTER_SECONDS, storage_delete
-from formats.base import DOCX, MEDIA_TYPES, PDF
+from formats.base import MEDIA_TYPES, SUPPORTED, kind_by_name
 
 logger = logging.getLogger(__name__)
 
@@ -40,19 +39,18 @@ OPEN_PER_ORGANISATION = 1000
 OPEN_BYTES_PER_ORGANISATION = 5 * 1024**3
 
 _KIND_BY_TYPE = {content_type: kind for kind, content_type in MEDIA_TYPES.items()}
-_KIND_BY_EXTENSION = {".pdf": PDF, ".docx": DOCX}
 # Types that say nothing about the file: its name's extension decides.
 _GENERIC_TYPES = {"", "application/octet-stream", "binary/octet-stream"}
-_SUPPORTED = "Only PDF and Word (.docx) files are supported"
 
 
 def pending_upload_kind(*, filename: str, content_type: str | None) -> tuple[str, str]:
     """The kind a declared file is taken for and the Content-Type its PUT must send, or
-    UnsupportedFileType (415). A PDF or DOCX type decides, and the name's extension may
-    not say otherwise; a generic or missing type leaves it to the extension. The bytes
-    are checked at completion, as an upload's are: the declaration only names the key."""
+    UnsupportedFileType (415). A type of ours (PDF, DOCX, PNG, JPEG, TIFF) decides, and
+    the name's extension may not say otherwise; a generic or missing type leaves it to
+    the extension. The bytes are checked at completion, as an upload's are: the
+    declaration only names the key."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    by_extension = _KIND_BY_EXTENSION.get(os.path.splitext(filename)[1].lower())
+    by_extension = kind_by_name(filename)
     if media_type in _KIND_BY_TYPE:
         kind = _KIND_BY_TYPE[media_type]
         if by_extension not in (None, kind):
@@ -61,10 +59,11 @@ def pending_upload_kind(*, filename: str, content_type: str | None) -> tuple[str
                 f"{media_type} says {kind.upper()}; declare the file as what it is."
             )
     elif media_type not in _GENERIC_TYPES:
-        raise UnsupportedFileType(f"{_SUPPORTED}; this file is declared as {media_type}.")
+        raise UnsupportedFileType(f"{SUPPORTED}; this file is declared as {media_type}.")
     elif by_extension is None:
         raise UnsupportedFileType(
-            f"{_SUPPORTED}: name the file .pdf or .docx, or declare its content_type."
+            f"{SUPPORTED}: name the file by its kind (.pdf, .docx, .png, .jpg, .tif), or "
+            "declare its content_type."
         )
     else:
         kind = by_extension

@@ -53,7 +53,7 @@ from documents.storage import (
     storage_delete,
     storage_put,
 )
-from formats.base import Inspection
+from formats.base import DESCRIPTIONS, EXTENSIONS, Inspection
 from pipeline.models import ImportRun
 from pipeline.services.admission import (
     OrganisationAtBound,
@@ -107,10 +107,11 @@ def filename_for_kind(name: str, kind: str) -> str:
     """`name` with the extension that says what the file is: `a.txt` holding a PDF is
     stored as `a.txt.pdf`, so that a download opens in the right program. A name that
     says it already (any case) is kept as sent; one that would grow past the length
-    allowed loses characters before its extension."""
-    suffix = f".{kind}"
-    if name.lower().endswith(suffix):
+    allowed loses characters before its extension. A photo.jpg holding a JPEG is kept;
+    one holding a PNG becomes photo.jpg.png."""
+    if name.lower().endswith(EXTENSIONS[kind]):
         return name
+    suffix = EXTENSIONS[kind][0]
     room = MAX_FILENAME_LENGTH - len(suffix)
     return name[:room] + suffix
 
@@ -196,9 +197,9 @@ def _pending_duplicate(*, pending: PendingUpload, document: Document) -> Accepta
 
 
 def _kind_mismatch(*, pending: PendingUpload, kind: str) -> UnsupportedFileType:
-    names = {"pdf": "a PDF", "docx": "a Word (.docx) document"}
     return UnsupportedFileType(
-        f"The file is {names[kind]} but its upload was declared as {names[pending.kind]}; "
+        f"The file is {DESCRIPTIONS[kind]} but its upload was declared as "
+        f"{DESCRIPTIONS[pending.kind]}; "
         "ask for a new upload that declares it as what it is.",
         code="type_mismatch",
     )

@@ -106,9 +106,9 @@ def pending_upload_create(
     """Open a direct upload and say where and how to PUT its file, or raise a
     ServiceError without recording anything: 409 `presigned_unsupported` when documents
     are not stored in S3, 400 for the name or size, 413 over the upload limit, 415 for
-    a type other than PDF or DOCX, 429 (Retry-After) when admission control is full or
-    the organisation has its bound of uploads open (in number or in bytes), 402 when no
-    page of quota is left, 403 for a viewer's token."""
+    a type other than PDF, DOCX, PNG, JPEG or TIFF, 429 (Retry-After) when admission
+    control is full or the organisation has its bound of uploads open (in number or in
+    bytes), 402 when no page of quota is left, 403 for a viewer's token."""
     ability_require(
         organisation_id=organisation.id, ability=Ability.UPLOAD, user=user, api_token=api_token
     )

@@ -2,8 +2,9 @@
 
 A run goes through this stage only when extract found such pages and OCR can read here
 (`ocr_unavailable`); every other run passes over it (`StageContext.skip`), paying
-nothing. Each page is drawn by PDFium and read by the OCR engine in the isolated child,
-one page a call under its own CPU, wall-clock and memory limits (formats/page_reading.py):
+nothing. Each page is drawn (a PDF's by PDFium; a picture's frame as it is, upright)
+and read by the OCR engine in the isolated child, one page a call under its own CPU,
+wall-clock and memory limits (formats/page_reading.py):
 a page that crashes the engine or outlasts its limits is recorded as unread, with why,
 and the others are read. Each page's reading commits with the run's progress
 (`OCR 12/50`), so a worker stopped mid-document goes on after the last page it finished,
@@ -100,7 +101,7 @@ def run(ctx: StageContext) -> None:
             if page in read:
                 continue
             ctx.check()
-            reading = _read(page, languages, file)
+            reading = _read(document.kind, page, languages, file)
             reading.document, reading.version = document, document.version
             with ctx.checkpoint(done, total):
                 PageReading.objects.bulk_create([reading], ignore_conflicts=True)
@@ -108,16 +109,17 @@ def run(ctx: StageContext) -> None:
         document_text_add_readings(document=document)
 
 
-def _read(page: int, languages: tuple[str, ...], file) -> PageReading:
+def _read(kind: str, page: int, languages: tuple[str, ...], file) -> PageReading:
     """Page `page` (from 1) read in the isolated child; its problem recorded instead when
     the page cannot be drawn or read within its limits."""
     from formats.ocr import OCR_DPI
-    from formats.page_reading import read_pdf_page
+    from formats.page_reading import read_page
 
     reading = PageReading(page=page)
     try:
         found = run_isolated(
-            read_pdf_page,
+            read_page,
+            kind,
             page - 1,
             dpi=OCR_DPI,
             max_pixels=OCR_MAX_PIXELS,

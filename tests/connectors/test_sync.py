@@ -231,13 +231,18 @@ def test_a_deleted_item_and_the_same_item_twice_in_one_page(remote, connection):
 
 
 def test_unsupported_types_are_recorded_as_skipped_without_a_run(remote, connection):
-    remote.script = [[page(f("x", name="photo.JPG"), f("y", name="Report.DOCX"))]]
+    remote.script = [
+        [page(f("x", name="photo.HEIC"), f("y", name="Report.DOCX"), f("z", name="scan.TIF"))]
+    ]
 
     outcome = sync(connection)
 
-    assert outcome.counts.started == 1 and outcome.counts.skipped == 1
+    assert outcome.counts.started == 2 and outcome.counts.skipped == 1
     skipped = ConnectorImport.objects.get(file_id="x")
     assert skipped.state == "skipped" and skipped.run is None
+    assert skipped.reason == (
+        "Only PDF, Word (.docx), PNG, JPEG and TIFF files are imported; this file is .heic."
+    )
 
 
 def test_a_busy_provider_waits_and_is_not_a_failure(remote, connection):

@@ -62,6 +62,7 @@ def test_a_page_asked_no_wider_than_200_pixels_keeps_its_shape():
 )
 def test_a_page_picture_is_a_file_of_the_format_asked(image_format, pillow_name):
     data = page_picture(
+        "pdf",
         0,
         dpi=96,
         width=None,

@@ -12,10 +12,11 @@ from formats.render import RenderLimits, render_pdf_page
 from pipeline.engine import execute_stage
 from pipeline.models import StageAttempt
 from pipeline.stages import ocr as ocr_stage
-from tests.support import real_world
+from tests.support import real_world, scans
 from tests.support.files import make_pdf
+from tests.support.hostile import png_stating
 from tests.support.runs import drive
-from tests.support.uploads import accepted_run
+from tests.support.uploads import accepted_run, upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,11 +73,11 @@ def test_a_worker_stopped_mid_document_goes_on_after_the_last_page_it_read(api, 
     read = ocr_stage._read
     calls = []
 
-    def stopped_at_the_second_page(page, languages, file):
+    def stopped_at_the_second_page(kind, page, languages, file):
         calls.append(page)
         if len(calls) == 2:
             raise SystemExit("the worker is stopping")
-        return read(page, languages, file)
+        return read(kind, page, languages, file)
 
     run = accepted_run(api, scanned_pdf(LABELS), name="scan.pdf")
     assert execute_stage(str(run.id), "extract")["outcome"] == "succeeded"
@@ -86,9 +87,9 @@ def test_a_worker_stopped_mid_document_goes_on_after_the_last_page_it_read(api, 
     first = PageReading.objects.get(document=run.document_id, page=1)
     resumed = []
 
-    def recorded(page, languages, file):
+    def recorded(kind, page, languages, file):
         resumed.append(page)
-        return read(page, languages, file)
+        return read(kind, page, languages, file)
 
     monkeypatch.setattr(ocr_stage, "_read", recorded)
     before = timezone.now()
@@ -138,3 +139,59 @@ def test_a_real_scan_is_found_by_words_a_person_reads_on_it(api, name, words):
     for word in words:
         found = api.get("/api/v1/search", {"q": word}).json()["results"]
         assert [r["document_id"] for r in found] == [str(run.document_id)], word
+
+
+def _own_words(text: str, count: int = 3) -> list[str]:
+    """The longest words of a page's text: what a person would search it by."""
+    return sorted(set(scans.words(text)), key=lambda word: (-len(word), word))[:count]
+
+
+# A picture file of the scans, as a scanner or a phone saves it.
+PICTURE_FILES = {
+    "png": lambda made: scans.as_png(made[0]),
+    "jpeg": lambda made: scans.as_jpeg(made[0]),
+    "tiff": scans.as_tiff,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "pages"),
+    [
+        ("letter.png", "png", ["serif-300"]),
+        ("columns.jpg", "jpeg", ["two-columns-200"]),
+        ("fax.tiff", "tiff", ["sans-200", "table-300", "mixed-300"]),
+    ],
+)
+def test_a_scan_uploaded_as_a_picture_is_read_page_by_page_and_found(
+    api, member_client, name, kind, pages
+):
+    made = [scans.make_scan(page) for page in pages]
+
+    run = drive(accepted_run(api, PICTURE_FILES[kind](made), name=name).id)
+
+    assert run.status == "succeeded", run.error_message
+    document = api.get(f"/api/v1/documents/{run.document_id}").json()
+    assert (document["kind"], document["page_count"]) == (kind, len(made))
+    assert [page["page"] for page in document["ocr_pages"]] == list(range(1, len(made) + 1))
+    assert UsageEntry.objects.get(document=run.document_id).pages == len(made)
+    stored = DocumentText.objects.get(document=run.document_id)
+    ends = [start - 2 for start in stored.page_starts[1:]] + [len(stored.text)]
+    for scan, start, end in zip(made, stored.page_starts, ends, strict=True):
+        assert scans.word_f1(scan.text, stored.text[start:end]) >= 0.9, (name, scan.name)
+        for word in _own_words(scan.text):
+            found = api.get("/api/v1/search", {"q": word}).json()["results"]
+            assert str(run.document_id) in [r["document_id"] for r in found], word
+    shown = member_client.get("/search/", {"q": _own_words(made[0].text)[0]}).content.decode()
+    assert name in shown
+    picture = api.get(f"/api/v1/documents/{run.document_id}/pages/{len(made)}/picture")
+    assert (picture.status_code, picture["Content-Type"]) == (200, "image/webp")
+    page = member_client.get(f"/documents/{run.document_id}/").content.decode()
+    assert "<dt>Text read by</dt><dd>OCR (Tesseract)</dd>" in page
+
+
+def test_a_picture_bomb_is_refused_at_upload_and_nothing_is_charged(api):
+    response = upload(api, png_stating(200_000, 200_000), "bomb.png")
+
+    assert response.status_code == 422, response.content
+    assert response.json()["code"] == "image_too_large"
+    assert not Document.objects.exists() and not UsageEntry.objects.exists()

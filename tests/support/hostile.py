@@ -595,3 +595,20 @@ def docx_of_heavy_markup(xml_mb: float = 4, *, stated_pages: int = 1) -> bytes:
     ]
     xml = _document_xml(paragraphs, "w")
     return _replace_document_xml(make_docx(0, pages_property=stated_pages), [xml])
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png_stating(width: int, height: int) -> bytes:
+    """A PNG of a few dozen bytes whose header states `width` x `height` one-bit pixels:
+    what a decompression bomb looks like before it is decoded."""
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    rows = zlib.compress(b"\x00" * (width // 8 + 2), 9)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", rows)
+        + _png_chunk(b"IEND", b"")
+    )

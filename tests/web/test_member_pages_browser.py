@@ -229,7 +229,7 @@ def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, 
     page.wait_for_function(
         "() => document.querySelector('#upload-list').innerText.match(/Not accepted/)"
     )
-    assert "Only PDF and Word (.docx) files are supported" in refused.inner_text()
+    assert "Only PDF, Word (.docx), PNG, JPEG and TIFF files are supported" in refused.inner_text()
     for name in ("report.pdf", "minutes.docx"):
         _item(page, name).locator(".status-succeeded").wait_for()
         page.locator(f"#document-rows tr:has-text('{name}') .status-succeeded").wait_for()
@@ -241,7 +241,7 @@ def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, 
     assert page.locator("#new-documents").inner_text() == "1 new document: show it"
     # A screen reader hears the refusal and the two results, never a percentage sent.
     said = " ".join(page.evaluate("window.__said"))
-    assert "notes.txt was not accepted: “notes.txt”: Only PDF and Word" in said, said
+    assert "notes.txt was not accepted: “notes.txt”: Only PDF, Word" in said, said
     assert "report.pdf: Succeeded." in said and "minutes.docx: Succeeded." in said, said
     assert page.evaluate("window.__percent") is False
     assert page.locator("#upload-list[aria-live], #document-rows [aria-live]").count() == 0
@@ -835,7 +835,7 @@ def test_without_javascript_the_form_sends_one_or_many_files(browser, site, acme
 
     page.locator(".message.success").wait_for()
     assert "“quarterly report.pdf” was accepted" in page.inner_text(".message.success")
-    assert "“not really.pdf”: Only PDF and Word" in page.inner_text(".message.error")
+    assert "“not really.pdf”: Only PDF, Word" in page.inner_text(".message.error")
     assert "quarterly report.pdf" in page.inner_text("#document-rows")
     context.close()
     # The module's workers finish the upload before the test's data is emptied: a charge

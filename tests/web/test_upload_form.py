@@ -40,7 +40,7 @@ def test_without_javascript_one_post_sends_many_files_and_each_says_how_it_went(
     page = response.content.decode()
     assert response.status_code == 200
     assert "“one.pdf” was accepted" in page and "“two.docx” was accepted" in page
-    assert "“fake.pdf”: Only PDF and Word (.docx) files are supported" in page
+    assert "“fake.pdf”: Only PDF, Word (.docx), PNG, JPEG and TIFF files are supported" in page
     assert sorted(Document.objects.values_list("filename", flat=True)) == ["one.pdf", "two.docx"]
     assert "multiple" in page
 
@@ -92,7 +92,7 @@ def test_a_file_sent_after_the_session_ended_is_refused_in_json_not_sent_to_sign
 @pytest.mark.parametrize(
     ("name", "data", "status", "words"),
     [
-        ("notes.pdf", HTML_AS_PDF, 415, "“notes.pdf”: Only PDF and Word (.docx) files"),
+        ("notes.pdf", HTML_AS_PDF, 415, "“notes.pdf”: Only PDF, Word (.docx), PNG, JPEG and TIFF"),
         ("locked.pdf", make_encrypted_pdf(), 422, "protected by a password"),
         ("big.pdf", make_pdf(40), 413, "too large. One file may be at most 19.5\xa0KB"),
         ("many.pdf", make_pdf(5), 402, "only 3 of your page quota are left"),
