@@ -19,6 +19,7 @@ from documents.models import (
     DocumentText,
     Membership,
     Organisation,
+    PageReading,
     PendingUpload,
     UsageEntry,
 )
@@ -29,7 +30,7 @@ from documents.storage import (
     StoredStream,
     storage_stream,
 )
-from formats.base import MEDIA_TYPES
+from formats.base import MEDIA_TYPES, PAGE_BREAK
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +167,8 @@ class TextPage:
     text: str
     # Characters of the page past what `text` holds.
     cut: int = 0
+    # Why OCR could not read the page, when it could not ("" otherwise).
+    unread: str = ""
 
 
 @dataclass(frozen=True)
@@ -205,18 +208,31 @@ def document_text_window(
     spans = {}
     for number in range(first, last + 1):
         start = starts[number - 1]
-        end = starts[number] if number < total else length
+        # A page ends where the break before the next begins; parts have no breaks.
+        end = starts[number] - (len(PAGE_BREAK) if paged else 0) if number < total else length
         spans[number] = (start, max(end - start, 0))
     slices = {
         f"page_{number}": Substr("text", start + 1, max(min(size, page_chars), 1))
         for number, (start, size) in spans.items()
     }
     read = texts.filter(id=row["id"]).values(**slices).get() if slices else {}
+    unread = (
+        dict(
+            PageReading.objects.filter(
+                document=document, version=document.version, page__range=(first, last)
+            )
+            .exclude(problem="")
+            .values_list("page", "problem")
+        )
+        if paged
+        else {}
+    )
     pages = [
         TextPage(
             number=number,
             text=read[f"page_{number}"][:size] if size else "",
             cut=max(size - page_chars, 0),
+            unread=unread.get(number, ""),
         )
         for number, (_, size) in spans.items()
     ]

@@ -57,8 +57,9 @@ def document_text_save(*, document: Document, extracted: Extracted) -> None:
 
 def document_text_add_readings(*, document: Document) -> None:
     """Put the text OCR read on the pages of the document's current version that held
-    none in their places in its text (cleaned as extracted text is), and keep as textless
-    the pages OCR found nothing on or could not read."""
+    none in their places in its text (cleaned as extracted text is); keep as textless
+    the pages OCR found nothing on, and count as unreadable those it could not read
+    (their PageReading says why)."""
     stored = DocumentText.objects.get(document=document, version=document.version)
     readings = {
         reading.page: reading
@@ -74,9 +75,14 @@ def document_text_add_readings(*, document: Document) -> None:
     breaks = (len(page) + len(PAGE_BREAK) for page in pages[:-1])
     stored.page_starts = list(accumulate(breaks, initial=0))
     stored.save(update_fields=["text", "page_starts"])
+    failed = {number for number, reading in readings.items() if reading.problem}
+    unreadable = Document.objects.values_list("unreadable_pages", flat=True).get(id=document.id)
     Document.objects.filter(id=document.id).update(
         text_chars=len(stored.text),
-        textless_pages=[n for n, page in enumerate(pages, start=1) if not page.strip()],
+        textless_pages=[
+            n for n, page in enumerate(pages, start=1) if not page.strip() and n not in failed
+        ],
+        unreadable_pages=sorted(set(unreadable or ()) | failed),
         ocr_pages=[
             {"page": number, "confidence": round(reading.confidence, 3)}
             for number, reading in sorted(readings.items())

@@ -3,11 +3,16 @@ who goes through it, what it reads, where the text goes, and that a worker stopp
 middle goes on after the last page it finished, reading no page twice and charging once."""
 
 import io
+import os
+import time
 
 import pytest
 from django.utils import timezone
 
+from core.isolation import Limits
 from documents.models import Document, DocumentText, PageReading, UsageEntry
+from formats import page_reading
+from formats.page_reading import read_page
 from formats.render import RenderLimits, render_pdf_page
 from pipeline.engine import execute_stage
 from pipeline.models import StageAttempt
@@ -104,6 +109,59 @@ def test_a_worker_stopped_mid_document_goes_on_after_the_last_page_it_read(api, 
     assert readings[0].created_at == first.created_at < before
     assert all(r.created_at >= before for r in readings[1:])
     assert UsageEntry.objects.filter(document=run.document_id).count() == 1
+
+
+def _hangs_on_page_two(kind, index, **arguments):
+    """The page reader, but page 2 never finishes (run in the isolated child)."""
+    if index == 1:
+        time.sleep(3600)
+    return read_page(kind, index, **arguments)
+
+
+def _crashes_on_page_two(kind, index, **arguments):
+    """The page reader, but page 2 kills its process, as a crash of the engine would."""
+    if index == 1:
+        os.abort()
+    return read_page(kind, index, **arguments)
+
+
+@pytest.mark.parametrize(
+    ("reader", "why"),
+    [
+        (_hangs_on_page_two, "Reading this page took longer than 4 s, the limit for one page."),
+        (_crashes_on_page_two, "Reading this page crashed the OCR engine"),
+    ],
+    ids=["hangs", "crashes"],
+)
+def test_a_page_that_hangs_or_crashes_the_engine_fails_only_that_page(
+    api, member_client, monkeypatch, reader, why
+):
+    monkeypatch.setattr(page_reading, "read_page", reader)
+    monkeypatch.setattr(
+        ocr_stage,
+        "page_limits",
+        lambda: Limits(memory_bytes=1536 * 2**20, cpu_seconds=4, wall_seconds=4),
+    )
+
+    run = drive(accepted_run(api, scanned_pdf(LABELS), name="scan.pdf").id)
+
+    assert run.status == "succeeded", run.error_message
+    readings = PageReading.objects.filter(document=run.document_id).order_by("page")
+    assert [(r.page, bool(r.text), r.problem[: len(why)]) for r in readings] == [
+        (1, True, ""),
+        (2, False, why),
+        (3, True, ""),
+    ]
+    text = DocumentText.objects.get(document=run.document_id).text.lower()
+    assert "harbour" in text and "breakwater" in text and "lighthouse" not in text
+    document = api.get(f"/api/v1/documents/{run.document_id}").json()
+    assert (document["unreadable_pages"], document["textless_pages"]) == ([2], [])
+    assert [page["page"] for page in document["ocr_pages"]] == [1, 3]
+    assert UsageEntry.objects.get(document=run.document_id).pages == 3
+    page = member_client.get(f"/documents/{run.document_id}/").content.decode()
+    assert "Page 2 could not be read; the rest was processed." in page
+    at = page.find('id="page-2"')
+    assert f"OCR could not read this page. {why}" in page, page[at : at + 1500]
 
 
 def test_where_ocr_cannot_read_the_languages_a_scan_succeeds_and_says_why_it_has_no_text(

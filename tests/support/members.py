@@ -12,7 +12,7 @@ from django.utils import timezone
 from documents.models import Document, Organisation
 from documents.services.content import document_text_save
 from documents.services.organisations import member_add
-from formats.base import Extracted
+from formats.base import PAGE_BREAK, Extracted
 
 PASSWORD = "correct horse battery"
 
@@ -65,11 +65,13 @@ def document_with_text(organisation: Organisation, pages: list[str]) -> Document
         sha256=hashlib.sha256(str(document_id).encode()).hexdigest(),
         storage_key=f"test/{document_id}.pdf",
     )
+    # Pages joined as extraction joins them.
     starts, offset = [], 0
     for page in pages:
         starts.append(offset)
-        offset += len(page)
-    extracted = Extracted(text="".join(pages), page_count=len(pages), page_starts=tuple(starts))
+        offset += len(page) + len(PAGE_BREAK)
+    text = PAGE_BREAK.join(pages)
+    extracted = Extracted(text=text, page_count=len(pages), page_starts=tuple(starts))
     document_text_save(document=document, extracted=extracted)
     document.refresh_from_db()
     return document
