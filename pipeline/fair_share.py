@@ -1,5 +1,5 @@
-"""Fair share of a weighed stage's workers (extract): one organisation's heavy documents
-never hold all of them.
+"""Fair share of a weighed stage's workers (extract, ocr): one organisation's heavy
+documents never hold all of them.
 
 What a document may cost to extract grows with the pages held for it
 (pipeline/stages/extract.py gives its child EXTRACT_CPU_BASE_SECONDS and

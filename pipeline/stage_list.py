@@ -77,7 +77,9 @@ STAGES: tuple[StageSpec, ...] = (
         Stage.OCR,
         ocr.run,
         default_timeout=1800,
-        default_concurrency=1,
+        # Two, so that one organisation's long scan (a heavy job: pipeline/fair_share.py
+        # lets it hold one at most) never keeps the others' waiting.
+        default_concurrency=2,
         warm_up=isolation.warm_up,
         weighed=True,
         optional=True,
