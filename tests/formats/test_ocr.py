@@ -1,7 +1,8 @@
 """OCR (formats/ocr.py) on scans of known text (tests/support/scans.py): every scan read
 to a word F1 of 0.90 or better, through the path the ocr stage takes (the image-only PDF
 drawn by PDFium) and from the picture files people upload; a blank page reads as nothing;
-a language that is not installed is refused in words an operator can act on."""
+a page on its side or upside down is turned upright first; a language that is not
+installed is refused in words an operator can act on."""
 
 import builtins
 import io
@@ -72,6 +73,25 @@ def test_png_jpeg_and_every_page_of_a_tiff_are_read():
     ]
 
     assert min(scores) >= 0.90, scores
+
+
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_a_page_on_its_side_or_upside_down_is_read_upright(turn):
+    scan = make_scan("serif-300")
+
+    read = ocr_page(scan.image.rotate(turn, expand=True), languages=ENGLISH)
+
+    assert word_f1(scan.text, read.text) >= 0.9 and read.confidence > 0.9
+
+
+def test_a_page_read_surely_is_not_asked_which_way_up_it_is(monkeypatch):
+    def asked(*arguments):
+        raise AssertionError("an upright page was asked its orientation")
+
+    monkeypatch.setattr(formats.ocr, "upright_turn", asked)
+    scan = make_scan("sans-200")
+
+    assert word_f1(scan.text, ocr_page(scan.image, languages=ENGLISH).text) >= 0.9
 
 
 def test_a_blank_page_reads_as_nothing():
