@@ -63,7 +63,7 @@ def test_chaos_kills_workers_that_come_back_flushes_once_and_ends_the_outage(red
     flag = tmp_path / "outage"
     redis_conn.set("marker", "1")
     plan = ChaosPlan(kill_every=1.0, outage_seconds=1.5, outage_at=0.0, flush_at=0.0)
-    with running_workers(concurrency="extract=1,embed=1") as supervisor:
+    with running_workers(concurrency="extract=1,ocr=1,embed=1") as supervisor:
         # One worker for each of the six stages.
         wait_for(lambda: len(stage_worker_pids(supervisor.pid)) == 6, timeout=60, what="workers")
         chaos = Chaos(

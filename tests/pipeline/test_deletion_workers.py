@@ -19,7 +19,7 @@ def test_a_document_deleted_half_way_through_embedding_keeps_nothing_and_costs_n
         "PAPERLANE_EMBED_BATCH_SIZE": "2",
         "EMBED_DELAY": "0.4",
     }
-    with running_workers(concurrency="extract=1,embed=1", **slow_embedding):
+    with running_workers(concurrency="extract=1,ocr=1,embed=1", **slow_embedding):
         run = accepted_run(api, make_pdf(12, words_per_page=300), name="deleted.pdf")
         wait_for(
             lambda: (

@@ -83,7 +83,7 @@ def test_two_hosts_share_the_load_and_a_lost_host_loses_no_run(api, org):
             stack.enter_context(
                 run_workers_process(
                     env=environment,
-                    args=("--host", host, "--concurrency", "extract=1,embed=1"),
+                    args=("--host", host, "--concurrency", "extract=1,ocr=1,embed=1"),
                 )
             )
             for host in (LOST, SURVIVOR)

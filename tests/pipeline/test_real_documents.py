@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 def test_real_documents_end_as_they_should_and_are_charged_their_real_pages(api, org):
     runs: dict[str, str] = {}
-    with running_workers(concurrency="extract=2,embed=1"):
+    with running_workers(concurrency="extract=2,ocr=1,embed=1"):
         for document in real_world.DOCUMENTS:
             response = upload(api, document.data, document.name)
             if document.refused:

@@ -51,7 +51,7 @@ def test_workers_ride_out_a_redis_restart(api, org, settings, tmp_path):
         settings.REDIS_URL = server.url()
         stages = set(all_queue_names())
         environment = process_env(**{**TEST_PIPELINE_ENV, **ENV, "LOG_LEVEL": "INFO"})
-        args = ("--concurrency", "extract=1,embed=1")
+        args = ("--concurrency", "extract=1,ocr=1,embed=1")
         with run_workers_process(env=environment, args=args, stdout=log) as supervisor:
             wait_for(
                 lambda: served_queues(server.url()) >= stages,

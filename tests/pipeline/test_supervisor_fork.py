@@ -52,7 +52,9 @@ def parent_of(pid: int) -> int:
 
 def test_stage_workers_are_forked_and_a_killed_one_comes_back_forked():
     env = process_env(**TEST_PIPELINE_ENV)
-    with run_workers_process(env=env, args=("--concurrency", "extract=1,embed=1")) as supervisor:
+    with run_workers_process(
+        env=env, args=("--concurrency", "extract=1,ocr=1,embed=1")
+    ) as supervisor:
         # create, store, extract, ocr, embed, settle: one each.
         wait_for(lambda: len(registered_worker_pids()) == 6, timeout=60, what="six workers")
         workers = registered_worker_pids()
@@ -84,7 +86,9 @@ def fork_servers_of(parent: int) -> list[int]:
 
 def test_extract_workers_share_the_supervisors_fork_server_and_a_new_one_does_too():
     env = process_env(**TEST_PIPELINE_ENV)
-    with run_workers_process(env=env, args=("--concurrency", "extract=2,embed=1")) as supervisor:
+    with run_workers_process(
+        env=env, args=("--concurrency", "extract=2,ocr=1,embed=1")
+    ) as supervisor:
         wait_for(lambda: len(registered_worker_pids()) == 7, timeout=60, what="seven workers")
         # A worker warms up before it registers: the extract workers' warm-ups are done.
         extract = [pid for pid, stage in registered_worker_pids().items() if stage == "extract"]

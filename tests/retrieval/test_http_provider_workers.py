@@ -43,7 +43,7 @@ def provider_env(server: EmbeddingServer, **extra: str) -> dict[str, str]:
 
 
 def process(api, server, documents: list[bytes], **env: str) -> dict:
-    with running_workers(concurrency="extract=1,embed=2", **provider_env(server, **env)):
+    with running_workers(concurrency="extract=1,ocr=1,embed=2", **provider_env(server, **env)):
         runs = [accepted_run(api, data, name=f"doc{i}.pdf") for i, data in enumerate(documents)]
         return wait_terminal([run.id for run in runs], timeout=120)
 
