@@ -20,6 +20,7 @@ import time
 import uuid
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from connectors.base import FolderRefused, NeedsReconnect, ProviderBusy, ProviderError
@@ -305,10 +306,22 @@ class _SameBytes(Exception):
 
 def _duplicate(record: ConnectorImport, document: Document) -> PermanentError:
     """Note on the import which document has its bytes (the sync shows it as a duplicate
-    once its run has failed with the error returned)."""
-    ConnectorImport.objects.filter(id=record.id).update(
-        duplicate_of=document, updated_at=timezone.now()
-    )
+    once its run has failed with the error returned). The document made for the file's
+    first import, which no bytes ever reached, is put away: the list shows the document
+    that has them, not an empty failed one beside it, and a later version of the file
+    makes a document of its own (not one "deleted here")."""
+    now = timezone.now()
+    with transaction.atomic():
+        put_away = (
+            Document.objects.filter(id=record.document_id, sha256="", deleted_at__isnull=True)
+            .exclude(id=document.id)
+            .update(deleted_at=now, updated_at=now)
+        )
+        ConnectorImport.objects.filter(id=record.id).update(
+            duplicate_of=document,
+            document=None if put_away else record.document_id,
+            updated_at=now,
+        )
     if document.id == record.document_id:
         words = f"{record.path} has the same content as the version already imported"
     else:

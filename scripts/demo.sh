@@ -58,7 +58,7 @@ ensure_redis_of_url "$REDIS_URL"
 CREDENTIALS="$("$PY" manage.py demo_setup --port "$PORT")"
 mkdir -p "$DEMO_FOLDER" var
 if "$PY" manage.py connect_folder demo "$DEMO_FOLDER" >/dev/null; then
-    FOLDER="  Connected folder  $DEMO_FOLDER   (PDF and .docx files put there are imported)"
+    FOLDER="  Connected folder  $DEMO_FOLDER   (PDF, .docx, PNG, JPEG and TIFF files put there are imported)"
 else
     FOLDER="  The demo folder $DEMO_FOLDER is not connected (see above); the rest runs."
 fi

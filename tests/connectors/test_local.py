@@ -12,6 +12,7 @@ from connectors import sync as sync_module
 from connectors.local import LocalFolderProvider
 from connectors.models import Connection, ConnectorImport
 from documents.models import Chunk, Document, UsageEntry
+from documents.selectors import document_list
 from documents.services.organisations import organisation_set_limit
 from pipeline.models import ImportRun
 from pipeline.services.deletion import document_delete
@@ -384,6 +385,15 @@ def test_a_copy_of_a_file_is_recorded_as_a_duplicate_of_its_document_and_not_cha
     assert record.get_state_display() == "Duplicate" and record.reason == copy.error_message
     connection.refresh_from_db()
     assert (connection.files_imported, connection.files_skipped) == (1, 1)
+    # The list shows the document that has the bytes, not an empty failed one beside it.
+    assert [d.id for d in document_list(organisation=org)] == [original.document_id]
+    # Changed, the copy is a document of its own (not one "deleted here").
+    write(folder, "copy.pdf", make_pdf(4))
+    [third] = sync_until_listed(connection)
+    changed = drive(third)
+    assert changed.status == "succeeded", changed.error_message
+    listed = {d.filename for d in document_list(organisation=org)}
+    assert listed == {"report.pdf", "copy.pdf"}
 
 
 def test_a_file_with_the_bytes_of_an_uploaded_document_is_not_charged_again(
