@@ -10,7 +10,7 @@ from ninja.files import UploadedFile
 from api.errors import ERROR_CODES, ErrorCode, errors
 from api.params import DOCUMENT_ID, PAGE_LIMIT, PAGE_OFFSET, RUN_ID
 from api.responses import BINARY_FILE, no_content
-from api.schemas import AcceptOut, DocumentOut, DocumentPage, RunOut, SearchOut
+from api.schemas import AcceptOut, DocumentOut, DocumentPage, PassageOrder, RunOut, SearchOut
 from core.http import download_response, kept_response
 from core.uploads import client_file_name, upload_refusal
 from documents.pictures import (
@@ -28,6 +28,7 @@ from pipeline.services.deletion import document_delete
 from pipeline.services.people import run_cancel, run_retry
 from pipeline.services.receive import upload_receive
 from pipeline.services.transitions import Actor
+from retrieval.passages import document_passages
 from retrieval.search import MAX_LIMIT as SEARCH_MAX_LIMIT
 from retrieval.search import MAX_OFFSET as SEARCH_MAX_OFFSET
 from retrieval.search import MAX_QUERY_CHARS, documents_search
@@ -414,7 +415,7 @@ def runs_cancel(request, run_id: uuid.UUID = RUN_ID):
 
 @router.get(
     "/search",
-    response={200: SearchOut, **errors(422, 503)},
+    response={200: SearchOut, **errors(404, 422, 503)},
     url_name="search",
     operation_id="search",
     summary="Search your organisation's documents",
@@ -434,17 +435,42 @@ def search(
     offset: int = Query(
         0, ge=0, le=SEARCH_MAX_OFFSET, description="Skip this many documents (paging), to 200."
     ),
-    document: uuid.UUID | None = Query(None, description="Search this document alone."),
+    document: uuid.UUID | None = Query(
+        None, description="Search this document alone: every passage that holds the words."
+    ),
+    order: PassageOrder = Query(
+        PassageOrder.RANK,
+        description="With `document`: its passages best first (`rank`) or in page order "
+        "(`page`).",
+    ),
 ):
     """The documents that best match `q`, best first, one result per document with its
-    best chunk: those holding every word first, then those holding the most of them.
-    Words match their other forms ("alphabets" finds "alphabet"); rarer words count more;
-    "a quoted phrase", `or` and `-word` work as in a web search. `400 query_empty`: `q`
-    holds only -words. `503 search_timeout` with `Retry-After`: the search took too long."""
-    results = documents_search(
-        organisation=request.organisation, query=q, limit=limit, offset=offset, document_id=document
-    )
+    best chunk (and how many of its passages hold every word: `passages`): those holding
+    every word first, then those holding the most of them. With `document`, that
+    document's passages, every one that holds the words (or, where none holds them all,
+    those holding some), paged with `offset` and `more`; `total` counts them. Words match
+    their other forms ("alphabets" finds "alphabet"); rarer words count more; "a quoted
+    phrase", `or` and `-word` work as in a web search. `400 query_empty`: `q` holds only
+    -words. `404` for a `document` that is not the organisation's. `503 search_timeout`
+    with `Retry-After`: the search took too long."""
+    total = None
+    if document is not None:
+        document_get(organisation=request.organisation, document_id=document)
+        results = document_passages(
+            organisation=request.organisation,
+            document_id=document,
+            query=q,
+            order=order.value,
+            limit=limit,
+            offset=offset,
+        )
+        total = results.total
+    else:
+        results = documents_search(
+            organisation=request.organisation, query=q, limit=limit, offset=offset
+        )
     return {
+        "total": total,
         "ranking": results.ranking,
         "more": results.more,
         "neighbours": results.neighbours,
@@ -462,6 +488,7 @@ def search(
                 "page_end": hit.page_end,
                 "section": hit.section,
                 "marks": list(hit.marks),
+                "passages": hit.passages,
             }
             for hit in results.hits
         ],

@@ -190,6 +190,9 @@ class SearchHitOut(Schema):
     section: str
     # Where the snippet holds the query's words: [start, end) character offsets.
     marks: list[tuple[int, int]]
+    # Across documents: how many of the document's passages hold every word (search it
+    # alone with `document` to have each). 0 in a search of one document.
+    passages: int
 
 
 class Ranking(StrEnum):
@@ -197,8 +200,16 @@ class Ranking(StrEnum):
     TEXT = "text"
 
 
+class PassageOrder(StrEnum):
+    RANK = "rank"
+    PAGE = "page"
+
+
 class SearchOut(Schema):
     results: list[SearchHitOut]
+    # With `document`: how many of its passages hold the words, every page of them; null
+    # in a search across documents.
+    total: int | None
     # "embedding" when the query's embedding ranked too, "text" when the words alone did
     # (the embedder's vectors have no meaning, or the provider could not embed the query).
     ranking: Ranking

@@ -40,7 +40,7 @@ from retrieval.coverage import embedding_coverage
 from retrieval.embedding import PROVIDER, get_embedder
 from retrieval.query import Query, parse
 from retrieval.search_index import check_language
-from retrieval.text import TextCandidates, TextMatch, text_candidates
+from retrieval.text import TextCandidates, TextMatch, passage_counts, text_candidates
 from retrieval.vectors import cosine_similarities, nearest_chunks
 
 logger = logging.getLogger(__name__)
@@ -95,6 +95,10 @@ class Hit:
     section: str = ""
     # Where the snippet holds the query's words: (start, end) offsets into `snippet`.
     marks: tuple[tuple[int, int], ...] = ()
+    # How many of the document's passages (chunks) hold every word: a search of this
+    # document alone (retrieval/passages.py) gives each of them. 0 when none holds them
+    # all (the document holds some of the words, or holds them apart).
+    passages: int = 0
 
 
 @dataclass(frozen=True)
@@ -127,19 +131,8 @@ def documents_search(
     of them after the first `offset`. Documents holding every word come first, then
     those holding the most of them. With `document_id`, that document alone (its best
     chunk), if it is the organisation's and matches."""
-    query = query.strip()
-    if len(query) > MAX_QUERY_CHARS:
-        raise ServiceError(
-            f"A search is at most {MAX_QUERY_CHARS} characters.", code="query_too_long"
-        )
-    parsed = parse(query)
-    if not parsed.clauses:
-        raise ServiceError(
-            "Send the words to search for in `q` (a search of only -words finds nothing).",
-            code="query_empty",
-        )
-    limit = min(max(limit, 1), MAX_LIMIT)
-    offset = min(max(offset, 0), MAX_OFFSET)
+    parsed = query_parsed(query)
+    limit, offset = page_bounds(limit, offset)
     found = _text_candidates(organisation.id, parsed, document_id, deepest=offset + limit + 1)
     by_text = _text_order(found)
     pool = _pool(by_text)
@@ -167,8 +160,9 @@ def documents_search(
     ranked = sorted(best, key=order, reverse=True)
     more = len(ranked) > offset + limit
     page = ranked[offset : offset + limit]
+    counts = within_search_time(lambda _: passage_counts(query=parsed, document_ids=page))
     return Results(
-        hits=_hits(page, best, parsed),
+        hits=_hits(page, best, parsed, counts),
         ranking="embedding" if semantic else "text",
         more=more,
         neighbours=neighbours,
@@ -177,17 +171,36 @@ def documents_search(
     )
 
 
-def _text_candidates(organisation_id, parsed: Query, document_id, *, deepest: int):
+def query_parsed(query: str) -> Query:
+    """What a person typed, read (retrieval/query.py); ServiceError for a query too long
+    or of only -words."""
+    query = query.strip()
+    if len(query) > MAX_QUERY_CHARS:
+        raise ServiceError(
+            f"A search is at most {MAX_QUERY_CHARS} characters.", code="query_too_long"
+        )
+    parsed = parse(query)
+    if not parsed.clauses:
+        raise ServiceError(
+            "Send the words to search for in `q` (a search of only -words finds nothing).",
+            code="query_empty",
+        )
+    return parsed
+
+
+def page_bounds(limit: int, offset: int) -> tuple[int, int]:
+    """`limit` and `offset` within what a search answers (MAX_LIMIT, MAX_OFFSET)."""
+    return min(max(limit, 1), MAX_LIMIT), min(max(offset, 0), MAX_OFFSET)
+
+
+def within_search_time(read):
+    """`read(cursor)`'s answer, its statements held to PAPERLANE_SEARCH_TIMEOUT_MS:
+    SearchTooSlow past it."""
     timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
-            return text_candidates(
-                organisation_id=organisation_id,
-                query=parsed,
-                document_id=document_id,
-                deepest=deepest,
-            )
+            return read(cursor)
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) != "57014":  # query_canceled
             raise
@@ -196,6 +209,17 @@ def _text_candidates(organisation_id, parsed: Query, document_id, *, deepest: in
             'in "quotes", to narrow it.',
             retry_after=SEARCH_RETRY_AFTER_SECONDS,
         ) from None
+
+
+def _text_candidates(organisation_id, parsed: Query, document_id, *, deepest: int):
+    return within_search_time(
+        lambda cursor: text_candidates(
+            organisation_id=organisation_id,
+            query=parsed,
+            document_id=document_id,
+            deepest=deepest,
+        )
+    )
 
 
 def _text_order(found: TextCandidates) -> list[TextMatch]:
@@ -325,7 +349,7 @@ def _cosines(embeddings: list[bytes], vector: list[float]) -> list[float]:
     return scores
 
 
-def _hits(page: list, best: dict, parsed: Query) -> list[Hit]:
+def _hits(page: list, best: dict, parsed: Query, counts: dict) -> list[Hit]:
     chunks = {
         c.id: c
         for c in Chunk.objects.filter(id__in=[best[d][1].chunk_id for d in page]).only(
@@ -352,6 +376,7 @@ def _hits(page: list, best: dict, parsed: Query) -> list[Hit]:
                 page_end=chunk.page_end,
                 section=chunk.section,
                 marks=marks[piece],
+                passages=counts.get(document, 0),
             )
         )
     return hits

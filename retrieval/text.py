@@ -126,6 +126,36 @@ def tsquery_text(alternatives: tuple[Phrase, ...]) -> str:
     )
 
 
+def every_clause(query: Query) -> str:
+    """to_tsquery's text for a chunk that holds every clause and no excluded phrase."""
+    held = " & ".join(f"({tsquery_text(clause)})" for clause in query.clauses)
+    if query.excluded:
+        held += f" & !({tsquery_text(query.excluded)})"
+    return held
+
+
+def passage_counts(*, query: Query, document_ids: list) -> dict[object, int]:
+    """For each of `document_ids` (a page of results, already the organisation's), how
+    many chunks of its searchable version hold every clause of `query`: the passages a
+    search of that document alone would give first."""
+    if not document_ids:
+        return {}
+    language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT c.document_id, count(*)
+            FROM {_DOCUMENTS} d
+            JOIN {_CHUNKS} c ON c.document_id = d.id AND c.version = d.searchable_version
+            WHERE d.id = ANY(%s::uuid[])
+              AND c.search_vector @@ to_tsquery(%s::regconfig, %s)
+            GROUP BY c.document_id
+            """,
+            [[str(d) for d in document_ids], language, every_clause(query)],
+        )
+        return dict(cursor.fetchall())
+
+
 def text_candidates(
     *, organisation_id: int, query: Query, document_id: object | None, deepest: int
 ) -> TextCandidates:

@@ -7,6 +7,7 @@ by the template on its own, so a <mark> around a match is the only markup it eve
 from dataclasses import dataclass
 
 from django.urls import reverse
+from django.utils.http import urlencode
 
 from retrieval.search import Hit
 from web.document_parts import CHUNKS_PER_PAGE
@@ -26,6 +27,8 @@ class Result:
     # format has no pages.
     url: str
     pages: str
+    # Every passage of the document that holds the words: its search alone.
+    passages_url: str
 
 
 def snippet_pieces(snippet: str, marks) -> list[SnippetPiece]:
@@ -64,13 +67,15 @@ def result_url(hit: Hit) -> str:
     return f"{url}?chunks={hit.chunk_index // CHUNKS_PER_PAGE + 1}#chunk-{hit.chunk_index}"
 
 
-def results_shown(hits: list[Hit]) -> list[Result]:
+def results_shown(hits: list[Hit], q: str = "") -> list[Result]:
+    search = reverse("web:search")
     return [
         Result(
             hit=hit,
             pieces=snippet_pieces(hit.snippet, hit.marks),
             url=result_url(hit),
             pages=pages_label(hit.page_start, hit.page_end),
+            passages_url=f"{search}?{urlencode({'q': q, 'document': hit.document_id})}",
         )
         for hit in hits
     ]

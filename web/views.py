@@ -11,6 +11,7 @@ from django.utils.http import urlencode
 from core.errors import NotFound, ServiceError
 from documents.models import Document, Organisation
 from documents.selectors import document_get, organisations_for_user
+from retrieval.passages import PAGE_ORDER, RANK_ORDER, document_passages
 from retrieval.search import MAX_QUERY_CHARS, documents_search
 from web.organisation_views import current_organisation
 from web.search_results import results_shown
@@ -43,27 +44,36 @@ def _searched_document(request: HttpRequest, organisation: Organisation) -> Docu
 @login_required
 def search_view(request: HttpRequest) -> HttpResponse:
     """The organisation's documents that match `?q=`, a page of them at a time
-    (`?offset=`); with `?document=`, that one document only."""
+    (`?offset=`); with `?document=`, every passage of that one document that holds the
+    words, in page order (or best first, `?order=rank`)."""
     organisation = current_organisation(request)
     document = _searched_document(request, organisation)
     q = request.GET.get("q", "").strip()
     offset = _offset(request)
+    # One document's passages: in page order unless asked best first.
+    order = RANK_ORDER if request.GET.get("order") == RANK_ORDER else PAGE_ORDER
     results, status = None, 200
     if q:
         try:
-            results = documents_search(
-                organisation=organisation,
-                query=q,
-                limit=RESULTS_PER_PAGE,
-                offset=offset,
-                document_id=document.id if document else None,
-            )
+            if document is not None:
+                results = document_passages(
+                    organisation=organisation,
+                    document_id=document.id,
+                    query=q,
+                    order=order,
+                    limit=RESULTS_PER_PAGE,
+                    offset=offset,
+                )
+            else:
+                results = documents_search(
+                    organisation=organisation, query=q, limit=RESULTS_PER_PAGE, offset=offset
+                )
         except ServiceError as exc:
             messages.error(request, exc.message)
             status = exc.status_code
 
-    def page_url(at: int) -> str:
-        query = {"q": q, **({"document": document.id} if document else {})}
+    def page_url(at: int, *, ordered: str = order) -> str:
+        query = {"q": q, **({"document": document.id, "order": ordered} if document else {})}
         return "?" + urlencode({**query, **({"offset": at} if at else {})})
 
     more = (
@@ -78,7 +88,7 @@ def search_view(request: HttpRequest) -> HttpResponse:
         "max_chars": MAX_QUERY_CHARS,
         "document": document,
         "results": results,
-        "shown": results_shown(results.hits) if results else [],
+        "shown": results_shown(results.hits, q) if results else [],
         "first": offset + 1,
         "last": offset + (len(results.hits) if results else 0),
         "paged": offset > 0 or (results is not None and results.more),
@@ -87,5 +97,7 @@ def search_view(request: HttpRequest) -> HttpResponse:
         # Past the last page offered, more may still match: narrowing finds them.
         "beyond": results is not None and results.more and not more,
         "all_url": "?" + urlencode({"q": q}) if q else "?",
+        "order": order,
+        "other_order_url": page_url(0, ordered=PAGE_ORDER if order == RANK_ORDER else RANK_ORDER),
     }
     return render(request, "web/search.html", context, status=status)

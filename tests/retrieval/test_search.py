@@ -356,8 +356,10 @@ def test_a_search_of_one_document_finds_nothing_in_another(api, org, other_org):
     assert len(_search(api, "harbour pilot").json()["results"]) == 2
     [hit] = _search(api, "harbour pilot", document=str(harbour.id)).json()["results"]
     assert hit["document_id"] == str(harbour.id)
-    # Another organisation's document is not searched, by its id or otherwise.
-    assert _search(api, "harbour pilot", document=str(theirs.id)).json()["results"] == []
+    # Another organisation's document is not searched, by its id or otherwise: to this
+    # organisation it does not exist.
+    refused = _search(api, "harbour pilot", document=str(theirs.id))
+    assert (refused.status_code, refused.json()["code"]) == (404, "not_found")
 
 
 def test_results_are_paged_and_say_whether_more_follow(api, org):

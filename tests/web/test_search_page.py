@@ -156,7 +156,7 @@ def test_a_documents_search_that_only_another_document_matches_lists_nothing(mem
     response = member_client.get("/search/", {"q": "lighthouse", "document": str(log.id)})
 
     assert _results(response) == []
-    assert "0 documents found" in response.content.decode()
+    assert "0 passages found" in response.content.decode()
 
 
 def test_another_organisations_document_or_a_bad_id_cannot_be_searched(member_client, other_org):

@@ -1,0 +1,98 @@
+"""Every passage of one document (retrieval/passages.py): a search of one document gives
+each place its words are, in page order or best first, paged; a search across documents
+says how many passages each document holds. On PostgreSQL, through the API and the page,
+with a real 19-page PDF."""
+
+import re
+
+import pypdfium2 as pdfium
+import pytest
+
+from tests.support import real_world
+from tests.support.runs import document_with_chunks, drive
+from tests.support.uploads import accepted_run
+
+pytestmark = pytest.mark.django_db
+
+GEOBASE = "GeoBase_NHNC1_Data_Model_UML_EN.pdf"
+
+
+def _search(client, q: str, **params):
+    return client.get("/api/v1/search", {"q": q, **params})
+
+
+def pages_holding(data: bytes, word: str) -> set[int]:
+    """The pages whose text layer (read by PDFium) holds `word`."""
+    document = pdfium.PdfDocument(data)
+    return {
+        number
+        for number, page in enumerate(document, start=1)
+        if re.search(rf"\b{word}\b", page.get_textpage().get_text_range(), re.IGNORECASE)
+    }
+
+
+def covered(results: list[dict]) -> set[int]:
+    return {n for r in results for n in range(r["page_start"], r["page_end"] + 1)}
+
+
+@pytest.mark.django_db(transaction=True)  # the stages commit, as in a worker
+def test_a_word_on_many_pages_of_a_real_pdf_gives_every_page(api, member_client):
+    data = (real_world.FOLDER / GEOBASE).read_bytes()
+    wanted = pages_holding(data, "codelist")
+    assert len(wanted) >= 7  # pages 10 and 12 to 18
+    run = drive(accepted_run(api, data, name=GEOBASE).id)
+    assert run.status == "succeeded", run.error_message
+    document = str(run.document_id)
+
+    body = _search(api, "codelist", document=document, order="page", limit=50).json()
+
+    assert body["total"] == len(body["results"]) and not body["more"]
+    assert wanted <= covered(body["results"])
+    starts = [r["page_start"] for r in body["results"]]
+    assert starts == sorted(starts)
+    assert all(r["marks"] for r in body["results"])
+    # Across documents: one result, which says how many passages hold the word.
+    [hit] = _search(api, "codelist").json()["results"]
+    assert hit["passages"] == body["total"] > 1
+    # The page's "search this document" lists them all, each with its pages.
+    page = member_client.get("/search/", {"q": "codelist", "document": document})
+    shown = page.content.decode()
+    assert shown.count('class="result-name"') == body["total"]
+    assert f"{body['total']} passages found" in shown
+
+
+def test_passages_come_best_first_or_in_page_order_and_are_paged(api, org):
+    texts = [
+        "a tide table",
+        "nothing here",
+        "tide and tide again: the tide table of the tide",
+        "the harbour",
+        "a tide",
+    ]
+    document = document_with_chunks(org, "tides.pdf", texts)
+
+    by_page = _search(api, "tide", document=str(document.id), order="page").json()
+    by_rank = _search(api, "tide", document=str(document.id), order="rank").json()
+    first = _search(api, "tide", document=str(document.id), order="page", limit=2).json()
+    rest = _search(
+        api, "tide", document=str(document.id), order="page", limit=2, offset=2
+    ).json()
+
+    assert [r["chunk_index"] for r in by_page["results"]] == [0, 2, 4]
+    assert by_rank["results"][0]["chunk_index"] == 2  # the tide, four times over
+    assert (first["total"], first["more"], rest["more"]) == (3, True, False)
+    assert [r["chunk_index"] for r in first["results"] + rest["results"]] == [0, 2, 4]
+
+
+def test_passages_holding_every_word_come_alone_and_some_words_when_none_does(api, org):
+    document = document_with_chunks(
+        org, "port.pdf", ["the harbour pilot", "a harbour", "a pilot", "the harbour pilot again"]
+    )
+
+    both = _search(api, "harbour pilot", document=str(document.id), order="page").json()
+    some = _search(api, "harbour ferry", document=str(document.id), order="page").json()
+    without = _search(api, "harbour -pilot", document=str(document.id), order="page").json()
+
+    assert [r["chunk_index"] for r in both["results"]] == [0, 3]
+    assert [r["chunk_index"] for r in some["results"]] == [0, 1, 3]
+    assert [r["chunk_index"] for r in without["results"]] == [1]
