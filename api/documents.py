@@ -489,6 +489,7 @@ def search(
                 "section": hit.section,
                 "marks": list(hit.marks),
                 "passages": hit.passages,
+                "page": hit.page,
             }
             for hit in results.hits
         ],

@@ -190,6 +190,9 @@ class SearchHitOut(Schema):
     section: str
     # Where the snippet holds the query's words: [start, end) character offsets.
     marks: list[tuple[int, int]]
+    # The page that holds the snippet's first marked word (the chunk may span pages);
+    # null where the format has no pages.
+    page: int | None
     # Across documents: how many of the document's passages hold every word (search it
     # alone with `document` to have each). 0 in a search of one document.
     passages: int

@@ -23,6 +23,7 @@ from retrieval.search import (
     marked_snippet,
     page_bounds,
     query_parsed,
+    with_landing_pages,
     within_search_time,
 )
 from retrieval.search_index import check_language
@@ -114,7 +115,7 @@ def document_passages(
             )
         )
     return Passages(
-        hits=hits,
+        hits=with_landing_pages(hits),
         ranking="text",
         more=len(rows) > limit,
         total=rows[0][7] if rows else 0,

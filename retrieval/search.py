@@ -26,7 +26,7 @@ the pipeline, or of one that did not settle, are never found.
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -34,7 +34,7 @@ from django.db.utils import OperationalError
 
 from core.errors import RetryLater, ServiceError
 from core.provider_breaker import breaker
-from documents.models import FLOAT32_BYTES, Chunk, Document, Organisation
+from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText, Organisation
 from retrieval.chunking import clean_text
 from retrieval.coverage import embedding_coverage
 from retrieval.embedding import PROVIDER, get_embedder
@@ -99,6 +99,9 @@ class Hit:
     # document alone (retrieval/passages.py) gives each of them. 0 when none holds them
     # all (the document holds some of the words, or holds them apart).
     passages: int = 0
+    # The page that holds the snippet's first marked word (a chunk may span pages):
+    # where a link to the result opens the document. None where the format has no pages.
+    page: int | None = None
 
 
 @dataclass(frozen=True)
@@ -379,7 +382,62 @@ def _hits(page: list, best: dict, parsed: Query, counts: dict) -> list[Hit]:
                 passages=counts.get(document, 0),
             )
         )
-    return hits
+    return with_landing_pages(hits)
+
+
+def with_landing_pages(hits: list[Hit]) -> list[Hit]:
+    """`hits`, each with the page that holds its snippet's first marked word (`page`):
+    the chunk's own page when it spans one; else the first of its pages whose text holds
+    that word, read from the document's searchable text, a few pages' slices, in one
+    statement for them all (its first page when none is found)."""
+    spanning = [
+        hit for hit in hits if hit.page_start is not None and hit.page_end != hit.page_start
+    ]
+    found: dict[tuple, int] = {}
+    if spanning:
+        words = [_first_marked(hit) for hit in spanning]
+
+        def read(cursor) -> dict[tuple, int]:
+            cursor.execute(
+                f"""
+                SELECT h.n, p.page
+                FROM unnest(%s::int[], %s::uuid[], %s::int[], %s::int[], %s::text[])
+                     AS h(n, document_id, first, last, word)
+                JOIN {Document._meta.db_table} d ON d.id = h.document_id
+                JOIN {DocumentText._meta.db_table} t
+                  ON t.document_id = d.id AND t.version = d.searchable_version
+                CROSS JOIN LATERAL (
+                    SELECT page FROM generate_series(h.first, h.last) page
+                    WHERE h.word <> '' AND strpos(lower(substr(
+                        t.text,
+                        (t.page_starts ->> (page - 1))::int + 1,
+                        coalesce((t.page_starts ->> page)::int, length(t.text))
+                            - (t.page_starts ->> (page - 1))::int
+                    )), lower(h.word)) > 0
+                    ORDER BY page LIMIT 1) p
+                """,
+                [
+                    list(range(len(spanning))),
+                    [str(hit.document_id) for hit in spanning],
+                    [hit.page_start for hit in spanning],
+                    [hit.page_end for hit in spanning],
+                    words,
+                ],
+            )
+            return {(spanning[n].document_id, spanning[n].chunk_index): p for n, p in cursor}
+
+        found = within_search_time(read)
+    return [
+        replace(hit, page=found.get((hit.document_id, hit.chunk_index), hit.page_start))
+        for hit in hits
+    ]
+
+
+def _first_marked(hit: Hit) -> str:
+    if not hit.marks:
+        return ""
+    start, end = min(hit.marks)
+    return hit.snippet[start:end]
 
 
 def _marks(pieces: list[str], words: list[str]) -> dict[str, tuple[tuple[int, int], ...]]:

@@ -17,6 +17,8 @@ from documents.roles import abilities
 from documents.selectors import document_chunks, document_text_window, document_versions
 from pipeline.models import ImportRun
 from pipeline.selectors import document_first_run, document_run_count
+from retrieval.marks import marked_pages
+from retrieval.search import MAX_QUERY_CHARS
 from web.runs import (
     ENDED_WORDS,
     connector_file,
@@ -102,6 +104,7 @@ def part_digests(page: DocumentPage) -> dict[str, str]:
             document.version,
             document.text_chars,
             text_first_page(page.request),
+            searched_words(page.request),
             _ended(page),
         ),
         # The chunks of a version not yet searchable are shown while its run embeds them.
@@ -216,7 +219,67 @@ def _text(page: DocumentPage) -> dict:
             (first, min(first + TEXT_PAGES_PER_SCREEN - 1, text.total))
             for first in range(1, text.total + 1, TEXT_PAGES_PER_SCREEN)
         ]
-    return {"text": text, "text_screens": screens, "text_query": _query(page, "page")}
+    searched = searched_words(page.request)
+    marked = _marked(text, searched) if text is not None else []
+    return {
+        "text": text,
+        "text_screens": screens,
+        "text_query": _query(page, "page"),
+        "searched": searched,
+        # Each shown page with its text in pieces, the searched words marked (None: not
+        # searched, the text as it is).
+        "shown_pages": list(zip(text.pages, marked, strict=True)) if text is not None else [],
+        "marks_shown": sum(bool(p.mark) for pieces in marked if pieces for p in pieces),
+        "unmarked_query": _query(page, "q"),
+    }
+
+
+def searched_words(request: HttpRequest) -> str:
+    """The words a search result opened the page with (`?q=`), to be marked in its text."""
+    return request.GET.get("q", "").strip()[:MAX_QUERY_CHARS]
+
+
+@dataclass(frozen=True)
+class MarkedPiece:
+    text: str
+    # The mark's number on this screen (from 1), None for the text between marks; the
+    # numbers of the marks before and after it, for the links between them.
+    mark: int | None = None
+    previous: int | None = None
+    next: int | None = None
+    # Where a result's link lands on this page (`#page-N-found`): before its first mark,
+    # or at its top when it has none.
+    anchor: bool = False
+
+
+def _marked(text, searched: str) -> list[list[MarkedPiece] | None]:
+    """Each shown page's text in pieces, the searched words marked and numbered across the
+    screen, in page order; None for each page when nothing was searched."""
+    if not searched:
+        return [None] * len(text.pages)
+    pages = marked_pages([shown.text for shown in text.pages], searched)
+    count = sum(piece.marked for pieces in pages for piece in pieces)
+    marked, at = [], 0
+    for pieces in pages:
+        out = []
+        for piece in pieces:
+            if not piece.marked:
+                out.append(MarkedPiece(piece.text))
+                continue
+            at += 1
+            out.append(
+                MarkedPiece(
+                    piece.text,
+                    mark=at,
+                    previous=at - 1 if at > 1 else None,
+                    next=at + 1 if at < count else None,
+                    anchor=not any(shown.mark for shown in out),
+                )
+            )
+        if out and not any(shown.mark for shown in out):
+            out[0] = MarkedPiece(out[0].text, anchor=True)
+        marked.append(out)
+    return marked
 
 
 def _chunks(page: DocumentPage) -> dict:

@@ -58,12 +58,16 @@ def pages_label(start: int | None, end: int | None) -> str:
     return f"p. {start}–{end}"
 
 
-def result_url(hit: Hit) -> str:
-    """The document's page at the result: the text at its first page (the page's
-    anchor), or, without pages, its chunk in the list of chunks."""
+def result_url(hit: Hit, q: str = "") -> str:
+    """The document's page at the result: the page that holds the first marked word,
+    with the query's words marked in it and the first of them its anchor (or the page's
+    top, where none is found there); without pages, its chunk in the list of chunks."""
     url = reverse("web:document_detail", args=[hit.document_id])
     if hit.page_start is not None:
-        return f"{url}?page={hit.page_start}#page-{hit.page_start}"
+        page = hit.page or hit.page_start
+        if not q:
+            return f"{url}?page={page}#page-{page}"
+        return f"{url}?{urlencode({'page': page, 'q': q})}#page-{page}-found"
     return f"{url}?chunks={hit.chunk_index // CHUNKS_PER_PAGE + 1}#chunk-{hit.chunk_index}"
 
 
@@ -73,7 +77,7 @@ def results_shown(hits: list[Hit], q: str = "") -> list[Result]:
         Result(
             hit=hit,
             pieces=snippet_pieces(hit.snippet, hit.marks),
-            url=result_url(hit),
+            url=result_url(hit, q),
             pages=pages_label(hit.page_start, hit.page_end),
             passages_url=f"{search}?{urlencode({'q': q, 'document': hit.document_id})}",
         )

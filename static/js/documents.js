@@ -500,5 +500,25 @@
     });
   }
 
+  // --- Landing on the words a search found ---------------------------------------------
+  // A search result opens the page holding its words at `#page-N-found`, just before the
+  // first of them (the server marks them); a mark's own links step to `#mark-K`. Focus
+  // follows, so that keyboard and screen reader users start there too.
+  function focusFound() {
+    const id = decodeURIComponent(location.hash.slice(1));
+    if (!/^(page-\d+-found|mark-\d+)$/.test(id)) return;
+    const target = document.getElementById(id);
+    if (!target) return;
+    const next = target.nextElementSibling;
+    const mark = target.tagName === "MARK" ? target : next && next.tagName === "MARK" ? next : null;
+    const focusable = mark || target.closest("pre");
+    if (focusable) focusable.focus();
+  }
+  window.addEventListener("hashchange", focusFound);
+  // Once loaded: the browser's own move to the fragment, made after this script runs,
+  // would take the focus back to the page.
+  if (document.readyState === "complete") focusFound();
+  else window.addEventListener("load", () => setTimeout(focusFound, 0));
+
   schedule(FIRST_DELAY);
 })();

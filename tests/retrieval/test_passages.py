@@ -3,12 +3,15 @@ each place its words are, in page order or best first, paged; a search across do
 says how many passages each document holds. On PostgreSQL, through the API and the page,
 with a real 19-page PDF."""
 
+import io
 import re
 
 import pypdfium2 as pdfium
 import pytest
+from pypdf import PdfReader, PdfWriter
 
 from tests.support import real_world
+from tests.support.files import one_page_pdf
 from tests.support.runs import document_with_chunks, drive
 from tests.support.uploads import accepted_run
 
@@ -51,6 +54,16 @@ def test_a_word_on_many_pages_of_a_real_pdf_gives_every_page(api, member_client)
     starts = [r["page_start"] for r in body["results"]]
     assert starts == sorted(starts)
     assert all(r["marks"] for r in body["results"])
+    # Each lands on the page that holds its first marked word, within its pages (some
+    # passages span two).
+    assert any(r["page_start"] < r["page_end"] for r in body["results"])
+    texts = [page.get_textpage().get_text_range().lower() for page in pdfium.PdfDocument(data)]
+    for result in body["results"]:
+        start, end = min(result["marks"])
+        word = result["snippet"][start:end].lower()
+        assert result["page_start"] <= result["page"] <= result["page_end"]
+        assert word in texts[result["page"] - 1]
+        assert all(word not in texts[n - 1] for n in range(result["page_start"], result["page"]))
     # Across documents: one result, which says how many passages hold the word.
     [hit] = _search(api, "codelist").json()["results"]
     assert hit["passages"] == body["total"] > 1
@@ -96,3 +109,20 @@ def test_passages_holding_every_word_come_alone_and_some_words_when_none_does(ap
     assert [r["chunk_index"] for r in both["results"]] == [0, 3]
     assert [r["chunk_index"] for r in some["results"]] == [0, 1, 3]
     assert [r["chunk_index"] for r in without["results"]] == [1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_passage_spanning_two_pages_lands_on_the_one_holding_the_word(api):
+    # Two short pages chunked together: the word is on the second only.
+    writer = PdfWriter()
+    for words in ("the ferry timetable for the summer", "the lighthouse keeper rows home"):
+        content = f"BT /F1 12 Tf 72 720 Td ({words}) Tj ET".encode()
+        writer.append(PdfReader(io.BytesIO(one_page_pdf(content))))
+    out = io.BytesIO()
+    writer.write(out)
+    run = drive(accepted_run(api, out.getvalue(), name="two.pdf").id)
+    assert run.status == "succeeded", run.error_message
+
+    [hit] = _search(api, "lighthouse").json()["results"]
+
+    assert (hit["page_start"], hit["page_end"], hit["page"]) == (1, 2, 2)

@@ -11,6 +11,7 @@ written under var/screenshots/ (two of them are shown by the README, from docs/i
 
 import base64
 import re
+import time
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,7 +25,7 @@ from connectors.models import Connection, ConnectionEvent, ConnectionSync, Conne
 from documents.models import Chunk, Document, Organisation, QuotaReservation, UsageEntry
 from documents.services.organisations import member_add, organisation_create
 from pipeline.models import ImportRun
-from tests.support import hostile
+from tests.support import hostile, real_world
 from tests.support.admin import make_connections
 from tests.support.files import make_docx, make_pdf
 from tests.support.members import PASSWORD, document_with_text, documents_made
@@ -37,6 +38,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 SCREENSHOTS = ROOT / "var" / "screenshots"
 WIDTHS = (1280, 390)
+# A real 19-page PDF whose words are on some pages only (tests/fixtures/real_world).
+GEOBASE = "GeoBase_NHNC1_Data_Model_UML_EN.pdf"
+
 # What the policy and the browser need to be told: our pages, nothing else.
 SERIOUS = ("serious", "critical")
 
@@ -97,6 +101,17 @@ WATCH_LIVE = """
   });
 })();
 """
+
+
+def _wait_until(page, predicate: str, timeout: float = 20.0) -> None:
+    """Until `predicate` (a function's source, run in the page) returns true. Polled from
+    here: Playwright's own wait_for_function evaluates the source again in the page by
+    `eval`, which the pages' Content-Security-Policy refuses."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(predicate):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {predicate}")
+        page.wait_for_timeout(100)
 
 
 def _signed_in(browser, site, username: str, width: int = 1280, watch: bool = False):
@@ -226,8 +241,8 @@ def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, 
 
     refused = _item(page, "notes.txt").locator(".state")
     refused.wait_for()
-    page.wait_for_function(
-        "() => document.querySelector('#upload-list').innerText.match(/Not accepted/)"
+    _wait_until(
+        page, "() => document.querySelector('#upload-list').innerText.match(/Not accepted/)"
     )
     assert "Only PDF, Word (.docx), PNG, JPEG and TIFF files are supported" in refused.inner_text()
     for name in ("report.pdf", "minutes.docx"):
@@ -279,11 +294,11 @@ def test_three_files_dropped_at_once_go_through_live_with_no_page_load(browser, 
         assert wide[0] <= wide[1], (width, wide)
         serious = [v["id"] for v in axe.run(page).response["violations"] if v["impact"] in SERIOUS]
         assert serious == [], (width, serious)
-    # The result opens its document at its page, scrolled to it.
+    # The result opens its document at the page holding the words, scrolled to them.
     page.set_viewport_size({"width": 1280, "height": 900})
     found.locator("a.result-name").click()
-    page.wait_for_url(re.compile(r"/documents/[^/]+/\?page=(\d+)#page-\1$"))
-    shown = page.locator("#" + page.url.rsplit("#", 1)[1])
+    page.wait_for_url(re.compile(r"/documents/[^/]+/\?page=(\d+)&q=[^#]+#page-\1-found$"))
+    shown = page.locator("article", has=page.locator("#" + page.url.rsplit("#", 1)[1]))
     assert "Lighthouse report" in shown.inner_text()
     assert page.evaluate("document.querySelector(location.hash).getBoundingClientRect().top") < 900
     context.close()
@@ -331,7 +346,7 @@ def _poll_now(page) -> None:
     """Have the page ask at once (as when its tab is shown again) and wait for the answer."""
     asked = page.evaluate("window.__live.asked")
     page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
-    page.wait_for_function(f"() => window.__live.asked > {asked} && window.__live.inFlight === 0")
+    _wait_until(page, f"() => window.__live.asked > {asked} && window.__live.inFlight === 0")
     page.wait_for_timeout(50)  # the answer applied
 
 
@@ -384,7 +399,7 @@ def test_a_documents_page_replaces_only_what_changed_keeping_focus_scroll_and_se
         True,
     ]
     page.evaluate("window.getSelection().removeAllRanges()")
-    page.wait_for_function(f"() => !{text}.kept")
+    _wait_until(page, f"() => !{text}.kept")
     # It ends: said once, in the page's one live region.
     runs.update(status="succeeded", stage="settle", updated_at=timezone.now())
     _poll_now(page)
@@ -636,7 +651,7 @@ def _pictures_missing(page, *, every: bool) -> list[str]:
         "[...document.querySelectorAll('img.picture')]"
         ".filter((i) => i.getBoundingClientRect().top < innerHeight)"
     )
-    page.wait_for_function(f"{in_view}.every((i) => i.complete)")
+    _wait_until(page, f"{in_view}.every((i) => i.complete)")
     faults = page.evaluate(
         f"""() => {in_view}.flatMap((i) => {{
           const box = i.getBoundingClientRect();
@@ -863,3 +878,35 @@ def test_the_operators_front_pages_fit_390_px(browser, site, acme):
     context.close()
 
     assert found == {}, "\n".join(f"{where}: {what}" for where, what in found.items())
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_search_result_lands_on_the_page_holding_the_words_marked_and_in_view(
+    browser, site, acme, width
+):
+    # A real 19-page PDF: "codelist" is on page 10 and pages 12 to 18, not on page 1.
+    context, page = _signed_in(browser, site, "ada", width=width)
+    _drop(page, {"geobase.pdf": (real_world.FOLDER / GEOBASE).read_bytes()})
+    page.locator("#document-rows tr:has-text('geobase.pdf') .status-succeeded").wait_for(
+        timeout=60_000
+    )
+
+    page.goto(f"{site.base}/search/?q=codelists")  # its other form finds and marks it
+    link = page.locator("ol.results a.result-name").first
+    landing = int(re.search(r"page=(\d+)", link.get_attribute("href"))[1])
+    link.click()
+    page.wait_for_load_state()
+
+    assert landing >= 10
+    assert page.url.endswith(f"#page-{landing}-found")
+    first = page.locator(f"#page-{landing} mark").first
+    assert first.inner_text().lower() == "codelist"
+    # In view, and focused, for a keyboard or a screen reader to start from.
+    box, height = first.bounding_box(), page.viewport_size["height"]
+    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, box
+    assert page.evaluate("document.activeElement.tagName") == "MARK"
+    # The next mark is a link away, and it takes the focus too.
+    page.locator(f"#page-{landing} .mark-steps a[aria-label='Next marked word']").first.click()
+    assert page.evaluate("document.activeElement.id") == "mark-2"
+    assert not page.evaluate("document.documentElement.scrollWidth > window.innerWidth + 1")
+    context.close()

@@ -71,7 +71,8 @@ def test_a_result_links_to_its_page_with_the_words_marked_its_pages_and_section(
     assert response.status_code == 200
     [result] = _results(response)
     assert result["name"] == "minutes.pdf"
-    assert result["href"] == f"/documents/{minutes.id}/?page=3#page-3"
+    # The page holding the words, marked there, the first of them its anchor.
+    assert result["href"] == f"/documents/{minutes.id}/?page=3&q=harbour+board#page-3-found"
     assert "p. 3–4" in result["where"] and "Board meetings" in result["where"]
     assert result["snippet"] == "the harbour board met on Tuesday"
     assert [w.lower() for w in result["marked"]] == ["harbour", "board"]
@@ -196,7 +197,7 @@ def test_a_pdf_found_opens_at_the_page_that_holds_the_words(member_client, api, 
     results = _results(member_client.get("/search/", {"q": "lighthouse 3"}))
 
     [result] = results
-    page = int(re.search(r"\?page=(\d+)#page-\1$", result["href"])[1])
+    page = int(re.search(r"\?page=(\d+)&q=lighthouse\+3#page-\1-found$", result["href"])[1])
     holding = Chunk.objects.filter(document=run.document_id, text__contains="Lighthouse 3")
     assert page in {chunk.page_start for chunk in holding}
     assert {chunk.page_end for chunk in holding} == {3}
@@ -205,6 +206,9 @@ def test_a_pdf_found_opens_at_the_page_that_holds_the_words(member_client, api, 
     assert opened.get_element_by_id(f"page-{page}").tag == "article"
     shown = " ".join(a.text_content() for a in opened.xpath("//article"))
     assert "Lighthouse 3" in shown
+    # The words are marked on that page, its anchor just before the first of them.
+    anchor = opened.get_element_by_id(f"page-{page}-found")
+    assert anchor.getnext().tag == "mark" and anchor.getnext().text == "Lighthouse"
 
 
 def test_the_search_box_on_a_documents_page_searches_that_document_alone(member_client, org):

@@ -1,0 +1,62 @@
+"""A query's words marked where they are in a document's pages, as the search index
+matches them (stems included: "harbours" for "harbour"; stop words never), for the
+document page a search result opens.
+
+PostgreSQL's `ts_headline` marks them, with the index's own parser and dictionary, over
+the pages shown (ten at most, each cut to what the page shows): the same words search
+marks in its snippets. The marks are two control characters extracted text never holds
+(formats.base.clean_extracted drops them), split off here into plain pieces, so that the
+template escapes every piece and a <mark> is the only markup the text ever gets.
+"""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection
+
+from retrieval.query import parse
+from retrieval.search_index import check_language
+
+_START, _STOP = "\x01", "\x02"
+
+
+@dataclass(frozen=True)
+class Piece:
+    text: str
+    marked: bool
+
+
+def marked_pages(texts: list[str], query: str) -> list[list[Piece]]:
+    """Each of `texts` cut into pieces, the words of `query` (not its -words) marked."""
+    words = parse(query).words if query.strip() else []
+    if not words or not any(texts):
+        return [[Piece(text, False)] if text else [] for text in texts]
+    language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT ts_headline(%s::regconfig, page, to_tsquery(%s::regconfig, %s),
+                               %s)
+            FROM unnest(%s::text[]) WITH ORDINALITY AS t(page, n) ORDER BY n
+            """,
+            [
+                language,
+                language,
+                " | ".join(f"'{word}'" for word in words),
+                f"HighlightAll=true, StartSel={_START}, StopSel={_STOP}",
+                texts,
+            ],
+        )
+        headlines = [row[0] for row in cursor.fetchall()]
+    return [_pieces(headline) for headline in headlines]
+
+
+def _pieces(headline: str) -> list[Piece]:
+    pieces = []
+    for part in headline.split(_START):
+        marked, _, rest = part.partition(_STOP) if _STOP in part else ("", "", part)
+        if marked:
+            pieces.append(Piece(marked, True))
+        if rest:
+            pieces.append(Piece(rest, False))
+    return pieces
