@@ -73,7 +73,7 @@ def document_passages(
 
     order_by = "ts_rank(c.search_vector, q) DESC, c.index" if order == RANK_ORDER else "c.index"
 
-    def passages(cursor, tsquery: str) -> list[tuple]:
+    def passages(cursor, tsquery: str, offset: int, limit: int) -> list[tuple]:
         cursor.execute(
             f"""
             SELECT c.id, c.index, c.text, c.page_start, c.page_end, c.section,
@@ -86,15 +86,18 @@ def document_passages(
             ORDER BY {order_by}
             LIMIT %s OFFSET %s
             """,
-            [language, tsquery, document_id, organisation.id, limit + 1, offset],
+            [language, tsquery, document_id, organisation.id, limit, offset],
         )
         return cursor.fetchall()
 
     def read(cursor) -> tuple[list[tuple], bool]:
-        rows = passages(cursor, every_clause(parsed))
-        if rows or len(parsed.clauses) == 1 or offset:
+        every = every_clause(parsed)
+        rows = passages(cursor, every, offset, limit + 1)
+        if rows or len(parsed.clauses) == 1:
             return rows, True
-        return passages(cursor, _any_clause(parsed)), False
+        if offset and passages(cursor, every, 0, 1):
+            return rows, True  # past the last of those holding every clause
+        return passages(cursor, _any_clause(parsed), offset, limit + 1), False
 
     rows, every = within_search_time(read)
     hits = []

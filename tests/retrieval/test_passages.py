@@ -106,9 +106,15 @@ def test_passages_holding_every_word_come_alone_and_some_words_when_none_does(ap
     some = _search(api, "harbour ferry", document=str(document.id), order="page").json()
     without = _search(api, "harbour -pilot", document=str(document.id), order="page").json()
 
+    later = _search(
+        api, "harbour ferry", document=str(document.id), order="page", limit=2, offset=2
+    ).json()
+
     assert [r["chunk_index"] for r in both["results"]] == [0, 3]
     assert [r["chunk_index"] for r in some["results"]] == [0, 1, 3]
     assert [r["chunk_index"] for r in without["results"]] == [1]
+    # The second page of those holding some of the words goes on with them.
+    assert ([r["chunk_index"] for r in later["results"]], later["more"]) == ([3], False)
 
 
 @pytest.mark.django_db(transaction=True)
