@@ -12,9 +12,9 @@ template escapes every piece and a <mark> is the only markup the text ever gets.
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
 
 from retrieval.query import parse
+from retrieval.search import within_search_time
 from retrieval.search_index import check_language
 
 _START, _STOP = "\x01", "\x02"
@@ -27,12 +27,14 @@ class Piece:
 
 
 def marked_pages(texts: list[str], query: str) -> list[list[Piece]]:
-    """Each of `texts` cut into pieces, the words of `query` (not its -words) marked."""
+    """Each of `texts` cut into pieces, the words of `query` (not its -words) marked;
+    SearchTooSlow if marking them takes longer than a search may."""
     words = parse(query).words if query.strip() else []
     if not words or not any(texts):
         return [[Piece(text, False)] if text else [] for text in texts]
     language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
-    with connection.cursor() as cursor:
+
+    def read(cursor) -> list[str]:
         cursor.execute(
             """
             SELECT ts_headline(%s::regconfig, page, to_tsquery(%s::regconfig, %s),
@@ -47,8 +49,10 @@ def marked_pages(texts: list[str], query: str) -> list[list[Piece]]:
                 texts,
             ],
         )
-        headlines = [row[0] for row in cursor.fetchall()]
-    return [_pieces(headline) for headline in headlines]
+        return [row[0] for row in cursor.fetchall()]
+
+    # Held to the search's time, as the search that led here was (SearchTooSlow past it).
+    return [_pieces(headline) for headline in within_search_time(read)]
 
 
 def _pieces(headline: str) -> list[Piece]:

@@ -18,7 +18,7 @@ from documents.selectors import document_chunks, document_text_window, document_
 from pipeline.models import ImportRun
 from pipeline.selectors import document_first_run, document_run_count
 from retrieval.marks import marked_pages
-from retrieval.search import MAX_QUERY_CHARS
+from retrieval.search import MAX_QUERY_CHARS, SearchTooSlow
 from web.runs import (
     ENDED_WORDS,
     connector_file,
@@ -230,6 +230,8 @@ def _text(page: DocumentPage) -> dict:
         # searched, the text as it is).
         "shown_pages": list(zip(text.pages, marked, strict=True)) if text is not None else [],
         "marks_shown": sum(bool(p.mark) for pieces in marked if pieces for p in pieces),
+        # Searched, but the marking ran out of time: the text is shown unmarked.
+        "unmarked": bool(searched) and all(pieces is None for pieces in marked),
         "unmarked_query": _query(page, "q"),
     }
 
@@ -257,7 +259,10 @@ def _marked(text, searched: str) -> list[list[MarkedPiece] | None]:
     screen, in page order; None for each page when nothing was searched."""
     if not searched:
         return [None] * len(text.pages)
-    pages = marked_pages([shown.text for shown in text.pages], searched)
+    try:
+        pages = marked_pages([shown.text for shown in text.pages], searched)
+    except SearchTooSlow:  # the text is shown as it is, unmarked
+        return [None] * len(text.pages)
     count = sum(piece.marked for pieces in pages for piece in pieces)
     marked, at = [], 0
     for pieces in pages:
