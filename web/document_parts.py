@@ -266,7 +266,7 @@ def _marked(text, searched: str) -> list[list[MarkedPiece] | None]:
     count = sum(piece.marked for pieces in pages for piece in pieces)
     marked, at = [], 0
     for pieces in pages:
-        out = []
+        out, first = [], at + 1
         for piece in pieces:
             if not piece.marked:
                 out.append(MarkedPiece(piece.text))
@@ -278,10 +278,10 @@ def _marked(text, searched: str) -> list[list[MarkedPiece] | None]:
                     mark=at,
                     previous=at - 1 if at > 1 else None,
                     next=at + 1 if at < count else None,
-                    anchor=not any(shown.mark for shown in out),
+                    anchor=at == first,
                 )
             )
-        if out and not any(shown.mark for shown in out):
+        if out and at < first:  # no mark on this page: its top
             out[0] = MarkedPiece(out[0].text, anchor=True)
         marked.append(out)
     return marked
