@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from documents.models import Chunk, Document, Organisation
-from retrieval.query import Query
 from retrieval.search import (
     Hit,
     Results,
@@ -27,7 +26,7 @@ from retrieval.search import (
     within_search_time,
 )
 from retrieval.search_index import check_language
-from retrieval.text import every_clause, tsquery_text
+from retrieval.text import any_clause, every_clause
 
 # The orders a document's passages come in.
 PAGE_ORDER = "page"
@@ -44,13 +43,6 @@ class Passages(Results):
     total: int = 0
     # False when no passage holds every clause and these hold some of them.
     every_word: bool = True
-
-
-def _any_clause(query: Query) -> str:
-    held = " | ".join(f"({tsquery_text(clause)})" for clause in query.clauses)
-    if query.excluded:
-        held = f"({held}) & !({tsquery_text(query.excluded)})"
-    return held
 
 
 def document_passages(
@@ -97,7 +89,7 @@ def document_passages(
             return rows, True
         if offset and passages(cursor, every, 0, 1):
             return rows, True  # past the last of those holding every clause
-        return passages(cursor, _any_clause(parsed), offset, limit + 1), False
+        return passages(cursor, any_clause(parsed), offset, limit + 1), False
 
     rows, every = within_search_time(read)
     hits = []

@@ -134,6 +134,14 @@ def every_clause(query: Query) -> str:
     return held
 
 
+def any_clause(query: Query) -> str:
+    """to_tsquery's text for a chunk that holds any clause and no excluded phrase."""
+    held = " | ".join(f"({tsquery_text(clause)})" for clause in query.clauses)
+    if query.excluded:
+        held = f"({held}) & !({tsquery_text(query.excluded)})"
+    return held
+
+
 def passage_counts(*, query: Query, document_ids: list) -> dict[object, int]:
     """For each of `document_ids` (a page of results, already the organisation's), how
     many chunks of its searchable version hold every clause of `query`: the passages a
