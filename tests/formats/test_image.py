@@ -77,6 +77,36 @@ def test_a_picture_stating_too_many_pixels_is_refused_from_its_header(data, word
     assert len(data) < 2_000_000  # the bomb: bytes that would decode to gigabytes
 
 
+def _directories(data: bytes) -> list[int]:
+    """Where each frame's directory of a little-endian TIFF ends (its next-offset field)."""
+    ends, offset = [], int.from_bytes(data[4:8], "little")
+    while offset:
+        entries = int.from_bytes(data[offset : offset + 2], "little")
+        end = offset + 2 + 12 * entries
+        ends.append(end)
+        offset = int.from_bytes(data[end : end + 4], "little")
+    return ends
+
+
+def _looped(data: bytes) -> bytes:
+    first, last = int.from_bytes(data[4:8], "little"), _directories(data)[-1]
+    return data[:last] + first.to_bytes(4, "little") + data[last + 4 :]
+
+
+def _cut(data: bytes) -> bytes:
+    return data[: _directories(data)[-1] - 6]
+
+
+@pytest.mark.parametrize("damage", [_looped, _cut], ids=["frames-in-a-loop", "cut-short"])
+def test_a_tiff_whose_frames_loop_or_are_cut_short_is_damaged(damage):
+    data = damage(tiff_of([Image.new("1", (10, 10))] * 3))
+
+    with pytest.raises(UnreadableDocument) as refused:
+        inspect_upload(io.BytesIO(data))
+
+    assert refused.value.code == "damaged_image"
+
+
 def test_a_picture_within_the_bound_is_accepted_without_decoding_it():
     side = int(MAX_PIXELS**0.5)
 
