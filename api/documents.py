@@ -476,6 +476,7 @@ def search(
         "neighbours": results.neighbours,
         "model_share": results.model_share,
         "embedding_unavailable": results.embedding_unavailable,
+        "suggestion": results.suggestion,
         "results": [
             {
                 "document_id": hit.document_id,

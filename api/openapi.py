@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 # The version of the API's contract, in the document's `info` (docs/api.md, "Changes").
-VERSION = "1.7.0"
+VERSION = "1.8.0"
 
 TAGS = [
     {"name": "documents", "description": "Upload documents, list, read, download, delete."},

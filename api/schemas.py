@@ -81,10 +81,10 @@ class ConnectorSourceOut(Schema):
     content_version: str
 
 
-
 class OcrPageOut(Schema):
     page: int
     confidence: float
+
 
 class DocumentOut(Schema):
     id: uuid.UUID
@@ -228,6 +228,10 @@ class SearchOut(Schema):
     # Whether the query's embedding was to rank but the provider could not make it (down,
     # or paused after failing): the words alone ranked.
     embedding_unavailable: bool
+    # "Did you mean": `q` with the words no document of the organisation holds replaced
+    # by the nearest words some do (a letter changed, added, dropped, or two swapped);
+    # null when every word is held or none is near. Search it as `q` to follow it.
+    suggestion: str | None
 
 
 class QuotaOut(Schema):

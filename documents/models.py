@@ -7,6 +7,7 @@ other way round.
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import F, Q
 
@@ -285,6 +286,10 @@ class Chunk(models.Model):
     version = models.PositiveIntegerField()
     index = models.PositiveIntegerField()
     text = models.TextField()
+    # What the search index reads where it is not `text`: `text` with each run of Chinese,
+    # Japanese or Korean characters as its pairs (core/cjk.py); null for any other text
+    # (the generated `search_vector` reads coalesce(search_text, text)).
+    search_text = models.TextField(null=True, blank=True)  # noqa: DJ001
     # float32 little-endian (FLOAT32_BYTES a number): the record of the vector, read by the
     # exact scan where PostgreSQL has no pgvector (retrieval/vectors.py).
     embedding = models.BinaryField()
@@ -311,6 +316,49 @@ class Chunk(models.Model):
     @staticmethod
     def stable_id(*, document_id: uuid.UUID, version: int, index: int) -> uuid.UUID:
         return uuid.uuid5(document_id, f"v{version}/chunk/{index}")
+
+
+class SearchWord(models.Model):
+    """A word the organisation's searchable documents hold, and in how many of them: the
+    vocabulary that search's "Did you mean" suggests from (retrieval/suggest.py), kept by
+    documents/services/vocabulary.py as versions become searchable and leave search.
+
+    Found by its spelling with one letter dropped too: a GIN index on
+    `paperlane_word_deletes(word)` (migration 0022), so that a word typed with a letter
+    changed, added, dropped or two swapped finds it.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    word = models.CharField(max_length=32)
+    # Searchable documents holding it; the row goes when none does. Below 0 for a moment
+    # where a document's leaving was counted before its coming (two sweepers at once).
+    documents = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "word"], name="search_word_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.word} ({self.documents})"
+
+
+class VocabularyChange(models.Model):
+    """The words one document's version brought into search and those its leaving took
+    out, written in the transaction that changed what is searchable, and added to the
+    organisation's `SearchWord` counts by the sweeper, many changes in one statement
+    (documents/services/vocabulary.py)."""
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    added = ArrayField(models.CharField(max_length=32))
+    removed = ArrayField(models.CharField(max_length=32))
+
+    def __str__(self) -> str:
+        return f"+{len(self.added)} -{len(self.removed)} words"
 
 
 class QuotaReservation(models.Model):

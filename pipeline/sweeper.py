@@ -14,7 +14,10 @@ One pass:
 3. ended runs that still hold pages: release them;
 4. direct uploads whose time to be completed is over: removed, with the object of
    each one never completed (documents/services/pending_uploads.py);
-5. only when asked, the housekeeping (`sweep --loop` does it every
+5. the words documents brought into search and took out of it, added to their
+   organisations' vocabularies (documents/services/vocabulary.py), the oldest
+   500 changes a pass;
+6. only when asked, the housekeeping (`sweep --loop` does it every
    HOUSEKEEPING_INTERVAL_SECONDS, on one host each interval: a lock in Redis): stored
    files no document points to, older than ORPHAN_GRACE_SECONDS, are deleted, looking
    at ORPHAN_KEYS_PER_PASS keys a pass and going on from where the last pass stopped
@@ -40,6 +43,7 @@ from documents.models import QuotaReservation
 from documents.services.orphans import stored_orphans_remove
 from documents.services.pending_uploads import pending_uploads_remove_expired
 from documents.services.quota import quota_release
+from documents.services.vocabulary import vocabulary_apply
 from pipeline import broker, dispatch
 from pipeline.dispatch import DISPATCH_FIELDS, WAITING_STATUSES, current_job_id, enqueue_current
 from pipeline.models import ACTIVE_STATUSES, TERMINAL_STATUSES, ImportRun, RunStatus
@@ -90,6 +94,7 @@ class SweepReport:
     released: int = 0
     uploads_expired: int = 0
     orphans_removed: int = 0
+    vocabulary_changes: int = 0
     # What each registered housekeeping task did, by its name ("syncs pruned": 12).
     housekeeping: dict[str, int] = field(default_factory=dict)
 
@@ -99,6 +104,7 @@ class SweepReport:
             f"abandoned {self.abandoned}, attempts closed {self.attempts_closed}, "
             f"redelivered {self.redelivered}, "
             f"released {self.released}, uploads expired {self.uploads_expired}, "
+            f"vocabulary changes {self.vocabulary_changes}, "
             f"orphans removed {self.orphans_removed}{done}"
         )
 
@@ -132,6 +138,7 @@ def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> Swee
         report.redelivered = _redeliver_lost_jobs()
     report.released = _release_ended_reservations()
     report.uploads_expired = pending_uploads_remove_expired(limit=UPLOADS_PER_PASS)
+    report.vocabulary_changes = vocabulary_apply()
     if housekeeping and (not one_of_many or _take_the_housekeeping()):
         report.orphans_removed = _remove_orphaned_files()
         report.housekeeping = {name: task() for name, task in _HOUSEKEEPING.items()}

@@ -6,13 +6,16 @@ PostgreSQL's `ts_headline` marks them, with the index's own parser and dictionar
 the pages shown (ten at most, each cut to what the page shows): the same words search
 marks in its snippets. The marks are two control characters extracted text never holds
 (formats.base.clean_extracted drops them), split off here into plain pieces, so that the
-template escapes every piece and a <mark> is the only markup the text ever gets.
+template escapes every piece and a <mark> is the only markup the text ever gets. The
+query's Chinese, Japanese and Korean characters, which the parser cannot tell apart in a
+run, are marked where they are found (core/cjk.py).
 """
 
 from dataclasses import dataclass
 
 from django.conf import settings
 
+from core import cjk
 from retrieval.query import parse
 from retrieval.search import within_search_time
 from retrieval.search_index import check_language
@@ -52,15 +55,30 @@ def marked_pages(texts: list[str], query: str) -> list[list[Piece]]:
         return [row[0] for row in cursor.fetchall()]
 
     # Held to the search's time, as the search that led here was (SearchTooSlow past it).
-    return [_pieces(headline) for headline in within_search_time(read)]
+    return [_pieces(headline, words) for headline in within_search_time(read)]
 
 
-def _pieces(headline: str) -> list[Piece]:
+def _pieces(headline: str, words: list[str]) -> list[Piece]:
     pieces = []
     for part in headline.split(_START):
         marked, _, rest = part.partition(_STOP) if _STOP in part else ("", "", part)
         if marked:
             pieces.append(Piece(marked, True))
         if rest:
-            pieces.append(Piece(rest, False))
+            pieces.extend(_with_cjk_marked(rest, words))
+    return pieces
+
+
+def _with_cjk_marked(text: str, words: list[str]) -> list[Piece]:
+    """`text` (unmarked by ts_headline) with the query's Chinese, Japanese or Korean
+    characters marked: the parser reads a run of them as one word, which the query's
+    pairs (core/cjk.py) never equal."""
+    pieces, at = [], 0
+    for start, end in cjk.spans(text, words):
+        if start > at:
+            pieces.append(Piece(text[at:start], False))
+        pieces.append(Piece(text[start:end], True))
+        at = end
+    if at < len(text):
+        pieces.append(Piece(text[at:], False))
     return pieces

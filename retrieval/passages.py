@@ -22,6 +22,7 @@ from retrieval.search import (
     marked_snippet,
     page_bounds,
     query_parsed,
+    query_suggestion,
     with_landing_pages,
     within_search_time,
 )
@@ -115,4 +116,7 @@ def document_passages(
         more=len(rows) > limit,
         total=rows[0][7] if rows else 0,
         every_word=every,
+        suggestion=None
+        if rows or offset
+        else query_suggestion(organisation.id, query, parsed.words),
     )

@@ -5,12 +5,14 @@ A query is a list of clauses; a clause is held by a text that holds any of its
 alternatives (one, unless joined by `or`); an alternative is a word or a phrase.
 Apostrophes and hyphens are normalised here exactly as the index normalises the
 chunks' text (retrieval/search_index.py): "keeper's"
-is "keepers", "state-of-the-art" is the phrase "state of the art".
+is "keepers", "state-of-the-art" is the phrase "state of the art", and "你好世界" is the
+phrase of its pairs "你好 好世 世界" (core/cjk.py).
 """
 
 import re
 from dataclasses import dataclass
 
+from core.cjk import with_bigrams
 from retrieval.search_index import APOSTROPHES, HYPHENS
 
 # Over the query only (at most MAX_QUERY_CHARS), never a document's text.
@@ -22,6 +24,13 @@ _TABLE = str.maketrans(HYPHENS, " " * len(HYPHENS), APOSTROPHES)
 def normalise(text: str) -> str:
     """`text` with apostrophes removed and hyphens read as spaces, as the index reads it."""
     return text.translate(_TABLE)
+
+
+def indexed(text: str) -> str:
+    """`text` as the index reads it: normalised, and runs of Chinese, Japanese or Korean
+    characters as their pairs (a phrase of them)."""
+    text = normalise(text)
+    return with_bigrams(text) or text
 
 
 Phrase = tuple[str, ...]
@@ -50,7 +59,7 @@ def parse(text: str) -> Query:
         if not quoted and not negated and raw.lower() == "or":
             joining = bool(clauses)
             continue
-        phrase = tuple(word.lower() for word in _WORD.findall(normalise(raw)))
+        phrase = tuple(word.lower() for word in _WORD.findall(indexed(raw)))
         if not phrase:
             continue
         if negated:

@@ -32,6 +32,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.utils import OperationalError
 
+from core import cjk
 from core.errors import RetryLater, ServiceError
 from core.provider_breaker import breaker
 from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText, Organisation
@@ -40,6 +41,7 @@ from retrieval.coverage import embedding_coverage
 from retrieval.embedding import PROVIDER, get_embedder
 from retrieval.query import Query, parse
 from retrieval.search_index import check_language
+from retrieval.suggest import nearest_words, rewritten
 from retrieval.text import TextCandidates, TextMatch, passage_counts, text_candidates
 from retrieval.vectors import cosine_similarities, nearest_chunks
 
@@ -120,6 +122,9 @@ class Results:
     model_share: float | None = None
     # Whether embeddings were to rank but the provider could not embed the query.
     embedding_unavailable: bool = False
+    # The query with the words no document holds replaced by the nearest that some do
+    # ("Did you mean"); None when every word is held or none is near.
+    suggestion: str | None = None
 
 
 def documents_search(
@@ -164,6 +169,7 @@ def documents_search(
     more = len(ranked) > offset + limit
     page = ranked[offset : offset + limit]
     counts = within_search_time(lambda _: passage_counts(query=parsed, document_ids=page))
+    unfound = [w for n in sorted(found.unfound) for phrase in parsed.clauses[n] for w in phrase]
     return Results(
         hits=_hits(page, best, parsed, counts),
         ranking="embedding" if semantic else "text",
@@ -171,6 +177,7 @@ def documents_search(
         neighbours=neighbours,
         model_share=model_share,
         embedding_unavailable=fuse and vector is None,
+        suggestion=query_suggestion(organisation.id, query, unfound),
     )
 
 
@@ -189,6 +196,17 @@ def query_parsed(query: str) -> Query:
             code="query_empty",
         )
     return parsed
+
+
+def query_suggestion(organisation_id: int, query: str, words: list[str]) -> str | None:
+    """`query` with those of `words` the organisation's documents do not hold replaced
+    by the nearest they do (retrieval/suggest.py); None when none is replaced."""
+    if not words:
+        return None
+    replacements = within_search_time(
+        lambda cursor: nearest_words(cursor, organisation_id=organisation_id, words=words)
+    )
+    return rewritten(query.strip(), replacements) if replacements else None
 
 
 def page_bounds(limit: int, offset: int) -> tuple[int, int]:
@@ -442,16 +460,22 @@ def _first_marked(hit: Hit) -> str:
 
 def _marks(pieces: list[str], words: list[str]) -> dict[str, tuple[tuple[int, int], ...]]:
     """Where each snippet holds a word of the query, as the index would match it: a word
-    whose stem is a query word's stem ("alphabet" for "alphabets")."""
+    whose stem is a query word's stem ("alphabet" for "alphabets"), and in Chinese,
+    Japanese or Korean, the query's characters wherever they are (core/cjk.py)."""
     found = {
-        piece: [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(piece)]
+        piece: [(m.start(), m.end(), m.group().lower()) for m in cjk.OTHER_WORD.finditer(piece)]
         for piece in pieces
     }
     every = sorted({w for spots in found.values() for _, _, w in spots} | set(words))
     stems = _stems(every)
     wanted = {stems[w] for w in words if stems.get(w)}
     return {
-        piece: tuple((start, end) for start, end, w in spots if stems.get(w) in wanted)
+        piece: tuple(
+            sorted(
+                [(start, end) for start, end, w in spots if stems.get(w) in wanted]
+                + cjk.spans(piece, words)
+            )
+        )
         for piece, spots in found.items()
     }
 

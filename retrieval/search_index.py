@@ -1,8 +1,10 @@
 """The chunks' full-text index for search (retrieval/text.py): its DDL, and keeping it fit.
 
 A stored `search_vector` column of documents_chunk, generated from the chunk's normalised
-text in the text search configuration PAPERLANE_SEARCH_LANGUAGE, with a GIN index on it
-(made by migration documents 0018, which keeps its own copy of this SQL as it was then).
+text (its `search_text` where it holds Chinese, Japanese or Korean: core/cjk.py) in the
+text search configuration PAPERLANE_SEARCH_LANGUAGE, with a GIN index on it (made by
+migrations documents 0018 and 0023, which keep their own copies of this SQL as it was
+then).
 `chunks_search_index_refresh` rebuilds it in another language and refreshes the planner's
 statistics after a bulk load (`manage.py search_index`).
 
@@ -44,7 +46,10 @@ def check_language(language: str) -> str:
 
 
 def vector_expression(language: str) -> str:
-    return f"to_tsvector('{check_language(language)}'::regconfig, {normalise_sql('text')})"
+    # The chunk's text, or where it holds Chinese, Japanese or Korean, its text with those
+    # runs as pairs of characters (`search_text`, core/cjk.py).
+    text = normalise_sql("coalesce(search_text, text)")
+    return f"to_tsvector('{check_language(language)}'::regconfig, {text})"
 
 
 def add_column(language: str) -> str:

@@ -52,6 +52,8 @@ class TextCandidates:
     holds: dict[object, frozenset[int]] = field(default_factory=dict)
     # The query's clauses an index can look for (a clause of stop words alone cannot).
     clauses: int = 0
+    # Those of them (their positions in the query) no chunk of the organisation holds.
+    unfound: frozenset[int] = frozenset()
 
 
 def idf(total: int, found: int) -> float:
@@ -236,7 +238,7 @@ def text_candidates(
         )
         rows = cursor.fetchall()
         if not rows:
-            return TextCandidates(matches=[], clauses=len(texts))
+            return TextCandidates(matches=[], clauses=len(texts), unfound=frozenset(clauses))
         total = rows[0][6]
         found, pooled = [0] * len(texts), [0] * len(texts)
         for n, count, read in rows[0][7] or []:
@@ -272,7 +274,12 @@ def text_candidates(
         ]
         if cut_short:
             _complete(cursor, language, texts, cut_short, holds, _first_documents(holds, deepest))
-    return TextCandidates(matches=matches, holds=holds, clauses=len(texts))
+    return TextCandidates(
+        matches=matches,
+        holds=holds,
+        clauses=len(texts),
+        unfound=frozenset(clauses[n] for n in range(len(texts)) if not found[n]),
+    )
 
 
 def _answerable(cursor, language: str, query: Query) -> list[int]:

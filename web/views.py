@@ -72,8 +72,8 @@ def search_view(request: HttpRequest) -> HttpResponse:
             messages.error(request, exc.message)
             status = exc.status_code
 
-    def page_url(at: int, *, ordered: str = order) -> str:
-        query = {"q": q, **({"document": document.id, "order": ordered} if document else {})}
+    def page_url(at: int, *, ordered: str = order, words: str = q) -> str:
+        query = {"q": words, **({"document": document.id, "order": ordered} if document else {})}
         return "?" + urlencode({**query, **({"offset": at} if at else {})})
 
     more = (
@@ -99,5 +99,8 @@ def search_view(request: HttpRequest) -> HttpResponse:
         "all_url": "?" + urlencode({"q": q}) if q else "?",
         "order": order,
         "other_order_url": page_url(0, ordered=PAGE_ORDER if order == RANK_ORDER else RANK_ORDER),
+        "suggestion_url": page_url(0, words=results.suggestion)
+        if results and results.suggestion
+        else "",
     }
     return render(request, "web/search.html", context, status=status)

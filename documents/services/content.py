@@ -8,8 +8,10 @@ from django.db import connection, transaction
 from django.db.models.functions import MD5
 from django.utils import timezone
 
+from core.cjk import with_bigrams
 from core.selects import RowSelect
 from documents.models import FLOAT32_BYTES, Chunk, Document, DocumentText, PageReading
+from documents.services.vocabulary import vocabulary_change, vocabulary_leave
 from formats.base import PAGE_BREAK, Extracted, clean_extracted
 
 # Settling a version (every document's): its chunks counted and it made the searchable one
@@ -127,6 +129,7 @@ def document_chunks_upsert(
             version=document.version,
             index=i,
             text=text,
+            search_text=with_bigrams(text),
             embedding=vector,
             embedding_model=model,
             embedding_dimensions=len(vector) // FLOAT32_BYTES,
@@ -145,6 +148,7 @@ def document_chunks_upsert(
         unique_fields=["id"],
         update_fields=[
             "text",
+            "search_text",
             "embedding",
             "embedding_model",
             "embedding_dimensions",
@@ -178,9 +182,11 @@ def document_chunks_finish(*, document: Document, count: int) -> None:
 @transaction.atomic(savepoint=False)
 def document_make_searchable(*, document: Document) -> int:
     """Search reads the document's current version from now on (its run settles, in the
-    settle's transaction): its chunk count is recorded and the chunks of every other
-    version (the one it supersedes) are dropped. Returns the chunk count."""
+    settle's transaction): its chunk count is recorded, its words replace the superseded
+    version's in the organisation's vocabulary, and the chunks of every other version
+    (the one it supersedes) are dropped. Returns the chunk count."""
     version = document.version
+    vocabulary_change(document_id=document.id, version=version)
     if version > 1:  # a first version supersedes none
         Chunk.objects.filter(document=document).exclude(version=version).delete()
     with connection.cursor() as cursor:
@@ -212,6 +218,7 @@ def document_mark_source_deleted(*, document_ids: Sequence, remove_chunks: bool)
         source_deleted_at=timezone.now()
     )
     if remove_chunks:
+        vocabulary_leave(document_ids=document_ids)
         Chunk.objects.filter(document_id__in=document_ids).delete()
         Document.objects.filter(id__in=document_ids).update(searchable_version=None, chunk_count=0)
     return marked

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from documents.models import Chunk, Document, DocumentText
+from documents.services.vocabulary import vocabulary_change
 from documents.storage import document_folder, storage_delete, stored_keys
 
 logger = logging.getLogger(__name__)
@@ -20,6 +21,7 @@ logger = logging.getLogger(__name__)
 def document_mark_deleted(*, document: Document, deleted_by: str) -> None:
     """Mark the document deleted and remove its extracted text and chunks (out of search).
     Call with the document's row locked, after its runs were stopped."""
+    vocabulary_change(document_id=document.id, version=None)
     now = timezone.now()
     document.deleted_at, document.deleted_by = now, deleted_by[:200]
     document.chunk_count = document.text_chars = 0

@@ -53,8 +53,11 @@ import django, json
 django.setup()
 from documents.models import Organisation
 from retrieval.search import documents_search
-hits = documents_search(organisation=Organisation.objects.get(slug="acme"), query="tide").hits
-print(json.dumps([hit.filename for hit in hits]))
+acme = Organisation.objects.get(slug="acme")
+hits = documents_search(organisation=acme, query="tide").hits
+# The vocabulary of the documents searchable before the upgrade: "Did you mean".
+typo = documents_search(organisation=acme, query="extarction").suggestion
+print(json.dumps([[hit.filename for hit in hits], typo]))
 """
 
 
@@ -90,6 +93,6 @@ def test_a_database_from_c850636_migrates_with_nothing_lost_and_is_searched(tmp_
         assert _schema(old_reloaded) == _schema(reloaded)
         searched = database_manage(old, code=SEARCH)
         assert searched.returncode == 0, searched.stderr
-        assert searched.stdout.strip().splitlines()[-1] == '["tides.pdf"]'
+        assert searched.stdout.strip().splitlines()[-1] == '[["tides.pdf"], "extraction"]'
     finally:
         databases_drop(old, fresh, reloaded, old_reloaded)

@@ -9,6 +9,7 @@ from lxml import html
 
 from core.provider_breaker import breaker
 from documents.models import Chunk
+from documents.services.vocabulary import vocabulary_apply
 from retrieval.embedding import PROVIDER
 from tests.support.files import make_pdf
 from tests.support.runs import document_with_chunks, drive
@@ -180,6 +181,28 @@ def test_the_page_says_when_nothing_matches_and_shows_no_results_before_a_search
     assert "found" not in empty and 'name="q"' in empty
     assert "all your words come first, then those that hold most of them" in empty
     assert "0 documents found" in nothing and "No document holds the words" in nothing
+
+
+def test_a_typo_offers_the_words_the_documents_hold_as_a_link(member_client, org):
+    log = document_with_chunks(org, "log.pdf", ["the harbour master's log"])
+    vocabulary_apply()  # the sweeper's
+
+    for params, href in (
+        ({"q": "harbuor master"}, "?q=harbour+master"),
+        (
+            {"q": "harbuor", "document": str(log.id), "order": "rank"},
+            f"?q=harbour&document={log.id}&order=rank",
+        ),
+    ):
+        tree = html.fromstring(member_client.get("/search/", params).content)
+        [offer] = tree.xpath(f"//p[{_of_class('suggestion')}]")
+        [link] = offer.xpath(".//a")
+        assert " ".join(offer.text_content().split()).startswith("Did you mean harbour")
+        assert link.get("href") == href
+        assert [r["name"] for r in _results(member_client.get("/search/" + href))] == ["log.pdf"]
+
+    spelt_right = html.fromstring(member_client.get("/search/", {"q": "harbour"}).content)
+    assert spelt_right.xpath(f"//p[{_of_class('suggestion')}]") == []
 
 
 def test_a_query_it_refuses_is_a_plain_message(member_client):
