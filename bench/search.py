@@ -1,7 +1,7 @@
 """Search at scale: latency of documents_search and the known-item MRR of the corpus.
 
     .venv/bin/python bench/search.py [--chunks 100000] [--documents 1000] [--queries 200]
-                                     [--others 2] [--embeddings] [--pgvector]
+                                     [--others 2] [--embeddings] [--pgvector] [--breakdown]
 
 Builds, in a fresh bench database (bench/_common.py), one organisation of `--documents`
 documents holding `--chunks` chunks of generated text (content words drawn from a
@@ -9,11 +9,15 @@ Zipf-Mandelbrot vocabulary of 40,000, each document with its own rarer topic wor
 every fourth word a stop word), and `--others` organisations beside it with a fifth as
 many each, loaded with COPY. Then, for `--queries` known items of each kind
 (tests/support/known_items.py: 6 consecutive words; 3 distinctive words, one
-re-inflected; the same + 1 word the document lacks), it times documents_search (limit
-10, in this process) and scores MRR@10, twice: on the freshly loaded table (no
-statistics: the plan must not depend on them), and after `manage.py search_index`
-(ANALYZE). SQLite FTS5 bm25 over the same
+re-inflected; the same + 1 word the document lacks), with the organisations' vocabulary
+counted (so a word no document holds is looked up for "Did you mean"), it times
+documents_search (limit 10, in this process) and scores MRR@10, twice: on the freshly
+loaded table (no statistics: the plan must not depend on them), and after `manage.py
+search_index` (the index's pending list merged, ANALYZE). SQLite FTS5 bm25 over the same
 chunks is scored alongside (MRR only).
+
+`--breakdown` prints, for each row, where a search's time goes: the mean milliseconds of
+each kind of statement, and what is left (Python, the round trips).
 
 `--embeddings` stores the hashing embedder's vectors (slow: about a minute per 100,000
 chunks) and adds a row ranked with their cosine fused (PAPERLANE_SEARCH_FUSE_EMBEDDINGS
@@ -37,8 +41,10 @@ from django.test import override_settings
 from django.utils import timezone
 
 from documents.models import Document, Organisation
+from documents.services.vocabulary import vocabulary_rebuild
 from retrieval.embedding import HashingEmbedder, pack_vector
 from retrieval.search import documents_search
+from retrieval.search_index import chunks_search_index_refresh
 from tests.support.known_items import KINDS, Fts5Baseline, known_items, mrr
 
 _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
@@ -121,8 +127,36 @@ def _load(organisation: Organisation, corpus: dict[str, list[str]], embed: bool)
     return {d.id: key for d, key in zip(documents, corpus, strict=True)}
 
 
+# What each statement of a search is, by how its SQL starts (--breakdown).
+_STATEMENTS = [
+    ("WITH excluded", "the clauses' matches, pooled and ranked (text)"),
+    ("SELECT c.document_id, ARRAY[bool_or", "which clauses the first documents hold"),
+    ('SELECT c.id, c.document_id, c."index", 1 -', "nearest chunks (pgvector)"),
+    ('SELECT "documents_chunk"."id" AS "id", "documents_chunk"."embedding"', "pool's vectors"),
+    ("SELECT coalesce(sum(chunk_count)", "chunks to compare (exact or index)"),
+    ("SELECT c.document_id, count(*)", "passages each result holds"),
+    ("SELECT w, (SELECT min(lexeme)", "stems of the snippets' words (marks)"),
+    ("SELECT q.word, s.word", "did you mean"),
+]
+
+
+def _statement(sql: str) -> str:
+    sql = " ".join(sql.split())
+    return next((name for start, name in _STATEMENTS if sql.startswith(start)), "the others")
+
+
 def _measure(organisation, names, items, **overrides) -> tuple[dict, dict]:
     timings: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    spent: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
+
+    def timed(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            share = spent[current[0]]
+            name = _statement(sql)
+            share[name] = share.get(name, 0.0) + (time.perf_counter() - started) * 1000
 
     def search(query: str) -> list[str]:
         started = time.perf_counter()
@@ -131,11 +165,36 @@ def _measure(organisation, names, items, **overrides) -> tuple[dict, dict]:
         return [names[hit.document_id] for hit in hits]
 
     scores = {}
-    with override_settings(**overrides):
+    with override_settings(**overrides), connection.execute_wrapper(timed):
         for kind in KINDS:
             current = [kind]
             scores.update(mrr([i for i in items if i.kind == kind], search))
+    _spent[len(_spent)] = (spent, {kind: len(timings[kind]) for kind in KINDS}, timings)
     return scores, timings
+
+
+# Each measurement's time by statement, in the order measured (--breakdown).
+_spent: dict[int, tuple] = {}
+
+
+def _print_breakdown(label: str, measured: tuple) -> None:
+    spent, counts, timings = measured
+    print(f"\n{label}: mean ms a search, by statement")
+    names = [name for _, name in _STATEMENTS] + ["the others"]
+    rows = []
+    for name in names:
+        if any(name in spent[kind] for kind in KINDS):
+            means = [spent[kind].get(name, 0) / counts[kind] for kind in KINDS]
+            rows.append([name] + [f"{mean:.1f}" for mean in means])
+    rows.append(
+        ["Python, and the round trips' own time"]
+        + [
+            f"{(sum(timings[kind]) - sum(spent[kind].values())) / counts[kind]:.1f}"
+            for kind in KINDS
+        ]
+    )
+    rows.append(["in all"] + [f"{sum(timings[kind]) / counts[kind]:.1f}" for kind in KINDS])
+    print_table(["statement", *KINDS], rows)
 
 
 def _row(label: str, scores: dict, timings: dict) -> list[str]:
@@ -157,6 +216,9 @@ def _build(args, *, embed: bool) -> tuple[Organisation, dict, list, dict]:
     for n in range(args.others):
         other = Organisation.objects.create(slug=f"beside-{n}", name="beside", page_limit=10**9)
         _load(other, _corpus(rng, args.documents // 5, args.chunks // 5), embed)
+    # The words "Did you mean" suggests from, as settling the documents would have counted
+    # them: a query holding a word no document has looks for the nearest.
+    vocabulary_rebuild()
     items = known_items(corpus)
     chosen = []
     for kind in KINDS:
@@ -173,6 +235,9 @@ def main() -> None:
     parser.add_argument("--others", type=int, default=2)
     parser.add_argument("--embeddings", action="store_true")
     parser.add_argument("--pgvector", action="store_true")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="where each search's time goes, by statement"
+    )
     args = parser.parse_args()
 
     env = bench_env(str(SCRATCH / "media"))
@@ -204,6 +269,10 @@ def main() -> None:
     for kind in KINDS:
         headers += [kind, "ms"]
     print_table(headers, rows)
+    if args.breakdown:
+        labels = [row[0] for row in rows if row[0] != "SQLite FTS5 bm25 (any word)"]
+        for label, measured in zip(labels, _spent.values(), strict=True):
+            _print_breakdown(label, measured)
 
 
 def _with_pgvector(args) -> tuple[dict, dict]:
@@ -220,6 +289,7 @@ def _with_pgvector(args) -> tuple[dict, dict]:
             cursor.execute("SET maintenance_work_mem = '512MB'")
             vector_indexes_build(concurrently=False)
             cursor.execute("ANALYZE")
+        chunks_search_index_refresh()  # as `manage.py search_index` does after a load
         print(f"pgvector: built, loaded and indexed in {time.perf_counter() - started:.0f} s")
         return _measure(ours, names, chosen, PAPERLANE_SEARCH_FUSE_EMBEDDINGS="always")
 

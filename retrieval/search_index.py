@@ -105,8 +105,9 @@ def _index_build() -> None:
 
 def chunks_search_index_refresh(*, rebuild: bool = False) -> str:
     """Rebuild the index if it is in another language than PAPERLANE_SEARCH_LANGUAGE (or
-    when asked), then refresh the planner's statistics of the chunks (ANALYZE): a bulk
-    load leaves none until autovacuum comes by. An index left invalid or missing by a build
+    when asked), then merge what waits in its pending list and refresh the planner's
+    statistics of the chunks (ANALYZE): a bulk load leaves both until autovacuum comes
+    by. An index left invalid or missing by a build
     that failed is built again. Says what it did. Outside a transaction: the index is built
     concurrently, and search finds nothing during a rebuild."""
     language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
@@ -126,6 +127,12 @@ def chunks_search_index_refresh(*, rebuild: bool = False) -> str:
             # invalid or missing; IF NOT EXISTS alone would pass over an invalid one.
             _index_build()
             done.append("index built again (it was invalid or missing)")
+        # Rows written since the index last merged them wait in its pending list, which
+        # every search reads through (autovacuum merges it; a bulk load outruns it).
+        cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [INDEX])
+        (merged,) = cursor.fetchone()
+        if merged:
+            done.append(f"pending list merged into the index ({merged} pages)")
         cursor.execute(f'ANALYZE "{CHUNKS}"')
         done.append("statistics refreshed")
     return ", ".join(done)

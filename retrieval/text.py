@@ -202,8 +202,7 @@ def text_candidates(
         # word beside others, a sample (those holding every word are read on their own).
         params += [per_clause, per_clause if len(texts) == 1 else _COMMON_SAMPLE]
         tests = ", ".join(
-            "ts_rank(c.search_vector, to_tsquery(%s::regconfig, %s), 0), "
-            "c.search_vector @@ to_tsquery(%s::regconfig, %s)"
+            "ts_rank(x.v, to_tsquery(%s::regconfig, %s), 0), x.v @@ to_tsquery(%s::regconfig, %s)"
             for _ in texts
         )
         for text in texts:
@@ -225,14 +224,17 @@ def text_candidates(
                  ranked AS (
                      SELECT DISTINCT id FROM counted
                      WHERE n < 0 OR pooled < %s OR (per_document = 1 AND k <= %s))
-            SELECT c.id, c.document_id, c.index, length(c.search_vector),
+            SELECT c.id, c.document_id, c.index, length(x.v),
                    ARRAY[{tests}]::text[],
-                   c.search_vector @@ phraseto_tsquery(%s::regconfig, %s),
+                   x.v @@ phraseto_tsquery(%s::regconfig, %s),
                    (SELECT coalesce(sum(chunk_count), 0) FROM {_DOCUMENTS}
                     WHERE organisation_id = %s AND deleted_at IS NULL),
                    (SELECT array_agg(DISTINCT ARRAY[n, in_organisation, pooled])
                     FROM counted WHERE n >= 0)
-            FROM ranked f JOIN {_CHUNKS} c ON c.id = f.id
+            FROM ranked f JOIN {_CHUNKS} c ON c.id = f.id,
+                 -- The chunk's vector read (decompressed) once for the tests above, not
+                 -- once for each of them (OFFSET 0: not folded back into each use).
+                 LATERAL (SELECT c.search_vector || ''::tsvector AS v OFFSET 0) x
             """,
             params,
         )

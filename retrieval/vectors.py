@@ -109,10 +109,15 @@ def _nearest(scope: "_Scope", vector: list[float], limit: int) -> Neighbours:
     bound = settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS
     if not vector_column_ready():
         return _scan(scope, vector, limit, bound)
-    if _count_up_to(scope, bound + 1) <= bound:
+    # The chunks settled searchable bound those of the model: few, and they are compared
+    # one by one without counting them (counting up to the bound read that many rows).
+    if _searchable_chunks(scope) <= bound:
         return _exact(scope, vector, limit)
     if vector_index_exists(model=model, dimensions=len(vector)):
         return _knn(scope, vector, limit)
+    # Many chunks, but no index of this model: few of them may be on it (a re-embed).
+    if _count_up_to(scope, bound + 1) <= bound:
+        return _exact(scope, vector, limit)
     return Neighbours(rows=(), complete=False, method="none")
 
 
@@ -156,6 +161,18 @@ def _rows(fetched) -> tuple[Neighbour, ...]:
         )
         for chunk_id, doc, index, similarity in fetched
     )
+
+
+def _searchable_chunks(scope: _Scope) -> int:
+    """The chunks of the organisation's (or the document's) searchable versions, on any
+    model, as their documents record them when they settle (`chunk_count`)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(chunk_count), 0) FROM documents_document "
+            "WHERE organisation_id = %s AND deleted_at IS NULL AND (%s::uuid IS NULL OR id = %s)",
+            [scope.organisation_id, scope.document_id, scope.document_id],
+        )
+        return cursor.fetchone()[0]
 
 
 def _count_up_to(scope: _Scope, cap: int) -> int:

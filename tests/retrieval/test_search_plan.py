@@ -64,6 +64,10 @@ def test_search_index_rebuilds_the_index_in_a_new_language_and_analyses(org, set
     document_with_chunks(org, "alphabet.pdf", ["an alphabet of the sea"])
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'documents_chunk'::regclass")
+    # The chunk just written waits in the index's pending list until merged.
+    assert call_command_output("search_index") == (
+        "pending list merged into the index (1 pages), statistics refreshed"
+    )
     assert call_command_output("search_index") == "statistics refreshed"
     try:
         settings.PAPERLANE_SEARCH_LANGUAGE = "simple"
