@@ -1,4 +1,4 @@
-""" "Did you mean": for the words of a query that the organisation's documents do not hold,
+"""Did you mean: for the words of a query that the organisation's documents do not hold,
 the nearest words they do hold (their vocabulary, `SearchWord`, kept by
 documents/services/vocabulary.py), and the query with those in their places.
 

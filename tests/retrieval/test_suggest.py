@@ -1,4 +1,4 @@
-""" "Did you mean": a word no document of the organisation holds is replaced by the nearest
+"""Did you mean: a word no document of the organisation holds is replaced by the nearest
 one its documents do, from its own vocabulary, kept as documents become searchable and
 leave search; never another organisation's word."""
 
