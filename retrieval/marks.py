@@ -73,8 +73,18 @@ def _with_cjk_marked(text: str, words: list[str]) -> list[Piece]:
     """`text` (unmarked by ts_headline) with the query's Chinese, Japanese or Korean
     characters marked: the parser reads a run of them as one word, which the query's
     pairs (core/cjk.py) never equal."""
+    return cut_at_marks(text, cjk.spans(text, words))
+
+
+def cut_at_marks(text: str, marks) -> list[Piece]:
+    """`text` cut at its `marks` ((start, end) offsets): the marked words and the text
+    between them, in order. A mark that overlaps one before it, or starts outside the
+    text, is left out; one that runs past its end is cut there."""
     pieces, at = [], 0
-    for start, end in cjk.spans(text, words):
+    for start, end in sorted(marks):
+        end = min(end, len(text))
+        if start < at or start >= end:
+            continue
         if start > at:
             pieces.append(Piece(text[at:start], False))
         pieces.append(Piece(text[start:end], True))

@@ -9,44 +9,21 @@ from dataclasses import dataclass
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from retrieval.marks import Piece, cut_at_marks
 from retrieval.search import Hit
 from web.document_parts import CHUNKS_PER_PAGE
 
 
 @dataclass(frozen=True)
-class SnippetPiece:
-    text: str
-    marked: bool
-
-
-@dataclass(frozen=True)
 class Result:
     hit: Hit
-    pieces: list[SnippetPiece]
+    pieces: list[Piece]
     # Opens the document at the result: its page in the text, or its chunk where the
     # format has no pages.
     url: str
     pages: str
     # Every passage of the document that holds the words: its search alone.
     passages_url: str
-
-
-def snippet_pieces(snippet: str, marks) -> list[SnippetPiece]:
-    """`snippet` cut at its `marks` ((start, end) offsets): the marked words and the text
-    between them, in order. A mark that overlaps one before it, or starts outside the
-    snippet, is left out; one that runs past its end is cut there."""
-    pieces, at = [], 0
-    for start, end in sorted(marks):
-        end = min(end, len(snippet))
-        if start < at or start >= end:
-            continue
-        if start > at:
-            pieces.append(SnippetPiece(snippet[at:start], False))
-        pieces.append(SnippetPiece(snippet[start:end], True))
-        at = end
-    if at < len(snippet):
-        pieces.append(SnippetPiece(snippet[at:], False))
-    return pieces
 
 
 def pages_label(start: int | None, end: int | None) -> str:
@@ -76,7 +53,7 @@ def results_shown(hits: list[Hit], q: str = "") -> list[Result]:
     return [
         Result(
             hit=hit,
-            pieces=snippet_pieces(hit.snippet, hit.marks),
+            pieces=cut_at_marks(hit.snippet, hit.marks),
             url=result_url(hit, q),
             pages=pages_label(hit.page_start, hit.page_end),
             passages_url=f"{search}?{urlencode({'q': q, 'document': hit.document_id})}",
