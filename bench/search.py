@@ -179,7 +179,7 @@ def _measure(organisation, names, items, **overrides) -> tuple[dict, dict]:
         for kind in KINDS:
             current = [kind]
             scores.update(mrr([i for i in items if i.kind == kind], search))
-    _spent[len(_spent)] = (spent, {kind: len(timings[kind]) for kind in KINDS}, timings)
+    _spent.append((spent, {kind: len(timings[kind]) for kind in KINDS}, timings))
     timings["timeouts"] = dict(_timeouts)
     return scores, timings
 
@@ -189,7 +189,7 @@ _timeouts: dict[str, int] = {}
 
 
 # Each measurement's time by statement, in the order measured (--breakdown).
-_spent: dict[int, tuple] = {}
+_spent: list[tuple] = []
 
 
 def _print_breakdown(label: str, measured: tuple) -> None:
@@ -310,7 +310,7 @@ def main() -> None:
     print_table(headers, rows)
     if args.breakdown:
         labels = [row[0] for row in rows if row[0] != "SQLite FTS5 bm25 (any word)"]
-        for label, measured in zip(labels, _spent.values(), strict=True):
+        for label, measured in zip(labels, _spent, strict=True):
             _print_breakdown(label, measured)
 
 

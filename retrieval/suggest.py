@@ -17,10 +17,9 @@ from django.conf import settings
 
 from core.cjk import CHARACTER
 from documents.models import SearchWord
+from documents.services.vocabulary import MAX_LETTERS, MIN_LETTERS
 from retrieval.search_index import check_language
 
-# The words a suggestion is looked for: as long as those the vocabulary keeps.
-MIN_LETTERS, MAX_LETTERS = 3, 32
 # Of a word's neighbours, this many in the most documents are weighed.
 _NEIGHBOURS = 100
 # Over the query only (at most MAX_QUERY_CHARS), never a document's text.

@@ -25,6 +25,8 @@ from core.cjk import SQL_CLASS
 from documents.models import Chunk, Document, SearchWord, VocabularyChange
 
 WORDS_PER_VERSION = 20_000
+# The words kept: as short and as long as these (SearchWord.word holds 32).
+MIN_LETTERS, MAX_LETTERS = 3, 32
 # Changes added to the counts in one transaction.
 CHANGES_PER_APPLY = 500
 
@@ -41,7 +43,7 @@ _VERSION_WORDS = f"""
         FROM {_CHUNKS} c, unnest(to_tsvector('paperlane_words', c.text)) v
         WHERE c.document_id = {{document}} AND c.version = {{version}}
         GROUP BY v.lexeme) w
-    WHERE length(lexeme) BETWEEN 3 AND 32
+    WHERE length(lexeme) BETWEEN {MIN_LETTERS} AND {MAX_LETTERS}
       AND lexeme !~ '{SQL_CLASS}'
     ORDER BY chunks DESC, lexeme
     LIMIT {WORDS_PER_VERSION}
