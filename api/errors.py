@@ -80,6 +80,10 @@ class ErrorCode(StrEnum):
     QUERY_EMPTY = "query_empty"
     QUERY_TOO_LONG = "query_too_long"
     SEARCH_TIMEOUT = "search_timeout"
+    # Webhook endpoints.
+    INVALID_WEBHOOK_ENDPOINT = "invalid_webhook_endpoint"
+    INVALID_WEBHOOK_EVENTS = "invalid_webhook_events"
+    WEBHOOK_ENDPOINT_LIMIT_REACHED = "webhook_endpoint_limit_reached"
     # A run's error: what stopped it in a stage.
     STAGE_ERROR = "stage_error"
     PERMANENT_ERROR = "permanent_error"

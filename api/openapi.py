@@ -17,6 +17,11 @@ TAGS = [
         "description": "Large files PUT straight to storage (S3 deployments only).",
     },
     {"name": "organisation", "description": "The organisation's page quota and API tokens."},
+    {
+        "name": "webhooks",
+        "description": "Endpoints told of runs that end, documents deleted and folders "
+        "paused: signed (Standard Webhooks), retried, each delivery kept.",
+    },
 ]
 
 _RETRY_AFTER = {

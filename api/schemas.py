@@ -263,3 +263,100 @@ class TokenPage(Schema):
     count: int
     limit: int
     offset: int
+
+
+class WebhookEventType(StrEnum):
+    """The events an endpoint may ask for (webhook.test is sent on request only)."""
+
+    RUN_SUCCEEDED = "run.succeeded"
+    RUN_FAILED = "run.failed"
+    RUN_DEAD_LETTER = "run.dead_letter"
+    RUN_CANCELLED = "run.cancelled"
+    DOCUMENT_DELETED = "document.deleted"
+    CONNECTION_PAUSED = "connection.paused"
+
+
+class WebhookEndpointIn(Schema):
+    """A new endpoint: where to send, which events, and a note for people."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=2000, pattern=NO_CONTROL_CHARACTERS)
+    events: list[WebhookEventType] = Field(min_length=1, max_length=len(WebhookEventType))
+    description: str = Field("", max_length=200, pattern=NO_CONTROL_CHARACTERS)
+
+
+class WebhookEndpointChange(Schema):
+    """What to change of an endpoint; what is left out stays. `enabled: true` enables a
+    disabled endpoint again (its failures forgotten)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(None, min_length=1, max_length=2000, pattern=NO_CONTROL_CHARACTERS)
+    events: list[WebhookEventType] | None = Field(
+        None, min_length=1, max_length=len(WebhookEventType)
+    )
+    description: str | None = Field(None, max_length=200, pattern=NO_CONTROL_CHARACTERS)
+    enabled: bool | None = None
+
+
+class WebhookEndpointOut(Schema):
+    """An endpoint as its organisation sees it: never its secret."""
+
+    id: uuid.UUID
+    url: str
+    events: list[WebhookEventType]
+    description: str
+    enabled: bool
+    # Why it is disabled: by whom, or its receiver's 410, or a day of failures.
+    disabled_reason: str
+    # The first failed try since the last success (null while it succeeds).
+    failing_since: datetime | None
+    # Until when deliveries are signed with the secret before the last rotation too.
+    previous_secret_until: datetime | None
+    created_at: datetime
+
+
+class WebhookEndpointWithSecret(WebhookEndpointOut):
+    """An endpoint and its signing secret (`whsec_…`), shown this once."""
+
+    secret: str
+
+
+class WebhookEndpointPage(Schema):
+    items: list[WebhookEndpointOut]
+    count: int
+    limit: int
+    offset: int
+
+
+class DeliveryStatusOut(StrEnum):
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    DEAD_LETTER = "dead_letter"
+    SKIPPED = "skipped"
+
+
+class WebhookDeliveryOut(Schema):
+    """One event's delivery to the endpoint, and its last try."""
+
+    id: uuid.UUID
+    # The event's id: the `webhook-id` of every try.
+    event_id: str
+    event_type: str
+    status: DeliveryStatusOut
+    attempts: int
+    next_attempt_at: datetime | None
+    delivered_at: datetime | None
+    last_status_code: int | None
+    last_error: str
+    # The start of the receiver's last answer, as text (at most 500 characters).
+    last_response_excerpt: str
+    created_at: datetime
+
+
+class WebhookDeliveryPage(Schema):
+    items: list[WebhookDeliveryOut]
+    count: int
+    limit: int
+    offset: int

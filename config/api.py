@@ -18,6 +18,7 @@ from api.parser import ClientTextParser
 from api.throttle import TokenRateThrottle
 from api.tokens import router as organisation_router
 from api.uploads import router as uploads_router
+from api.webhooks import router as webhooks_router
 from core.errors import ServiceError
 
 logger = logging.getLogger("django.request")
@@ -49,6 +50,7 @@ api = PaperlaneAPI(
 api.add_router("", documents_router)
 api.add_router("", uploads_router)
 api.add_router("", organisation_router)
+api.add_router("", webhooks_router)
 
 # ninja raises 400 for a JSON body that does not parse.
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"}

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "axes",
     "documents",
     "pipeline",
+    "webhooks",
     "connectors",
     "operations",
 ]
@@ -460,14 +461,39 @@ PAPERLANE_API_SERVERS = env.list("PAPERLANE_API_SERVERS", default=[])
 
 
 # ======================================================================================
+# Webhooks (webhooks/)
+# ======================================================================================
+
+# Networks (CIDRs, comma separated) webhooks may be sent to although they are private,
+# loopback or link-local: receivers inside the operator's own network, which may also
+# take plain HTTP. Empty, the default: public HTTPS addresses only.
+PAPERLANE_WEBHOOK_ALLOWED_NETWORKS = env.list("PAPERLANE_WEBHOOK_ALLOWED_NETWORKS", default=[])
+# A try's whole time (connecting, at most 5 s of it, sending, the answer). A worker's hold
+# on an endpoint lasts three times this, renewed with each try, and its turn at one
+# endpoint twice this (webhooks/delivery.py).
+PAPERLANE_WEBHOOK_TIMEOUT_SECONDS = env.float("PAPERLANE_WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# The waits after each failed try (each drawn between half of it and all of it): the
+# first retry within 20 s, the last about a day after the first try; then the delivery
+# is dead-lettered (8 tries). The webhook workers are counted with the stages' workers:
+# PAPERLANE_STAGE_CONCURRENCY=webhooks=2 (one by default).
+PAPERLANE_WEBHOOK_RETRY_SECONDS = [
+    float(v)
+    for v in env.list(
+        "PAPERLANE_WEBHOOK_RETRY_SECONDS",
+        default=["20", "120", "600", "3600", "10800", "21600", "43200"],
+    )
+]
+
+# ======================================================================================
 # Connected folders
 # ======================================================================================
 
-# The Fernet keys (urlsafe base64 of 32 bytes each) of connections' credentials at rest,
-# newest first, comma separated: the first encrypts, any decrypts. `from-secret-key` names
-# the key derived from SECRET_KEY, the only one when none is set. After putting a new key
-# first, `manage.py reencrypt_connector_credentials` rewrites what is stored; then the
-# old key can go (connectors/secrets.py).
+# The Fernet keys (urlsafe base64 of 32 bytes each) of connections' credentials and
+# webhook endpoints' signing secrets at rest, newest first, comma separated: the first
+# encrypts, any decrypts. `from-secret-key` names the key derived from SECRET_KEY, the only
+# one when none is set. After putting a new key first, `manage.py
+# reencrypt_connector_credentials` rewrites what is stored; then the old key can go
+# (core/secrets.py).
 PAPERLANE_CONNECTOR_KEYS = env.list("PAPERLANE_CONNECTOR_KEYS", default=[])
 # The single key of earlier versions is no longer read: a deployment that still sets it
 # alone would no longer read the credentials stored under it.

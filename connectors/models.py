@@ -46,7 +46,7 @@ class Connection(models.Model):
     folder_id = models.CharField(max_length=1024)
     # Where it is for people ("/Documents/Contracts", "/srv/scans").
     folder_path = models.CharField(max_length=1024)
-    # Fernet token of the provider's credentials (JSON); see connectors/secrets.py.
+    # Fernet token of the provider's credentials (JSON); see core/secrets.py.
     credentials_encrypted = models.TextField(blank=True)
     # Provider state that is not secret (e.g. a change-notification subscription's id and expiry).
     provider_state = models.JSONField(default=dict, blank=True)

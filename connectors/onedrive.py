@@ -55,8 +55,8 @@ from connectors.onedrive_graph import (
     tokens_refreshed,
 )
 from connectors.onedrive_items import gone_file, item_file
-from connectors.secrets import CredentialsUnreadable
 from connectors.services import connection_credentials, connection_set_credentials
+from core.secrets import CredentialsUnreadable
 from core.text import ascii_number
 from pipeline.errors import PermanentError, TransientError
 

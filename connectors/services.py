@@ -9,7 +9,6 @@ to a connection.
 
 import logging
 import os
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
@@ -23,16 +22,17 @@ from connectors.models import Connection, ConnectionSync
 from connectors.onedrive_folders import folder_resolve
 from connectors.onedrive_graph import OneDriveConfig, tokens_from_code
 from connectors.registry import provider_for
-from connectors.secrets import (
+from connectors.selectors import connection_signed_in_by_former_member
+from connectors.status import MOVES, connection_move
+from core.errors import Conflict, InvalidUpload
+from core.secrets import (
     CredentialsUnreadable,
+    ReencryptReport,
     credentials_decrypt,
     credentials_encrypt,
     credentials_reencrypt,
     credentials_under_newest_key,
 )
-from connectors.selectors import connection_signed_in_by_former_member
-from connectors.status import MOVES, connection_move
-from core.errors import Conflict, InvalidUpload
 from documents.models import Membership, Organisation
 from documents.roles import Ability
 from pipeline.services.transitions import Actor
@@ -178,17 +178,6 @@ def connection_set_credentials(*, connection: Connection, credentials: dict) -> 
     """Store new credentials (encrypted), e.g. after a token refresh or a reconnect."""
     connection.credentials_encrypted = credentials_encrypt(credentials)
     connection.save(update_fields=["credentials_encrypted", "updated_at"])
-
-
-@dataclass(frozen=True)
-class ReencryptReport:
-    """What `connection_credentials_reencrypt` did: how many stored credentials it
-    rewrote under the newest key, how many already were, and the connections whose
-    credentials no configured key reads (they must be connected again)."""
-
-    reencrypted: int
-    current: int
-    unreadable: list[int]
 
 
 def connection_credentials_reencrypt() -> ReencryptReport:

@@ -15,6 +15,8 @@ from connectors.history import connection_event_record
 from connectors.models import Connection, ConnectionEvent
 from core.errors import Conflict
 from pipeline.services.transitions import Actor
+from webhooks.dispatch import event_publish
+from webhooks.models import EventType
 
 Status = Connection.Status
 Action = ConnectionEvent.Action
@@ -104,6 +106,19 @@ def connection_move(
         connection.save(update_fields=list(dict.fromkeys(fields)))
     if rule.action == Action.SYNC and before == rule.to:
         return None
+    if rule.to == Status.PAUSED and before != Status.PAUSED:
+        # Integrations that subscribed are told, in this transaction (the outbox).
+        event_publish(
+            organisation_id=connection.organisation_id,
+            type=EventType.CONNECTION_PAUSED,
+            data={
+                "connection_id": connection.id,
+                "provider": connection.provider,
+                "folder": connection.folder_path,
+                "reason": reason,
+                "by": actor.label,
+            },
+        )
     return connection_event_record(
         connection=connection,
         actor=actor,

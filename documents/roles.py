@@ -29,6 +29,7 @@ class Ability(enum.StrEnum):
     TOKENS = "tokens"
     CONNECTIONS = "connections"
     MEMBERS = "members"
+    WEBHOOKS = "webhooks"
 
 
 # The least role that may; and what the refusal calls the action.
@@ -41,6 +42,7 @@ _NEEDS: dict[Ability, tuple[str, str]] = {
     Ability.TOKENS: (Role.ADMIN, "manage API tokens"),
     Ability.CONNECTIONS: (Role.ADMIN, "connect, pause or disconnect folders"),
     Ability.MEMBERS: (Role.ADMIN, "add members"),
+    Ability.WEBHOOKS: (Role.ADMIN, "manage webhooks"),
 }
 
 

@@ -218,3 +218,8 @@ def lane_worker_class(base: type[Worker]) -> type[Worker]:
     if not missing:
         return base
     return type(f"Lane{base.__name__}", (*missing, base), {})
+
+
+class QueueWorker(PromptStop, SimpleWorker):
+    """Runs the jobs of plain queues in the worker process, with a prompt stop: the webhook
+    deliveries' (webhooks/dispatch.py)."""

@@ -1,11 +1,13 @@
-"""`run_workers`: every stage worker, the scheduler and the sweeper, kept alive.
+"""`run_workers`: every stage worker, the webhook workers, the scheduler and the sweeper,
+kept alive.
 
 Each is a child process. Stage workers are forked from the supervisor, which has
 Django and the stages imported and the stages' warm-ups done (the extraction's fork
 server, shared by every extract worker): a worker starts (or starts again after it
 died) in milliseconds and at no CPU cost, where a new interpreter takes seconds of
-CPU; the scheduler, the sweeper and the connectors loop are new interpreters. A
-child that dies is started again (with a growing pause if it keeps dying at once).
+CPU; the webhook workers, the scheduler, the sweeper and the connectors loop are new
+interpreters. A child that dies is started again (with a growing pause if it keeps dying
+at once).
 SIGTERM or SIGINT stops everything cleanly: workers finish their current stage
 (RQ's warm shutdown); after the grace period they are told again and give their
 stage back at once so it resumes elsewhere; whatever is still running after
@@ -49,6 +51,9 @@ logger = logging.getLogger(__name__)
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 QUICK_DEATH_SECONDS = 10
 WORKER_COMMAND = "stage_worker"
+WEBHOOK_WORKER_COMMAND = "webhook_worker"
+# How run_workers --concurrency and PAPERLANE_STAGE_CONCURRENCY count the webhook workers.
+WEBHOOKS = "webhooks"
 MAX_RESTART_PAUSE = 30.0
 
 
@@ -150,7 +155,8 @@ def default_children(
 ) -> list[Child]:
     """Per stage, its workers that take interactive work first (`concurrency`, else
     PAPERLANE_STAGE_CONCURRENCY) and those that take bulk work first (`bulk_concurrency`,
-    else PAPERLANE_STAGE_BULK_CONCURRENCY); then the scheduler and the sweeper."""
+    else PAPERLANE_STAGE_BULK_CONCURRENCY); then the webhook workers (`webhooks` in
+    either, one by default), the scheduler and the sweeper."""
     python = sys.executable
     children = []
     for spec in STAGES:
@@ -164,6 +170,12 @@ def default_children(
             for number in range(1, count + 1):
                 argv = [python, MANAGE, "stage_worker", spec.name, "--prefers", priority]
                 children.append(Child(f"{label}-{number}", argv))
+    # Webhook deliveries to integrations (webhooks/dispatch.py).
+    webhook_workers = (concurrency or {}).get(
+        WEBHOOKS, settings.PAPERLANE_STAGE_CONCURRENCY.get(WEBHOOKS, 1)
+    )
+    for number in range(1, webhook_workers + 1):
+        children.append(Child(f"webhooks-{number}", [python, MANAGE, WEBHOOK_WORKER_COMMAND]))
     children.append(Child("scheduler", [python, MANAGE, "rq_scheduler"]))
     children.append(Child("sweeper", [python, MANAGE, "sweep", "--loop"]))
     # Connected folders: syncs the due connections (connectors/loop.py).
@@ -237,7 +249,7 @@ class Supervisor:
             )
             for child in self.children:
                 # Only workers register in Redis; a restarted sweeper would walk the storage.
-                if child.alive and WORKER_COMMAND in child.argv:
+                if child.alive and {WORKER_COMMAND, WEBHOOK_WORKER_COMMAND} & set(child.argv):
                     child.rolling = True
                     child.process.send_signal(signal.SIGTERM)
 

@@ -17,7 +17,9 @@ One pass:
 5. the words documents brought into search and took out of it, added to their
    organisations' vocabularies (documents/services/vocabulary.py), the oldest
    500 changes a pass;
-6. only when asked, the housekeeping (`sweep --loop` does it every
+6. what other apps registered to be done with every pass (`sweeper_step_register`: the
+   webhook endpoints with deliveries due and no worker, woken);
+7. only when asked, the housekeeping (`sweep --loop` does it every
    HOUSEKEEPING_INTERVAL_SECONDS, on one host each interval: a lock in Redis): stored
    files no document points to, older than ORPHAN_GRACE_SECONDS, are deleted, looking
    at ORPHAN_KEYS_PER_PASS keys a pass and going on from where the last pass stopped
@@ -95,11 +97,14 @@ class SweepReport:
     uploads_expired: int = 0
     orphans_removed: int = 0
     vocabulary_changes: int = 0
+    # What each registered step did, by its name ("webhook endpoints woken": 2).
+    steps: dict[str, int] = field(default_factory=dict)
     # What each registered housekeeping task did, by its name ("syncs pruned": 12).
     housekeeping: dict[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        done = "".join(f", {name} {count}" for name, count in self.housekeeping.items())
+        registered = {**self.steps, **self.housekeeping}
+        done = "".join(f", {name} {count}" for name, count in registered.items())
         return (
             f"abandoned {self.abandoned}, attempts closed {self.attempts_closed}, "
             f"redelivered {self.redelivered}, "
@@ -109,13 +114,22 @@ class SweepReport:
         )
 
     def did_anything(self) -> bool:
-        counts = [v for name, v in vars(self).items() if name != "housekeeping"]
-        return any(counts) or any(self.housekeeping.values())
+        counts = [v for name, v in vars(self).items() if name not in ("steps", "housekeeping")]
+        return any(counts) or any(self.steps.values()) or any(self.housekeeping.values())
 
 
 # Housekeeping that other apps add to the sweeper's (from their AppConfig.ready()): a
 # name and a task that removes a bounded number of old rows and says how many.
 _HOUSEKEEPING: dict[str, Callable[[], int]] = {}
+# Steps other apps add to every pass, the same way: the webhook endpoints with deliveries
+# due to wake.
+_STEPS: dict[str, Callable[[], int]] = {}
+
+
+def sweeper_step_register(name: str, task: Callable[[], int]) -> None:
+    """Run `task` with every pass (a bounded amount of work); its count is reported under
+    `name`."""
+    _STEPS[name] = task
 
 
 def sweeper_housekeeping_register(name: str, task: Callable[[], int]) -> None:
@@ -139,6 +153,7 @@ def sweep_once(*, housekeeping: bool = False, one_of_many: bool = False) -> Swee
     report.released = _release_ended_reservations()
     report.uploads_expired = pending_uploads_remove_expired(limit=UPLOADS_PER_PASS)
     report.vocabulary_changes = vocabulary_apply()
+    report.steps = {name: task() for name, task in _STEPS.items()}
     if housekeeping and (not one_of_many or _take_the_housekeeping()):
         report.orphans_removed = _remove_orphaned_files()
         report.housekeeping = {name: task() for name, task in _HOUSEKEEPING.items()}

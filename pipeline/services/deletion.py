@@ -17,6 +17,7 @@ from documents.models import Document, QuotaReservation
 from documents.roles import Ability
 from documents.services.quota import quota_release
 from documents.services.removal import document_files_remove, document_mark_deleted
+from pipeline.events import document_deleted
 from pipeline.models import ACTIVE_STATUSES, ImportRun
 from pipeline.services.people import run_cancel
 from pipeline.services.transitions import Actor
@@ -89,5 +90,6 @@ def _delete(*, document: Document, actor: Actor) -> Deletion:
         document_mark_deleted(document=document, deleted_by=actor.label)
         for source in sources():
             source.document_deleted(document=document)
+        document_deleted(document)
         transaction.on_commit(lambda: document_files_remove(document=document))
     return Deletion(document=document, runs_cancelled=cancelled, pages_released=released)

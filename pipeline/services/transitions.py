@@ -28,6 +28,7 @@ from documents.roles import Ability, ability_require
 from documents.services.content import document_chunks_discard_unsettled
 from documents.services.quota import quota_release
 from pipeline.dispatch import delivery_of, stage_enqueue
+from pipeline.events import run_ended
 from pipeline.models import ImportRun, RunStatus, RunTransition, Stage, StageAttempt
 from pipeline.stage_list import SOURCE_STAGES, first_stage, next_stage, resume_stage
 
@@ -101,6 +102,7 @@ def _move(name: str, leaves: set[str], to: str | None, stage: str = SAME) -> Mov
 
 ACTIVE = {Status.QUEUED, Status.PROCESSING}
 ENDED_WITHOUT_SUCCESS = {Status.FAILED, Status.DEAD_LETTER, Status.CANCELLED}
+ENDED = ENDED_WITHOUT_SUCCESS | {Status.SUCCEEDED}
 
 # Every move a run can make. Nothing else changes a run's status or stage.
 MOVES: dict[str, Move] = {
@@ -246,6 +248,8 @@ def run_move(
         _discard_unsettled_chunks(run)
     elif deliver and status in ACTIVE and not run.lease_owner:
         deliver_on_commit(run)
+    if status != from_status and status in ENDED:
+        run_ended(run)
     return run
 
 

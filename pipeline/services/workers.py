@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from pipeline.errors import LeaseLost
+from pipeline.events import run_ended
 from pipeline.models import TERMINAL_STATUSES, ImportRun, RunStatus, RunTransition, StageAttempt
 from pipeline.retry import backoff_seconds, retries_left
 from pipeline.services.stage_sql import ClaimTake, StageDone, claim_statement, complete_statement
@@ -172,8 +173,15 @@ def run_complete_stage(*, claim: Claim, skip: frozenset[str] = frozenset()) -> I
         actor=claim.actor,
         now=now,
     )
-    if not complete_statement(done, finished):
-        raise LeaseLost(str(run.id))
+    if finished.status != RunStatus.SUCCEEDED:
+        if not complete_statement(done, finished):
+            raise LeaseLost(str(run.id))
+    else:
+        # The run ends: whoever listens (webhooks' outbox) writes in the same transaction.
+        with transaction.atomic():
+            if not complete_statement(done, finished):
+                raise LeaseLost(str(run.id))
+            run_ended(finished)
     attempt.outcome, attempt.finished_at = Outcome.SUCCEEDED, now
     return finished
 

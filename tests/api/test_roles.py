@@ -123,4 +123,14 @@ def test_the_openapi_schema_says_which_routes_a_role_may_refuse(client):
         ("/api/v1/uploads/{upload_id}/complete", "post"),
         ("/api/v1/tokens", "get"),
         ("/api/v1/tokens/{token_id}", "delete"),
+        # Webhook endpoints are admins' (only an admin's token may).
+        ("/api/v1/webhooks", "get"),
+        ("/api/v1/webhooks", "post"),
+        ("/api/v1/webhooks/{endpoint_id}", "get"),
+        ("/api/v1/webhooks/{endpoint_id}", "patch"),
+        ("/api/v1/webhooks/{endpoint_id}", "delete"),
+        ("/api/v1/webhooks/{endpoint_id}/rotate-secret", "post"),
+        ("/api/v1/webhooks/{endpoint_id}/test", "post"),
+        ("/api/v1/webhooks/{endpoint_id}/deliveries", "get"),
+        ("/api/v1/webhooks/{endpoint_id}/deliveries/{delivery_id}/send-again", "post"),
     }

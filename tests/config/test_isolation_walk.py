@@ -278,6 +278,8 @@ def test_the_walk_finds_a_leak():
         run=None,
         connector_import=None,
         upload=None,
+        endpoint=None,
+        delivery=None,
         secrets=("globex-confidential-minutes.pdf",),
     )
 

@@ -12,9 +12,9 @@ import pytest
 
 from connectors.models import Connection, ConnectorImport
 from connectors.onedrive import OneDriveProvider
-from connectors.secrets import credentials_decrypt
 from connectors.services import connection_credentials
 from connectors.sync import connection_record_page, connection_sync
+from core.secrets import credentials_decrypt
 from documents.models import Document, UsageEntry
 from pipeline.errors import PermanentError
 from pipeline.models import ImportRun

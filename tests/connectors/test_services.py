@@ -5,7 +5,6 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection as db
 
 from connectors.models import Connection
-from connectors.secrets import CredentialsUnreadable
 from connectors.services import (
     SYSTEM,
     connection_connect_onedrive,
@@ -18,6 +17,7 @@ from connectors.services import (
     connection_set_credentials,
 )
 from core.errors import Conflict, Forbidden, InvalidUpload
+from core.secrets import CredentialsUnreadable
 from documents.services.organisations import member_add
 from pipeline.services.transitions import Actor
 from tests.connectors.signers import signer

@@ -20,7 +20,17 @@ pytestmark = pytest.mark.django_db
 EXPECTED = {
     "viewer": {"read"},
     "member": {"read", "upload", "retry", "cancel"},
-    "admin": {"read", "upload", "retry", "cancel", "delete", "tokens", "connections", "members"},
+    "admin": {
+        "read",
+        "upload",
+        "retry",
+        "cancel",
+        "delete",
+        "tokens",
+        "connections",
+        "members",
+        "webhooks",
+    },
 }
 
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("config", "web", "api", "operations", "connectors", "pipeline", "retrieval")
+APPS = ("config", "web", "api", "operations", "connectors", "webhooks", "pipeline", "retrieval")
 APPS += ("documents", "formats", "core")
 # What runs in a worker: the apps whose errors a run can end with.
 PIPELINE_APPS = ("connectors", "pipeline", "retrieval", "documents", "formats", "core")

@@ -26,7 +26,7 @@ TEST_PIPELINE_ENV = {
 
 
 @contextmanager
-def running_workers(*, concurrency: str = "extract=1,ocr=1,embed=1", **env: str):
+def running_workers(*, concurrency: str = "extract=1,ocr=1,embed=1,webhooks=0", **env: str):
     """`manage.py run_workers` with the test settings (and `env`), stopped at the end."""
     environment = process_env(**{**TEST_PIPELINE_ENV, **env})
     with run_workers_process(env=environment, args=("--concurrency", concurrency)) as process:

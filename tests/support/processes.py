@@ -33,7 +33,8 @@ def process_env(**extra: str) -> dict[str, str]:
         REDIS_URL=settings.REDIS_URL,
         MEDIA_ROOT=str(settings.MEDIA_ROOT),
         PAPERLANE_LOCAL_FOLDER_ROOTS=",".join(settings.PAPERLANE_LOCAL_FOLDER_ROOTS),
-        SECRET_KEY="test-secret",
+        # The same as the tests': what one encrypts (core/secrets.py) the other reads.
+        SECRET_KEY=settings.SECRET_KEY,
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)

@@ -1,6 +1,6 @@
 """An organisation with one of everything a route can name: a document and its run, a
-connection with a file, API tokens, a direct upload. The walks over every route fill
-path parameters from it."""
+connection with a file, API tokens, a direct upload, a webhook endpoint and a delivery.
+The walks over every route fill path parameters from it."""
 
 import uuid
 from dataclasses import dataclass
@@ -13,10 +13,13 @@ from connectors.models import ConnectorImport
 from documents.models import ApiToken, Organisation, PendingUpload
 from documents.services.tokens import api_token_create
 from pipeline.models import ImportRun
+from pipeline.services.transitions import Actor
 from tests.support.admin import make_connections
 from tests.support.files import make_pdf
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.services import endpoint_create, endpoint_test_send
 
 
 @dataclass
@@ -28,6 +31,8 @@ class World:
     run: ImportRun
     connector_import: ConnectorImport
     upload: PendingUpload
+    endpoint: WebhookEndpoint
+    delivery: WebhookDelivery
     # Words only this organisation's pages and answers may show.
     secrets: tuple[str, ...]
 
@@ -40,6 +45,8 @@ class World:
             "import_id": str(self.connector_import.id),
             "token_id": str(self.spare_token.id),
             "upload_id": str(self.upload.id),
+            "endpoint_id": str(self.endpoint.id),
+            "delivery_id": str(self.delivery.id),
             # A page of its document (it has two).
             "number": "1",
         }
@@ -70,8 +77,17 @@ def world(organisation: Organisation, *, processed: bool = False) -> World:
         expires_at=now + timedelta(minutes=15),
         complete_by=now + timedelta(hours=1),
     )
+    endpoint, _ = endpoint_create(
+        organisation=organisation,
+        url=f"https://hooks.{organisation.slug}-private.example/in",
+        events=["run.succeeded"],
+        actor=Actor("walk", operator=True),
+    )
+    delivery = endpoint_test_send(endpoint=endpoint, actor=Actor("walk", operator=True))
     return World(
         organisation=organisation,
+        endpoint=endpoint,
+        delivery=delivery,
         api=api,
         spare_token=spare,
         run=run,
@@ -85,5 +101,7 @@ def world(organisation: Organisation, *, processed: bool = False) -> World:
             upload.filename,
             str(upload.id),
             spare.prefix,
+            endpoint.url,
+            str(endpoint.id),
         ),
     )

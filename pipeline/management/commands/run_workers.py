@@ -12,7 +12,7 @@ from pipeline.hosts import host_name, host_name_check
 from pipeline.redis_check import redis_check
 from pipeline.redis_watch import RedisWatch, watch_connection
 from pipeline.stage_list import STAGES
-from pipeline.supervisor import Supervisor, default_children
+from pipeline.supervisor import WEBHOOK_WORKER_COMMAND, Supervisor, default_children
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--concurrency",
             default="",
-            help="per-stage worker counts, e.g. extract=3,embed=2 (defaults from settings)",
+            help="per-stage worker counts, e.g. extract=3,embed=2, and webhooks=N for the "
+            "webhook workers (defaults from settings)",
         )
         parser.add_argument(
             "--host",
@@ -58,8 +59,10 @@ class Command(BaseCommand):
         self._check_redis()
         children = default_children(concurrency=counts)
         summary = ", ".join(f"{s.name}x{counts.get(s.name, s.concurrency)}" for s in STAGES)
+        webhooks = sum(WEBHOOK_WORKER_COMMAND in child.argv for child in children)
         self.stdout.write(
-            f"Starting workers on host {host}: {summary}, scheduler, sweeper, connectors"
+            f"Starting workers on host {host}: {summary}, webhooksx{webhooks}, scheduler, "
+            "sweeper, connectors"
         )
         Supervisor(children, watch=RedisWatch(watch_connection(settings.REDIS_URL))).run()
 

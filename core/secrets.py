@@ -1,4 +1,5 @@
-"""Connections' credentials, encrypted at rest with Fernet (AES-128-CBC and HMAC-SHA256).
+"""Credentials kept to be used again, encrypted at rest with Fernet (AES-128-CBC and
+HMAC-SHA256): connections' tokens for their providers, webhook endpoints' signing secrets.
 
 The keys are PAPERLANE_CONNECTOR_KEYS, newest first: credentials are encrypted with the
 first and read with any (MultiFernet), so a new key goes in front and the old one stays
@@ -11,6 +12,7 @@ its stored credentials stay readable when it starts naming keys of its own.
 import base64
 import hashlib
 import json
+from dataclasses import dataclass
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
@@ -90,3 +92,13 @@ def credentials_reencrypt(token: str) -> str:
         raise CredentialsUnreadable(
             "The stored credentials cannot be read with the current keys."
         ) from exc
+
+
+@dataclass(frozen=True)
+class ReencryptReport:
+    """What a re-encryption did: how many stored tokens it rewrote under the newest key,
+    how many already were, and the ids of those no configured key reads."""
+
+    reencrypted: int
+    current: int
+    unreadable: list

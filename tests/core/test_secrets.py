@@ -9,12 +9,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 
 from connectors.models import Connection
-from connectors.secrets import CredentialsUnreadable, credentials_under_newest_key
 from connectors.services import (
     connection_connect_onedrive,
     connection_credentials,
     connection_credentials_reencrypt,
 )
+from core.secrets import CredentialsUnreadable, credentials_under_newest_key
 from tests.connectors.signers import signer
 
 pytestmark = pytest.mark.django_db
@@ -94,7 +94,9 @@ def test_credentials_no_key_reads_are_named_and_the_rest_reencrypted(org, settin
     lost = onedrive(org, 2)  # under a key nobody has any more
     settings.PAPERLANE_CONNECTOR_KEYS = [NEW, OLD]
 
-    with pytest.raises(CommandError, match=rf"\(connections {lost.id}\): they must be connected"):
+    with pytest.raises(
+        CommandError, match=rf"key: connections {lost.id}\. Those connections must be connected"
+    ):
         call_command("reencrypt_connector_credentials", stdout=StringIO())
 
     settings.PAPERLANE_CONNECTOR_KEYS = [NEW]
