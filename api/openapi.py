@@ -5,6 +5,8 @@ the servers. `PaperlaneAPI` (config/api.py) applies it to the document it serves
 import copy
 from typing import Any
 
+from api.schemas import WEBHOOK_BODIES
+
 # The version of the API's contract, in the document's `info` (docs/api.md, "Changes").
 VERSION = "1.8.0"
 
@@ -174,9 +176,67 @@ def finish(schema: dict[str, Any], *, servers: list[str]) -> dict[str, Any]:
             for media in response.get("content", {}).values():
                 media["example"] = copy.deepcopy(known["example"])
     schema["info"]["version"] = VERSION
+    schema["webhooks"] = _webhooks(schema.setdefault("components", {}).setdefault("schemas", {}))
     schema["tags"] = copy.deepcopy(TAGS)
     schema["servers"] = [{"url": url} for url in servers] or [{"url": "/"}]
     return schema
+
+
+# The headers of every try (docs/webhooks.md, "Verifying a delivery").
+_WEBHOOK_HEADERS = [
+    ("webhook-id", "The event's id (`evt_…`): the same on every try, to drop a repeat."),
+    ("webhook-timestamp", "The try's time, in Unix seconds."),
+    (
+        "webhook-signature",
+        "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` under "
+        "the endpoint's secret; one per secret in force, separated by spaces.",
+    ),
+]
+
+
+def _webhooks(components: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI 3.1 `webhooks`: what an endpoint receives for each event type, its body's
+    schema added to `components`."""
+    hooks = {}
+    for event_type, body in WEBHOOK_BODIES.items():
+        definition = body.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, part in definition.pop("$defs", {}).items():
+            components.setdefault(name, part)
+        components.setdefault(body.__name__, definition)
+        hooks[event_type] = {
+            "post": {
+                "operationId": "webhook_" + event_type.replace(".", "_"),
+                "summary": f"`{event_type}`, sent to the endpoints that want it",
+                "tags": ["webhooks"],
+                "parameters": [
+                    {
+                        "name": name,
+                        "in": "header",
+                        "required": True,
+                        "description": description,
+                        "schema": {"type": "string"},
+                    }
+                    for name, description in _WEBHOOK_HEADERS
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": f"#/components/schemas/{body.__name__}"}
+                        }
+                    },
+                },
+                "responses": {
+                    "2XX": {"description": "Received: not sent again."},
+                    "410": {"description": "Gone: the endpoint is disabled, nothing more sent."},
+                    "default": {
+                        "description": "Any other answer, or none within the try's time: "
+                        "tried again on the schedule."
+                    },
+                },
+            }
+        }
+    return hooks
 
 
 def _operations(schema: dict[str, Any]):

@@ -1,7 +1,9 @@
 import uuid
 from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
+from django.conf import settings
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
@@ -276,12 +278,21 @@ class WebhookEventType(StrEnum):
     CONNECTION_PAUSED = "connection.paused"
 
 
+# An endpoint's URL: https:// (or http:// where the operator allows networks of their own:
+# webhooks/services.py), a host without a user name or password, then anything.
+WEBHOOK_URL = (
+    r"^(?i:https?)://[^/?#@\s]+([/?#]\S*)?$"
+    if settings.PAPERLANE_WEBHOOK_ALLOWED_NETWORKS
+    else r"^(?i:https)://[^/?#@\s]+([/?#]\S*)?$"
+)
+
+
 class WebhookEndpointIn(Schema):
     """A new endpoint: where to send, which events, and a note for people."""
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=1, max_length=2000, pattern=NO_CONTROL_CHARACTERS)
+    url: str = Field(min_length=1, max_length=2000, pattern=WEBHOOK_URL)
     events: list[WebhookEventType] = Field(min_length=1, max_length=len(WebhookEventType))
     description: str = Field("", max_length=200, pattern=NO_CONTROL_CHARACTERS)
 
@@ -292,7 +303,7 @@ class WebhookEndpointChange(Schema):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str | None = Field(None, min_length=1, max_length=2000, pattern=NO_CONTROL_CHARACTERS)
+    url: str | None = Field(None, min_length=1, max_length=2000, pattern=WEBHOOK_URL)
     events: list[WebhookEventType] | None = Field(
         None, min_length=1, max_length=len(WebhookEventType)
     )
@@ -360,3 +371,89 @@ class WebhookDeliveryPage(Schema):
     count: int
     limit: int
     offset: int
+
+
+# --- The webhooks' bodies (OpenAPI 3.1 `webhooks`: api/openapi.py) -----------------------
+
+
+class RunEventData(Schema):
+    """A run that ended, as `run.*` events tell it."""
+
+    run_id: uuid.UUID
+    status: RunStatus
+    # The stage it ended in.
+    stage: Stage
+    source: RunSource
+    document_id: uuid.UUID | None
+    status_url: str = Field(json_schema_extra={"format": "uri-reference"})
+    document_url: str | None = Field(json_schema_extra={"format": "uri-reference"})
+    error: RunErrorOut | None
+
+
+class DocumentDeletedData(Schema):
+    document_id: uuid.UUID
+    filename: str
+    # Who deleted it ("api-token:pl_ab12cd", "user:alice").
+    deleted_by: str
+    document_url: str = Field(json_schema_extra={"format": "uri-reference"})
+
+
+class ConnectionPausedData(Schema):
+    connection_id: int
+    provider: str
+    folder: str
+    # Why, in words for people.
+    reason: str
+    # Who or what paused it ("user:alice", "system").
+    by: str
+
+
+class TestEventData(Schema):
+    endpoint_id: uuid.UUID
+    requested_by: str
+
+
+class _Envelope(Schema):
+    # The event's id: the `webhook-id` header of every try.
+    id: str = Field(pattern=r"^evt_[0-9a-f]{32}$")
+    timestamp: datetime
+    # The organisation's slug.
+    organisation: str
+
+
+class RunEventType(StrEnum):
+    RUN_SUCCEEDED = "run.succeeded"
+    RUN_FAILED = "run.failed"
+    RUN_DEAD_LETTER = "run.dead_letter"
+    RUN_CANCELLED = "run.cancelled"
+
+
+class RunEvent(_Envelope):
+    """A run ended: `run.succeeded`, `run.failed`, `run.dead_letter`, `run.cancelled`."""
+
+    type: RunEventType
+    data: RunEventData
+
+
+class DocumentDeletedEvent(_Envelope):
+    type: Literal["document.deleted"]
+    data: DocumentDeletedData
+
+
+class ConnectionPausedEvent(_Envelope):
+    type: Literal["connection.paused"]
+    data: ConnectionPausedData
+
+
+class TestEvent(_Envelope):
+    type: Literal["webhook.test"]
+    data: TestEventData
+
+
+# Each event type and the schema of its body.
+WEBHOOK_BODIES: dict[str, type[Schema]] = {
+    **{member.value: RunEvent for member in RunEventType},
+    "document.deleted": DocumentDeletedEvent,
+    "connection.paused": ConnectionPausedEvent,
+    "webhook.test": TestEvent,
+}

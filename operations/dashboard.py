@@ -25,6 +25,7 @@ from pipeline.stage_list import STAGES
 from pipeline.stages.ocr import languages_of, ocr_engine_unavailable, ocr_unavailable
 from retrieval.coverage import embedding_coverage_by_organisation
 from retrieval.embedding import get_embedder
+from webhooks.selectors import webhook_stats
 
 ORGANISATIONS_SHOWN = 25
 REFRESH_SECONDS = 15
@@ -100,6 +101,7 @@ def pipeline_dashboard_view(request: HttpRequest) -> TemplateResponse:
         "ocr_off": ocr_engine_unavailable() or ocr_unavailable(
             languages_of(settings.PAPERLANE_OCR_LANGUAGES)
         ),
+        "webhooks": webhook_stats(now=now),
         **_reembed_progress(),
     }
     return TemplateResponse(request, "admin/pipeline/dashboard.html", context)

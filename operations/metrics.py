@@ -30,6 +30,7 @@ from operations.stats.snapshot import PipelineSnapshot, StageStats, pipeline_sna
 from operations.stats.totals import DURATION_BUCKETS, AttemptTotals, attempt_totals
 from pipeline.lag import lag_sample_record
 from pipeline.services.admission import admission_refusal_counts
+from webhooks.selectors import WebhookStats, webhook_stats
 
 # stage gauge name -> (help, the StageStats field it reports)
 STAGE_GAUGES = {
@@ -175,6 +176,37 @@ class PipelineCollector(Collector):
         yield from _worker_families(snapshot)
         yield from _upload_families()
         yield from _organisation_families(snapshot)
+        yield from _webhook_families(webhook_stats(now=now))
+
+
+def _webhook_families(stats: WebhookStats):
+    yield GaugeMetricFamily(
+        "paperlane_webhook_pending_deliveries",
+        "Webhook deliveries not yet received, with tries left (due now or later).",
+        value=stats.pending,
+    )
+    tries = GaugeMetricFamily(
+        "paperlane_webhook_tries_last_hour",
+        "Webhook tries begun in the last hour, by outcome (failed: no 2xx in time).",
+        labels=["outcome"],
+    )
+    for outcome, count in stats.tries_last_hour.items():
+        tries.add_metric([outcome], count)
+    yield tries
+    yield GaugeMetricFamily(
+        "paperlane_webhook_lag_seconds",
+        "How long the oldest webhook delivery that is due has waited (0 when none is).",
+        value=stats.lag_seconds,
+    )
+    endpoints = GaugeMetricFamily(
+        "paperlane_webhook_endpoints",
+        "Webhook endpoints: enabled, failing (enabled, failing since their last success), "
+        "disabled.",
+        labels=["state"],
+    )
+    for state, count in stats.endpoints.items():
+        endpoints.add_metric([state], count)
+    yield endpoints
 
 
 def _worker_families(snapshot: PipelineSnapshot):

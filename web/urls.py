@@ -9,6 +9,7 @@ from web import (
     token_views,
     upload_views,
     views,
+    webhook_views,
 )
 
 app_name = "web"
@@ -69,4 +70,23 @@ urlpatterns = [
     ),
     path("tokens/", token_views.token_list_view, name="token_list"),
     path("tokens/<int:token_id>/revoke/", token_views.token_revoke_view, name="token_revoke"),
+    path("webhooks/", webhook_views.webhook_list_view, name="webhook_list"),
+    path(
+        "webhooks/<uuid:endpoint_id>/", webhook_views.webhook_detail_view, name="webhook_detail"
+    ),
+    path(
+        "webhooks/<uuid:endpoint_id>/delete/",
+        webhook_views.webhook_delete_view,
+        name="webhook_delete",
+    ),
+    path(
+        "webhooks/<uuid:endpoint_id>/deliveries/<uuid:delivery_id>/send-again/",
+        webhook_views.webhook_send_again_view,
+        name="webhook_send_again",
+    ),
+    path(
+        "webhooks/<uuid:endpoint_id>/<slug:action>/",
+        webhook_views.webhook_action_view,
+        name="webhook_action",
+    ),
 ]

@@ -126,7 +126,9 @@ def _next_due(endpoint: WebhookEndpoint) -> WebhookDelivery | None:
     )
 
 
-def _secrets_in_force(endpoint: WebhookEndpoint) -> list[str]:
+def secrets_in_force(endpoint: WebhookEndpoint) -> list[str]:
+    """The secrets a try is signed with: the endpoint's, and the one before the last
+    rotation while its overlap lasts. CredentialsUnreadable if the keys changed."""
     secrets = [credentials_decrypt(endpoint.secret)["secret"]]
     until = endpoint.previous_secret_until
     if endpoint.previous_secret and until and until > timezone.now():
@@ -148,7 +150,7 @@ def _try(endpoint: WebhookEndpoint, delivery: WebhookDelivery, owner: str) -> An
         )
     body = event_body(delivery.event, organisation_slug=endpoint.organisation.slug)
     try:
-        secrets = _secrets_in_force(endpoint)
+        secrets = secrets_in_force(endpoint)
     except CredentialsUnreadable:
         answer = Answer(error=UNREADABLE_SECRET)
         delivery_record(delivery=delivery, attempt=attempt, answer=answer, endpoint=endpoint)

@@ -5,7 +5,7 @@ from django.contrib import admin
 from django_rq.admin import QueueAdmin
 from django_rq.models import Dashboard
 
-from operations.admin import connections, organisations, runs  # noqa: F401
+from operations.admin import connections, organisations, runs, webhooks  # noqa: F401
 
 admin.site.site_header = "Paperlane"
 admin.site.site_title = "Paperlane"

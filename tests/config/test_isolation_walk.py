@@ -153,6 +153,10 @@ MEMBER_ROUTES_WITH_IDS = {
     "web:run_cancel",
     "web:direct_upload_complete",
     "web:token_revoke",
+    "web:webhook_detail",
+    "web:webhook_delete",
+    "web:webhook_action",
+    "web:webhook_send_again",
 }
 
 

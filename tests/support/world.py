@@ -47,6 +47,8 @@ class World:
             "upload_id": str(self.upload.id),
             "endpoint_id": str(self.endpoint.id),
             "delivery_id": str(self.delivery.id),
+            # A webhook endpoint's button.
+            "action": "test",
             # A page of its document (it has two).
             "number": "1",
         }

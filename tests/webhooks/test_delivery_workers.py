@@ -6,9 +6,11 @@ import json
 import os
 import signal
 
+import jsonschema
 import pytest
 from standardwebhooks import Webhook
 
+from config.api import api
 from pipeline.services.transitions import Actor
 from tests.support.files import make_damaged_pdf, make_pdf
 from tests.support.pipeline import running_workers, wait_for, wait_terminal
@@ -47,7 +49,17 @@ def _endpoint(org, url, events=EVERY_EVENT):
 
 
 def _verified(secret, received):
-    return Webhook(secret).verify(received.body, received.headers)
+    """The body, once its signature checks out as a receiver checks it, and once it is what
+    the OpenAPI document's `webhooks` say its type sends."""
+    event = Webhook(secret).verify(received.body, received.headers)
+    schema = api.get_openapi_schema(path_prefix="/api/v1/")
+    body = schema["webhooks"][event["type"]]["post"]["requestBody"]
+    ref = body["content"]["application/json"]["schema"]["$ref"]
+    jsonschema.Draft202012Validator(
+        {"$ref": ref, "components": schema["components"]},
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    ).validate(event)
+    return event
 
 
 def test_each_ended_run_is_told_once_signed(api, org, allowed_loopback):
