@@ -281,9 +281,9 @@ class WebhookEventType(StrEnum):
 # An endpoint's URL: https:// (or http:// where the operator allows networks of their own:
 # webhooks/services.py), a host without a user name or password, then anything.
 WEBHOOK_URL = (
-    r"^(?i:https?)://[^/?#@\s]+([/?#]\S*)?$"
+    r"^[hH][tT][tT][pP][sS]?://[^/?#@\x00-\x20\x7f-\x9f]+([/?#][^\x00-\x20\x7f-\x9f]*)?$"
     if settings.PAPERLANE_WEBHOOK_ALLOWED_NETWORKS
-    else r"^(?i:https)://[^/?#@\s]+([/?#]\S*)?$"
+    else r"^[hH][tT][tT][pP][sS]://[^/?#@\x00-\x20\x7f-\x9f]+([/?#][^\x00-\x20\x7f-\x9f]*)?$"
 )
 
 
@@ -308,7 +308,8 @@ class WebhookEndpointChange(Schema):
         None, min_length=1, max_length=len(WebhookEventType)
     )
     description: str | None = Field(None, max_length=200, pattern=NO_CONTROL_CHARACTERS)
-    enabled: bool | None = None
+    # true or false, not 0 or "yes".
+    enabled: bool | None = Field(None, strict=True)
 
 
 class WebhookEndpointOut(Schema):
