@@ -4,6 +4,7 @@
     .venv/bin/python bench/burst.py [-n 500] [--clients 32] [--kill-every 5] [--outage 10]
         [--no-chaos] [--json PATH] [--chart PATH] [--keep] [--url URL --token TOKEN]
         [--timeout 1200] [--web-workers 3] [--web-threads 2] [--nice-workers 0] [--seed 9]
+        [--webhooks]
 
 Without --url it starts what it needs, all on 127.0.0.1: a fresh PostgreSQL
 database (BENCH_DB, migrated) and an emptied Redis db (BENCH_REDIS_URL),
@@ -36,6 +37,12 @@ Every second it samples queue lag (the age of the oldest due run no worker
 holds, from the database, and the jobs waiting in every stage's RQ queues)
 and throughput (runs ended per second).
 
+With --webhooks, a receiver on loopback (allowed by PAPERLANE_WEBHOOK_ALLOWED_NETWORKS)
+gets the webhooks of an endpoint of each organisation subscribed to every event, and
+once the runs have ended it checks that each ended run was told once (one `run.*` event
+id), each signature valid (bench/_burst_webhooks.py); run it with and without to compare
+the accept latency.
+
 Then it waits (at most --timeout seconds) until every accepted run has ended,
 checks the database and prints a table, the "Done means" criteria of issue 9
 with PASS/FAIL, and writes --json and --chart (an HTML page with the SVG inline;
@@ -66,6 +73,7 @@ Definitions:
 """
 
 import argparse
+import contextlib
 import http.client
 import json
 import math
@@ -110,6 +118,7 @@ from _burst_figures import (
 )
 from _burst_report import criteria, print_report, write_chart
 from _burst_watch import Chaos, ChaosPlan, Sampler, queue_lengths
+from _burst_webhooks import ALLOWED, endpoints_create, webhook_criterion, webhook_figures
 from _cpu import machine_load
 from _embedders import OUTAGE_FLAG_ENV
 from _workers import log_problems, wait_workers, warm_up
@@ -121,6 +130,7 @@ from documents.services.tokens import api_token_authenticate, api_token_create
 from pipeline.lag import stage_lags
 from tests.support.pipeline import runs_not_ended
 from tests.support.processes import free_port, stop_group
+from tests.support.receiver import receiver
 
 ACCESS_LOG = SCRATCH / "gunicorn-access.log"
 LAG_GRACE = 30.0  # seconds for the queues to empty once every run has ended
@@ -410,6 +420,11 @@ def main() -> int:
         help="run the workers at this CPU niceness, so the web gets the CPU first (0: same)",
     )
     parser.add_argument("--seed", type=int, default=9, help="of the documents and the chaos")
+    parser.add_argument(
+        "--webhooks",
+        action="store_true",
+        help="an endpoint of each organisation, every event, to a receiver on loopback",
+    )
     args = parser.parse_args()
     if args.n < 1 or args.clients < 1 or args.kill_every < 0 or args.timeout <= 0:
         parser.error("-n and --clients must be positive, --kill-every >= 0, --timeout > 0")
@@ -417,6 +432,8 @@ def main() -> int:
         parser.error("--url and --token go together")
     if args.url and urlsplit(args.url).hostname not in ("127.0.0.1", "localhost"):
         parser.error("--url must be on 127.0.0.1: this bench sends traffic nowhere else")
+    if args.webhooks and args.url:
+        parser.error("--webhooks starts its own stack: not with --url")
 
     # SIGTERM (as `timeout` sends) unwinds like Ctrl-C, so the finally below stops the stack.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -432,6 +449,7 @@ def main() -> int:
     supervisor = None
     base = args.url or ""
     tokens: dict[str, str] = {}
+    hooks = contextlib.ExitStack()
     try:
         if args.url:
             token = api_token_authenticate(raw=args.token)
@@ -445,9 +463,13 @@ def main() -> int:
                 str(SCRATCH / "media"),
                 PAPERLANE_EMBEDDER="bench._embedders.OutageEmbedder",
                 **{OUTAGE_FLAG_ENV: str(flag)},
+                **({"PAPERLANE_WEBHOOK_ALLOWED_NETWORKS": ALLOWED} if args.webhooks else {}),
             )
             fresh_database(env)
             tokens, org_ids = organisations(uploads)
+            if args.webhooks:
+                hook_url, script = hooks.enter_context(receiver(200))
+                secrets = endpoints_create(hook_url, org_ids)
             web, base = start_gunicorn(
                 env, args.web_workers, args.web_threads, SCRATCH / "gunicorn.log", ACCESS_LOG
             )
@@ -467,6 +489,9 @@ def main() -> int:
         print(f"Machine after the burst: {f['machine_after']}")
         chaos_on = result["chaos"] is not None
         checks = criteria(f, chaos_on)
+        if args.webhooks:
+            f.update(webhook_figures(script, secrets, result["accepted_ids"], wait=120))
+            checks.append(webhook_criterion(f))
         f["criteria"] = {name: {"pass": ok, "measured": d} for name, ok, d in checks}
         explain = [
             f"small = at most {SMALL_MAX_PAGES} pages, large = at least {LARGE_MIN_PAGES} pages; "
@@ -519,6 +544,7 @@ def main() -> int:
         print(f"Total bench time {time.monotonic() - started:.0f} s")
         return 0 if all(ok for _, ok, _ in checks) else 1
     finally:
+        hooks.close()
         flag.unlink(missing_ok=True)
         if args.keep and processes:
             groups = " ".join(f"-{process.pid}" for process, _ in processes)

@@ -52,6 +52,15 @@ def _rule(stage: str, organisation_id) -> Rule:
     )
 
 
+def heavy_entry_release(*, stage: str, organisation_id, entry: str) -> None:
+    """The heavy job `entry` of the organisation no longer runs (its worker died and its
+    stage was taken back): its place is free now, not at the end of its window, which
+    kept every heavy job of the organisation waiting behind a dead worker's for up to the
+    stage's timeout. Nothing for a light job or a stage not weighed; best effort."""
+    if stage_spec(stage).weighed:
+        rate_release(rules=[_rule(stage, organisation_id)], entry=entry)
+
+
 class Share:
     """One worker's heavy job in flight, if it runs one."""
 

@@ -85,10 +85,13 @@ def _turn(endpoint_id: uuid.UUID, *, owner: str) -> TurnReport:
             delivery = _next_due(endpoint)
             if delivery is None:
                 break
+            answer = _try(endpoint, delivery, owner)
+            if answer is None:
+                going = False
+                break
             tries += 1
-            delivered = _try(endpoint, delivery, owner).delivered
             endpoint.refresh_from_db(fields=["enabled", "lease_owner"])
-            going = delivered and endpoint.enabled and endpoint.lease_owner == owner
+            going = answer.delivered and endpoint.enabled and endpoint.lease_owner == owner
     finally:
         WebhookEndpoint.objects.filter(id=endpoint.id, lease_owner=owner).update(
             lease_owner="", lease_expires_at=None
@@ -136,15 +139,21 @@ def secrets_in_force(endpoint: WebhookEndpoint) -> list[str]:
     return secrets
 
 
-def _try(endpoint: WebhookEndpoint, delivery: WebhookDelivery, owner: str) -> Answer:
-    """One try of `delivery`: begun (recorded, counted, the lease renewed), sent, ended."""
+def _try(endpoint: WebhookEndpoint, delivery: WebhookDelivery, owner: str) -> Answer | None:
+    """One try of `delivery`: begun (recorded, counted, the lease renewed), sent, ended.
+    None, and nothing sent, when the endpoint is no longer this worker's or the delivery
+    no longer pending (another worker, after this one's lease expired, took over)."""
     with transaction.atomic():
         now = timezone.now()
-        WebhookEndpoint.objects.filter(id=endpoint.id, lease_owner=owner).update(
+        held = WebhookEndpoint.objects.filter(id=endpoint.id, lease_owner=owner).update(
             lease_expires_at=now + lease()
         )
-        WebhookDelivery.objects.filter(id=delivery.id).update(attempts=F("attempts") + 1)
-        delivery.attempts += 1
+        locked = WebhookDelivery.objects.select_for_update().only("status", "attempts")
+        current = locked.get(id=delivery.id)
+        if not held or current.status != DeliveryStatus.PENDING:
+            return None
+        delivery.attempts = current.attempts + 1
+        delivery.save(update_fields=["attempts"])
         attempt = DeliveryAttempt.objects.create(
             delivery=delivery, number=delivery.attempts, worker=owner, started_at=now
         )

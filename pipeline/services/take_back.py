@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from pipeline import lease
+from pipeline.fair_share import heavy_entry_release
 from pipeline.models import ImportRun, RunStatus, StageAttempt
 from pipeline.services.transitions import SWEEPER, Actor, attempt_finish, run_move
 from pipeline.stage_list import STAGES
@@ -86,6 +87,11 @@ def run_take_back_locked(*, run: ImportRun, actor: Actor, note: str = "") -> Non
         )
         reason = f"{message}; resuming elsewhere"
     run_move(run=run, move=move, actor=actor, reason=f"{reason}{note}", changes=changes)
+    # The dead worker's place among its organisation's heavy jobs (pipeline/fair_share.py).
+    stage, organisation_id = run.stage, run.organisation_id
+    transaction.on_commit(
+        lambda: heavy_entry_release(stage=stage, organisation_id=organisation_id, entry=job_id)
+    )
 
 
 def attempts_abandon_unreported(*, limit: int) -> int:
