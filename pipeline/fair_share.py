@@ -11,7 +11,9 @@ it back at the head of its lane and leaves that lane alone for REST_SECONDS, tak
 other lanes' work meanwhile. So another organisation's document waits at the stage for
 at most what a light document may take (EXTRACT_CPU_BASE_SECONDS + (HEAVY_PAGES - 1)
 pages' worth), never for a heavy one; tests/pipeline/test_fair_share_workers.py shows it
-with real workers.
+with real workers. A heavy job's place is given back when it ends, and when its worker
+died and its stage is taken back (`heavy_entry_release`); only if that too is lost does
+it leave with its window, the stage's timeout.
 
 Weighing costs the worker one small query per job of a weighed stage. Redis or the
 database away: the job runs uncounted (this is a matter of fairness, never of
