@@ -95,4 +95,6 @@ def test_stage_workers_are_told_by_their_command_line_or_rqs_title():
     assert is_stage_worker("/usr/bin/python manage.py stage_worker extract --prefers bulk")
     assert is_stage_worker("rq:worker:vm.4242.extract: Listening on extract.interactive.0")
     assert not is_stage_worker("/usr/bin/python manage.py sweep --loop")
+    assert not is_stage_worker("rq:worker:vm.4242.webhooks: Listening on webhooks")
+    assert not is_stage_worker("/usr/bin/python manage.py webhook_worker")
     assert not is_stage_worker("python -c from multiprocessing.forkserver import main")
