@@ -21,7 +21,7 @@ from django.utils import timezone
 from redis import Redis
 from redis.exceptions import RedisError
 
-from core.redis import redis_connection, request_breaker, request_connection
+from core.redis import enqueue_connection, redis_connection
 from pipeline import broker
 from pipeline.lanes import lane_choose
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority
@@ -62,10 +62,9 @@ def stage_enqueue(
     skipped while its breaker is open; the sweeper delivers what was not enqueued.
     """
     job_id = stage_job_id(run_id=run_id, stage=stage, attempt=attempt, generation=generation)
-    breaker = request_breaker() if in_request else None
-    if breaker is not None and breaker.open:
+    connection, breaker = enqueue_connection(in_request=in_request)
+    if connection is None:
         return False
-    connection = request_connection() if in_request else redis_connection()
     try:
         lane = lane_choose(
             connection=connection,

@@ -16,8 +16,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from redis import Redis
+from redis.exceptions import RedisError
 
-from core.redis import redis_connection, request_breaker, request_connection
+from core.redis import enqueue_connection, redis_connection
 from pipeline import broker
 from webhooks.events import Wake, event_record
 from webhooks.limits import lease, try_seconds, turn_seconds
@@ -49,15 +50,16 @@ def event_publish(*, organisation_id: int, type: str, data: dict, in_request: bo
 
 def endpoints_wake(wakes: Iterable[Wake], *, in_request: bool = False) -> int:
     """Ask for each endpoint's turn; how many new jobs were queued."""
-    breaker = request_breaker() if in_request else None
-    if breaker is not None and breaker.open:
+    connection, breaker = enqueue_connection(in_request=in_request)
+    if connection is None:
         return 0
-    connection = request_connection() if in_request else redis_connection()
     queued = 0
     try:
         for wake in wakes:
             queued += _enqueue(connection, wake)
-    except Exception:
+    except Exception as exc:  # Redis's, or anything else: logged, never raised
+        if breaker is not None and isinstance(exc, RedisError):
+            breaker.trip("queuing webhook turns")
         logger.warning("could not queue webhook deliveries; the sweeper will", exc_info=True)
     return queued
 
