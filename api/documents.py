@@ -11,6 +11,7 @@ from api.errors import ERROR_CODES, ErrorCode, errors
 from api.params import DOCUMENT_ID, PAGE_LIMIT, PAGE_OFFSET, RUN_ID
 from api.responses import BINARY_FILE, no_content
 from api.schemas import AcceptOut, DocumentOut, DocumentPage, PassageOrder, RunOut, SearchOut
+from core.errors import InvalidUpload
 from core.http import download_response, kept_response
 from core.uploads import client_file_name, upload_refusal
 from documents.pictures import (
@@ -78,10 +79,18 @@ def accept_status(acceptance: Acceptance) -> int:
     tags=["documents"],
     # `file` is required; the signature leaves it optional only so that a missing or
     # oversized file gets our own answer (400 missing_file, 413) rather than pydantic's.
+    # The form holds `file` and nothing else (another field is a 400 unknown_field), and
+    # `file` is one of the media types below, as its bytes show it (its part's own
+    # Content-Type is not read).
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"multipart/form-data": {"schema": {"required": ["file"]}}},
+            "content": {
+                "multipart/form-data": {
+                    "schema": {"required": ["file"], "additionalProperties": False},
+                    "encoding": {"file": {"contentType": ", ".join(MEDIA_TYPES.values())}},
+                }
+            },
         }
     },
 )
@@ -118,13 +127,27 @@ def document_upload(
         organisation=request.organisation,
         upload=file,
         filename=client_file_name(request, file) if file is not None else None,
-        refused=upload_refusal(request),
+        refused=upload_refusal(request) or _other_fields_refusal(request, file),
         source=RunSource.API,
         api_token=request.api_token,
         idempotency_key=idempotency_key,
         allow_duplicate=allow_duplicate,
     )
     return Status(accept_status(acceptance), accept_out(acceptance))
+
+
+def _other_fields_refusal(request, file) -> InvalidUpload | None:
+    """400 unknown_field for a form field beside `file` (the operation declares none):
+    an option sent in the form, where the API reads it from the query, is not ignored.
+    Without `file` at all, saying so (missing_file) helps more."""
+    others = sorted(set(request.POST) | (set(request.FILES) - {"file"}))
+    if file is None or not others:
+        return None
+    return InvalidUpload(
+        f"The form holds one field, 'file'; {others[0]!r} is not one of the upload's "
+        "(options such as allow_duplicate go in the query string).",
+        code="unknown_field",
+    )
 
 
 def _connector_out(run: ImportRun | None) -> dict | None:
@@ -450,9 +473,9 @@ def search(
     document's passages, every one that holds the words (or, where none holds them all,
     those holding some), paged with `offset` and `more`; `total` counts them. Words match
     their other forms ("alphabets" finds "alphabet"); rarer words count more; "a quoted
-    phrase", `or` and `-word` work as in a web search. `400 query_empty`: `q` holds only
-    -words. `404` for a `document` that is not the organisation's. `503 search_timeout`
-    with `Retry-After`: the search took too long."""
+    phrase", `or` and `-word` work as in a web search; a `q` of only -words finds
+    nothing (no results). `404` for a `document` that is not the organisation's.
+    `503 search_timeout` with `Retry-After`: the search took too long."""
     total = None
     if document is not None:
         document_get(organisation=request.organisation, document_id=document)

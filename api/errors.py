@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     INVALID_UPLOAD = "invalid_upload"
     MISSING_FILE = "missing_file"
     ONE_FILE_PER_REQUEST = "one_file_per_request"
+    UNKNOWN_FIELD = "unknown_field"
     # A member page's form past its bound of files (core/uploads.py, FORM_MAX_FILES).
     TOO_MANY_FILES = "too_many_files"
     INVALID_FILENAME = "invalid_filename"
@@ -77,7 +78,6 @@ class ErrorCode(StrEnum):
     FILE_MISSING = "file_missing"
     TRANSITION_NOT_ALLOWED = "transition_not_allowed"
     TOKEN_LIMIT_REACHED = "token_limit_reached"
-    QUERY_EMPTY = "query_empty"
     QUERY_TOO_LONG = "query_too_long"
     SEARCH_TIMEOUT = "search_timeout"
     # Webhook endpoints.

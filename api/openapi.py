@@ -8,7 +8,7 @@ from typing import Any
 from api.schemas import WEBHOOK_BODIES
 
 # The version of the API's contract, in the document's `info` (docs/api.md, "Changes").
-VERSION = "1.9.0"
+VERSION = "1.10.0"
 
 TAGS = [
     {"name": "documents", "description": "Upload documents, list, read, download, delete."},

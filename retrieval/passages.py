@@ -59,6 +59,8 @@ def document_passages(
     `query`'s words, `limit` of them after the first `offset`, in page order or best
     first (`order`). Those holding every clause; where none does, those holding any."""
     parsed = query_parsed(query)
+    if not parsed.clauses:
+        return Passages(hits=[], ranking="text", total=0)
     limit, offset = page_bounds(limit, offset)
     if order not in ORDERS:
         order = PAGE_ORDER

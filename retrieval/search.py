@@ -140,6 +140,8 @@ def documents_search(
     those holding the most of them. With `document_id`, that document alone (its best
     chunk), if it is the organisation's and matches."""
     parsed = query_parsed(query)
+    if not parsed.clauses:
+        return Results(hits=[], ranking="text")
     limit, offset = page_bounds(limit, offset)
     found = _text_candidates(organisation.id, parsed, document_id, deepest=offset + limit + 1)
     by_text = _text_order(found)
@@ -182,20 +184,14 @@ def documents_search(
 
 
 def query_parsed(query: str) -> Query:
-    """What a person typed, read (retrieval/query.py); ServiceError for a query too long
-    or of only -words."""
+    """What a person typed, read (retrieval/query.py); ServiceError for a query too long.
+    A query of only -words (or `or`) has no clause: it finds nothing."""
     query = query.strip()
     if len(query) > MAX_QUERY_CHARS:
         raise ServiceError(
             f"A search is at most {MAX_QUERY_CHARS} characters.", code="query_too_long"
         )
-    parsed = parse(query)
-    if not parsed.clauses:
-        raise ServiceError(
-            "Send the words to search for in `q` (a search of only -words finds nothing).",
-            code="query_empty",
-        )
-    return parsed
+    return parse(query)
 
 
 def query_suggestion(organisation_id: int, query: str, words: list[str]) -> str | None:

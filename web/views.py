@@ -12,6 +12,7 @@ from core.errors import NotFound, ServiceError
 from documents.models import Document, Organisation
 from documents.selectors import document_get, organisations_for_user
 from retrieval.passages import PAGE_ORDER, RANK_ORDER, document_passages
+from retrieval.query import parse
 from retrieval.search import MAX_QUERY_CHARS, documents_search
 from web.organisation_views import current_organisation
 from web.search_results import results_shown
@@ -98,6 +99,7 @@ def search_view(request: HttpRequest) -> HttpResponse:
         "beyond": results is not None and results.more and not more,
         "all_url": "?" + urlencode({"q": q}) if q else "?",
         "order": order,
+        "nothing_to_find": bool(q) and not parse(q).clauses,
         "other_order_url": page_url(0, ordered=PAGE_ORDER if order == RANK_ORDER else RANK_ORDER),
         "suggestion_url": page_url(0, words=results.suggestion)
         if results and results.suggestion

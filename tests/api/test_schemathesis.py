@@ -21,6 +21,9 @@ from tests.support.uploads import accepted_run
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 CONFIG = Path(__file__).with_name("schemathesis.toml")
+# Real files of each media type an upload declares (tests/api/schemathesis_hooks.py).
+HOOKS = "tests.api.schemathesis_hooks"
+ROOT = Path(__file__).resolve().parents[2]
 # Three seeds, fixed, so that a run in CI sends what the last run sent and a failure one
 # seed happens not to find another does; SCHEMATHESIS_SEED and SCHEMATHESIS_EXAMPLES try
 # others, and more of them.
@@ -74,7 +77,13 @@ def test_every_answer_is_one_the_openapi_document_describes(tmp_path, seed):
             "--no-color",
         ]
         result = subprocess.run(
-            command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+            command,
+            cwd=tmp_path,
+            env={**os.environ, "SCHEMATHESIS_HOOKS": HOOKS, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
 
     assert result.returncode == 0, result.stdout + result.stderr

@@ -4,6 +4,7 @@ import io
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.files.uploadhandler import TemporaryFileUploadHandler
 from django.test import Client, RequestFactory
 
@@ -84,6 +85,25 @@ def test_a_request_with_two_files_is_refused_and_keeps_at_most_one(api, org, spo
     assert response.status_code == 400
     assert response.json()["code"] == "one_file_per_request"
     assert len(spooled) <= 1
+    assert not ImportRun.objects.filter(organisation=org).exists()
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"allow_duplicate": "true"}, "unknown_field"),
+        ({"note": "x"}, "unknown_field"),
+        # A second file is past the API's bound of one, whatever its field.
+        ({"other": SimpleUploadedFile("b.pdf", b"x")}, "one_file_per_request"),
+    ],
+)
+def test_a_form_field_beside_the_file_is_refused_not_ignored(api, org, fields, code):
+    upload = SimpleUploadedFile("a.pdf", make_pdf(1), content_type="application/pdf")
+
+    response = api.post(URL, {"file": upload, **fields})
+
+    assert response.status_code == 400
+    assert response.json()["code"] == code
     assert not ImportRun.objects.filter(organisation=org).exists()
 
 

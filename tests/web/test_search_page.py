@@ -205,11 +205,12 @@ def test_a_typo_offers_the_words_the_documents_hold_as_a_link(member_client, org
     assert spelt_right.xpath(f"//p[{_of_class('suggestion')}]") == []
 
 
-def test_a_query_it_refuses_is_a_plain_message(member_client):
-    response = member_client.get("/search/", {"q": "?!"})
+@pytest.mark.parametrize("q", ["?!", "-harbour", "or"])
+def test_a_query_without_a_word_to_find_says_so(member_client, q):
+    response = member_client.get("/search/", {"q": q})
 
-    assert response.status_code == 400
-    assert "Send the words to search for" in response.content.decode()
+    assert response.status_code == 200
+    assert "holds no word to find" in response.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
