@@ -389,16 +389,14 @@ PAPERLANE_EMBEDDER = env("PAPERLANE_EMBEDDER", default="retrieval.embedding.Hash
 PAPERLANE_EMBEDDING_DIMENSIONS = env.int("PAPERLANE_EMBEDDING_DIMENSIONS", default=384)
 # Chunks the embed stage hands the provider at once (one request for the HTTP provider).
 PAPERLANE_EMBED_BATCH_SIZE = env.int("PAPERLANE_EMBED_BATCH_SIZE", default=64)
-# The HTTP provider (retrieval/http_embedder.py): the endpoint's full URL and the model.
-PAPERLANE_EMBED_URL = env("PAPERLANE_EMBED_URL", default="https://api.openai.com/v1/embeddings")
+# The HTTP provider (retrieval/http_embedder.py): its base URL as OpenAI's clients take
+# it (`https://api.openai.com/v1`, `http://localhost:11434/v1`) or the full endpoint
+# (`…/v1/embeddings`), and the model.
+PAPERLANE_EMBED_URL = env("PAPERLANE_EMBED_URL", default="https://api.openai.com/v1")
 PAPERLANE_EMBED_MODEL = env("PAPERLANE_EMBED_MODEL", default="text-embedding-3-small")
 # The NAME of the environment variable that holds the API key (the key itself is never a
 # setting, so it is in no settings dump); empty variable: no key is sent (Ollama, vLLM).
 PAPERLANE_EMBED_API_KEY_ENV = env("PAPERLANE_EMBED_API_KEY_ENV", default="OPENAI_API_KEY")
-# The header the key goes in: `Authorization` sends `Bearer <key>`; Azure OpenAI: `api-key`.
-PAPERLANE_EMBED_API_KEY_HEADER = env("PAPERLANE_EMBED_API_KEY_HEADER", default="Authorization")
-# Send `dimensions` in the request (models that shorten their vectors: text-embedding-3-*).
-PAPERLANE_EMBED_SEND_DIMENSIONS = env.bool("PAPERLANE_EMBED_SEND_DIMENSIONS", default=False)
 # The longest one request may take before it counts as a transient failure.
 PAPERLANE_EMBED_TIMEOUT_SECONDS = env.float("PAPERLANE_EMBED_TIMEOUT_SECONDS", default=30.0)
 # Requests in flight at once across every worker and host (0: no limit).
@@ -410,6 +408,12 @@ PAPERLANE_EMBED_TOKENS_PER_MINUTE = env.int("PAPERLANE_EMBED_TOKENS_PER_MINUTE",
 # An input estimated longer than this is split before it is sent (0: only when the
 # provider answers that it is too long).
 PAPERLANE_EMBED_MAX_INPUT_TOKENS = env.int("PAPERLANE_EMBED_MAX_INPUT_TOKENS", default=0)
+# The model's similarity floor: a chunk found only by its meaning (it holds no word of
+# the query) is a result only if its cosine similarity to the query is at least this,
+# and at least half the nearest chunk's (retrieval/search.py). Every model
+# spreads its cosines differently: calibrate it on your own documents with
+# `bench/meaning.py --provider-url` (docs/api.md, "The floor").
+PAPERLANE_EMBED_MIN_SIMILARITY = env.float("PAPERLANE_EMBED_MIN_SIMILARITY", default=0.4)
 # GET /search: the stemmer (a PostgreSQL text search configuration: `english`, `simple`
 # for none, ...). The index is built in it: after changing it, run `manage.py
 # search_index` (it rebuilds the index).
@@ -417,6 +421,9 @@ PAPERLANE_SEARCH_LANGUAGE = env("PAPERLANE_SEARCH_LANGUAGE", default="english")
 # Whether the query embedding's cosine ranks too: `auto` when the embedder's vectors have
 # a meaning (not the default hashing one, whose ranking made search worse), `always`, `never`.
 PAPERLANE_SEARCH_FUSE_EMBEDDINGS = env("PAPERLANE_SEARCH_FUSE_EMBEDDINGS", default="auto")
+# The longest a search waits for its query's embedding; past it, or while the provider's
+# breaker is open, it ranks by text alone and says `embedding_unavailable`.
+PAPERLANE_SEARCH_EMBED_BUDGET_MS = env.int("PAPERLANE_SEARCH_EMBED_BUDGET_MS", default=400)
 # Each search statement's bound in PostgreSQL: the text lookup is refused past it, the
 # nearest-neighbour lookup gives none (ranked by text).
 PAPERLANE_SEARCH_TIMEOUT_MS = env.int("PAPERLANE_SEARCH_TIMEOUT_MS", default=3000)

@@ -9,6 +9,11 @@ lasts PAUSE_SECONDS and doubles each time it opens again, up to PAUSE_MAX_SECOND
 When it ends, the next job is the
 probe: a success closes the breaker, a failure opens it again at once, for longer.
 
+Searches embed their query through the same provider and count into the same breaker
+(with the short Redis client a request uses): a query whose embedding fails or times
+out is a failure like a worker's, and while the breaker is open, or opened and not yet
+closed by a success, searches do not call the provider at all (`searches_skip`).
+
 The state is one Redis hash per provider. Reading it costs the stage's workers one
 command per job; a worker that cannot read it takes jobs as usual (the stage's own
 retries still cover a failing provider).
@@ -19,9 +24,10 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
+from redis import Redis
 from redis.exceptions import RedisError
 
-from core.redis import redis_connection
+from core.redis import redis_connection, request_breaker, request_connection
 
 logger = logging.getLogger(__name__)
 
@@ -71,13 +77,17 @@ class ProviderBreaker:
     def key(self) -> str:
         return KEY.format(name=self.name)
 
-    def failed(self) -> float:
-        """Count a failed call; returns the pause it opened, or 0."""
+    def failed(self, *, in_request: bool = False) -> float:
+        """Count a failed call; returns the pause it opened, or 0. `in_request`: a person
+        waits (a search), so the request's Redis client, with its short timeout."""
         self._failing = True
         max_pause = PAUSE_MAX_SECONDS
+        client = _client(in_request)
+        if client is None:
+            return 0.0
         try:
             pause = float(
-                redis_connection().eval(
+                client.eval(
                     _FAILED,
                     1,
                     self.key,
@@ -89,6 +99,7 @@ class ProviderBreaker:
                 )
             )
         except RedisError:
+            _tripped(in_request, f"counting a failure of {self.name}")
             logger.warning("could not count a failure of %s in Redis", self.name, exc_info=True)
             return 0.0
         if pause:
@@ -99,15 +110,38 @@ class ProviderBreaker:
             )
         return pause
 
-    def succeeded(self) -> None:
+    def succeeded(self, *, in_request: bool = False) -> None:
         """A call went through: the breaker closes (one command, only if it was failing)."""
         if not self._failing:
             return
+        client = _client(in_request)
+        if client is None:
+            return
         try:
-            redis_connection().delete(self.key)
+            client.delete(self.key)
             self._failing = False
         except RedisError:
+            _tripped(in_request, f"closing the {self.name} breaker")
             logger.warning("could not close the %s breaker", self.name, exc_info=True)
+
+    def searches_skip(self) -> bool:
+        """Whether a search should not call the provider: its breaker is open, or it
+        opened and no call has succeeded since (a worker's probe, or the hash expiring
+        PAUSE_MAX_SECONDS * 4 + 60 s after the last failure, closes it). One command on
+        the request's client; Redis away says no (the search's own budget bounds the
+        call)."""
+        client = _client(True)
+        if client is None:
+            return False
+        try:
+            until, opens = client.hmget(self.key, "until", "opens")
+        except RedisError:
+            _tripped(True, f"reading the {self.name} breaker")
+            return False
+        if until is None and opens is None:
+            return False
+        self._failing = True
+        return int(opens or 0) > 0 or float(until or 0) > time.time()
 
     def paused_for(self) -> float:
         """Seconds until the stage's jobs may be taken again (0: take them now)."""
@@ -119,6 +153,18 @@ class ProviderBreaker:
             return 0.0
         self._failing = True
         return max(float(until or 0) - time.time(), 0.0)
+
+
+def _client(in_request: bool) -> Redis | None:
+    """The workers' client, or a request's (None while its breaker is open)."""
+    if not in_request:
+        return redis_connection()
+    return None if request_breaker().open else request_connection()
+
+
+def _tripped(in_request: bool, what: str) -> None:
+    if in_request:
+        request_breaker().trip(what)
 
 
 @cache

@@ -18,6 +18,7 @@ import math
 import os
 import time
 from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
@@ -34,6 +35,11 @@ MAX_BUSY_ANSWERS = 5
 RETRY_AFTER_MAX_SECONDS = 30.0
 # How much of a provider's error text is kept in a message.
 MESSAGE_CHARS = 300
+# The hosts of Azure OpenAI, whose keys go in the `api-key` header.
+AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+# Models that shorten their vectors to the `dimensions` asked for (OpenAI's, on OpenAI or
+# Azure); any other model is sent none and must answer PAPERLANE_EMBEDDING_DIMENSIONS.
+SHORTENING_MODELS = ("text-embedding-3-",)
 # What providers say when an input is longer than the model takes (OpenAI, vLLM, TEI, ...).
 _TOO_LONG_WORDS = (
     "context length",
@@ -129,12 +135,29 @@ def _mean(vectors: list[list[float]], weights: list[int]) -> list[float]:
     return [x / norm for x in mean] if norm else mean
 
 
+def endpoint_url(url: str) -> str:
+    """The embeddings endpoint of PAPERLANE_EMBED_URL: the URL itself when its path ends
+    in `/embeddings`, else the base URL OpenAI's clients take (`…/v1`) with
+    `/embeddings` added to its path (a query string, Azure's `api-version`, kept)."""
+    parts = urlsplit(url.strip())
+    path = parts.path.rstrip("/")
+    if not path.endswith("/embeddings"):
+        path += "/embeddings"
+    return urlunsplit(parts._replace(path=path))
+
+
 class HttpEmbedder:
     """Embeds through PAPERLANE_EMBED_URL with PAPERLANE_EMBED_MODEL. Its name says the
-    model and the dimensions, so search never compares vectors of two models."""
+    model and the dimensions, so search never compares vectors of two models. Its
+    vectors carry meaning, as every real model's do: search ranks by them
+    (PAPERLANE_SEARCH_FUSE_EMBEDDINGS=never for a provider serving a word-count model)."""
+
+    has_meaning = True
 
     def __init__(self) -> None:
-        self.url = settings.PAPERLANE_EMBED_URL
+        self.url = endpoint_url(settings.PAPERLANE_EMBED_URL)
+        # Below this cosine a chunk that holds no word of the query is no result.
+        self.min_similarity = settings.PAPERLANE_EMBED_MIN_SIMILARITY
         self.model = settings.PAPERLANE_EMBED_MODEL
         self.dimensions = settings.PAPERLANE_EMBEDDING_DIMENSIONS
         self.name = f"{self.model}-{self.dimensions}"
@@ -199,12 +222,14 @@ class HttpEmbedder:
         key = os.environ.get(self.key_env, "") if self.key_env else ""
         if not key:
             return {}
-        header = settings.PAPERLANE_EMBED_API_KEY_HEADER
-        return {header: f"Bearer {key}" if header.lower() == "authorization" else key}
+        # Azure OpenAI takes its keys in `api-key`; every other provider as a bearer token.
+        if (urlsplit(self.url).hostname or "").endswith(AZURE_HOSTS):
+            return {"api-key": key}
+        return {"Authorization": f"Bearer {key}"}
 
     def _post(self, texts: list[str], deadline: float | None) -> list[list[float]]:
         body: dict = {"model": self.model, "input": texts, "encoding_format": "float"}
-        if settings.PAPERLANE_EMBED_SEND_DIMENSIONS:
+        if self.model.startswith(SHORTENING_MODELS):
             body["dimensions"] = self.dimensions
         tokens = sum(estimate_tokens(text) for text in texts)
         for _ in range(MAX_BUSY_ANSWERS):
@@ -286,11 +311,18 @@ class HttpEmbedder:
                 f"the environment variable {self.key_env}.",
                 code="embedding_key_refused",
             )
-        if status == 404 or "model" in lowered:
+        if "model" in lowered:
             return ProviderRefused(
                 f"The embedding provider does not serve the model {self.model} ({status}: "
-                f"{said}); check PAPERLANE_EMBED_MODEL and PAPERLANE_EMBED_URL.",
+                f"{said}); check PAPERLANE_EMBED_MODEL.",
                 code="embedding_model_refused",
+            )
+        if status == 404:
+            return ProviderRefused(
+                f"No embeddings endpoint answers at {self.url} (404: {said}); check "
+                "PAPERLANE_EMBED_URL (the provider's base URL, such as https://api.openai.com/v1, "
+                "or its full /embeddings endpoint).",
+                code="embedding_refused",
             )
         return ProviderRefused(
             f"The embedding provider refused the request ({status}: {said}).",

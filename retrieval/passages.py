@@ -27,7 +27,7 @@ from retrieval.search import (
     within_search_time,
 )
 from retrieval.search_index import check_language
-from retrieval.text import any_clause, every_clause
+from retrieval.text import any_clause, every_clause, tsquery_text
 
 # The orders a document's passages come in.
 PAGE_ORDER = "page"
@@ -72,7 +72,9 @@ def document_passages(
         cursor.execute(
             f"""
             SELECT c.id, c.index, c.text, c.page_start, c.page_end, c.section,
-                   ts_rank(c.search_vector, q), count(*) OVER (), d.filename, d.page_count
+                   (SELECT count(*) FROM unnest(%s::text[]) AS clause(t)
+                    WHERE c.search_vector @@ to_tsquery(%s::regconfig, clause.t)),
+                   count(*) OVER (), d.filename, d.page_count
             FROM {_DOCUMENTS} d
             JOIN {_CHUNKS} c ON c.document_id = d.id AND c.version = d.searchable_version,
                  to_tsquery(%s::regconfig, %s) q
@@ -81,9 +83,12 @@ def document_passages(
             ORDER BY {order_by}
             LIMIT %s OFFSET %s
             """,
-            [language, tsquery, document_id, organisation.id, limit, offset],
+            [clauses, language, language, tsquery, document_id, organisation.id, limit, offset],
         )
         return cursor.fetchall()
+
+    # Each clause on its own, to count those a passage holds (its score).
+    clauses = [tsquery_text(clause) for clause in parsed.clauses]
 
     def read(cursor) -> tuple[list[tuple], bool]:
         every = every_clause(parsed)
@@ -105,7 +110,8 @@ def document_passages(
                 pages=row[9],
                 chunk_index=row[1],
                 snippet=piece,
-                score=round(float(row[6]), 4),
+                # A passage's words: the share of the query's clauses it holds.
+                score=round(row[6] / len(clauses), 4),
                 page_start=row[3],
                 page_end=row[4],
                 section=row[5],

@@ -40,6 +40,7 @@ from retrieval.chunking import clean_text
 from retrieval.coverage import embedding_coverage
 from retrieval.embedding import PROVIDER, get_embedder
 from retrieval.query import Query, parse
+from retrieval.query_vectors import query_vector_keep, query_vector_kept
 from retrieval.search_index import check_language
 from retrieval.suggest import nearest_words, rewritten
 from retrieval.text import TextCandidates, TextMatch, passage_counts, text_candidates
@@ -53,6 +54,11 @@ MAX_QUERY_CHARS = 300
 MAX_LIMIT = 50
 # Results are paged up to this many documents deep.
 MAX_OFFSET = 200
+# A chunk found by meaning alone must reach this share of the nearest chunk's similarity
+# as well as the model's floor (bench/meaning.py: with the floor, precision 0.923 and
+# recall 0.994 on its labelled set; 0.6 and more lose the documents that only touch on
+# a subject).
+MEANING_RELATIVE = 0.5
 # A search that ran out of time may be sent again after this.
 SEARCH_RETRY_AFTER_SECONDS = 5
 # Characters of a chunk shown around the first word of the query it holds.
@@ -70,8 +76,6 @@ _CHUNKS_PER_DOCUMENT = 3
 # The chunks nearest the query's embedding that join the candidates (bench/vectors.py: an
 # HNSW search for 50 of 100,000 chunks, p95 28 ms).
 _NEIGHBOURS = 50
-# The longest a person waits for the query's embedding before the text alone ranks.
-QUERY_EMBED_SECONDS = 2.0
 
 
 class SearchTooSlow(RetryLater):
@@ -148,14 +152,15 @@ def documents_search(
     pool = _pool(by_text)
     fuse = _fuse_embeddings()
     vector = _query_vector(" ".join(parsed.words)) if fuse else None
-    semantic: list[TextMatch] = []
+    meaning = Meaning(order=[], similarity={}, floor=_meaning_floor())
     neighbours, model_share = False, None
     if vector is not None:
         nearest = _nearest(organisation.id, vector, document_id)
         neighbours = nearest.complete or bool(nearest.rows)
-        semantic, mixed = _by_meaning(nearest, pool, vector)
-        if mixed:
+        meaning = _by_meaning(nearest, pool, vector)
+        if meaning.mixed:
             model_share = round(embedding_coverage(organisation=organisation).share, 4)
+    semantic = meaning.order
     fused = _rank([m.chunk_id for m in by_text], [m.chunk_id for m in semantic])
     best: dict[object, tuple[float, TextMatch]] = {}
     for match in [*by_text, *semantic]:
@@ -172,8 +177,20 @@ def documents_search(
     page = ranked[offset : offset + limit]
     counts = within_search_time(lambda _: passage_counts(query=parsed, document_ids=page))
     unfound = [w for n in sorted(found.unfound) for phrase in parsed.clauses[n] for w in phrase]
+    strongest = max((m.score for m in by_text), default=0.0)
+    scores = {
+        document: match_score(
+            clauses=found.clauses,
+            document_holds=len(found.holds.get(document, ())),
+            passage_holds=len(best[document][1].clauses),
+            strength=best[document][1].score / strongest if strongest else 0.0,
+            similarity=meaning.similarity.get(best[document][1].chunk_id),
+            floor=meaning.floor,
+        )
+        for document in page
+    }
     return Results(
-        hits=_hits(page, best, parsed, counts),
+        hits=_hits(page, best, scores, parsed, counts),
         ranking="embedding" if semantic else "text",
         more=more,
         neighbours=neighbours,
@@ -291,16 +308,28 @@ def _fuse_embeddings() -> bool:
 
 
 def _query_vector(query: str) -> tuple[str, list[float]] | None:
-    """The query's embedding and the model that made it; None if the provider cannot."""
-    provider = breaker(PROVIDER)
-    if provider.paused_for() > 0:
-        return None
+    """The query's embedding and the model that made it; None if the provider cannot
+    give it within PAPERLANE_SEARCH_EMBED_BUDGET_MS, or its breaker says not to ask. The
+    same query within query_vectors.KEEP_SECONDS is answered from Redis
+    without a call; a failure or a timeout counts into the breaker the embed workers
+    share (core/provider_breaker.py)."""
     embedder = get_embedder()
+    text = clean_text(query)
+    kept = query_vector_kept(embedder.name, text)
+    if kept is not None:
+        return embedder.name, kept
+    provider = breaker(PROVIDER)
+    if provider.searches_skip():
+        return None
+    budget = settings.PAPERLANE_SEARCH_EMBED_BUDGET_MS / 1000
     try:
-        [vector] = embedder.embed([clean_text(query)], max_seconds=QUERY_EMBED_SECONDS)
+        [vector] = embedder.embed([text], max_seconds=budget)
     except Exception as exc:  # whatever a provider raises: the words still find and rank
+        provider.failed(in_request=True)
         logger.warning("search: the embedding provider failed, ranking by text: %s", exc)
         return None
+    provider.succeeded(in_request=True)
+    query_vector_keep(embedder.name, text, vector)
     return embedder.name, vector
 
 
@@ -315,13 +344,37 @@ def _nearest(organisation_id, query: tuple[str, list[float]], document_id):
     )
 
 
-def _by_meaning(
-    nearest, pool: list[TextMatch], query: tuple[str, list[float]]
-) -> tuple[list[TextMatch], bool]:
+@dataclass(frozen=True)
+class Meaning:
+    # The semantic order: the chunks nearest the query's embedding above the floor, then
+    # the text candidates' chunks by their cosine.
+    order: list[TextMatch]
+    # Chunk -> its cosine similarity to the query, for every chunk compared.
+    similarity: dict[object, float]
+    # The model's floor (PAPERLANE_EMBED_MIN_SIMILARITY, or the embedder's own).
+    floor: float
+    # Whether a text candidate's chunk is on another model (a re-embed under way).
+    mixed: bool = False
+
+
+def _meaning_floor() -> float:
+    """The current model's similarity floor: the embedder's own `min_similarity`, or the
+    setting."""
+    declared = getattr(get_embedder(), "min_similarity", None)
+    return settings.PAPERLANE_EMBED_MIN_SIMILARITY if declared is None else declared
+
+
+def _by_meaning(nearest, pool: list[TextMatch], query: tuple[str, list[float]]) -> Meaning:
     """The semantic order: the chunks nearest the query's embedding (found by the vector
-    index or the exact scan, words or none), then the pool's other chunks of the query's
-    model by their cosine (farther than those, when the neighbours are complete). And
-    whether a chunk of the pool is on another model (a re-embed under way)."""
+    index or the exact scan, words or none) whose similarity reaches the model's floor
+    and MEANING_RELATIVE of the nearest one's, then the pool's other
+    chunks of the query's model by their cosine (farther than those, when the
+    neighbours are complete). A neighbour below the floor is no candidate: a query that
+    means nothing the documents hold finds nothing by meaning."""
+    floor = _meaning_floor()
+    top = max((row.similarity for row in nearest.rows), default=0.0)
+    least = max(floor, top * MEANING_RELATIVE)
+    similarity = {row.chunk_id: row.similarity for row in nearest.rows}
     order = [
         TextMatch(
             chunk_id=row.chunk_id,
@@ -331,6 +384,7 @@ def _by_meaning(
             clauses=frozenset(),  # found by meaning: it may hold no word of the query
         )
         for row in nearest.rows
+        if row.similarity >= least
     ]
     near = {match.chunk_id for match in order}
     model, vector = query
@@ -345,12 +399,41 @@ def _by_meaning(
         if chunk_model == model and key not in near
     ]
     scores = _cosines([embedding for _, embedding in compared], vector)
-    similarity = sorted(
+    similarity.update(zip((key for key, _ in compared), scores, strict=True))
+    by_cosine = sorted(
         zip(scores, (key for key, _ in compared), strict=True),
         key=lambda item: (-item[0], position[item[1]]),
     )
-    mixed = any(chunk_model != model for _, _, chunk_model in rows)
-    return order + [by_id[key] for _, key in similarity], mixed
+    return Meaning(
+        order=order + [by_id[key] for _, key in by_cosine],
+        similarity=similarity,
+        floor=floor,
+        mixed=any(chunk_model != model for _, _, chunk_model in rows),
+    )
+
+
+def match_score(
+    *,
+    clauses: int,
+    document_holds: int,
+    passage_holds: int,
+    strength: float,
+    similarity: float | None,
+    floor: float,
+) -> float:
+    """How well a result matches, from 0 to 1: the better of its words and its meaning.
+    Words: four fifths the share of the query's clauses its document holds, one fifth
+    the share its passage holds itself times the passage's text score against the best
+    passage's (`strength`, 0 to 1): 1 for the passage that holds every word best.
+    Meaning: the passage's cosine similarity to the query from the model's floor (0) to
+    1, when the query's embedding ranked."""
+    words = 0.0
+    if clauses:
+        words = 0.8 * document_holds / clauses + 0.2 * strength * passage_holds / clauses
+    meaning = 0.0
+    if similarity is not None and floor < 1:
+        meaning = min(max((similarity - floor) / (1 - floor), 0.0), 1.0)
+    return round(max(words, meaning), 4)
 
 
 def _cosines(embeddings: list[bytes], vector: list[float]) -> list[float]:
@@ -366,7 +449,7 @@ def _cosines(embeddings: list[bytes], vector: list[float]) -> list[float]:
     return scores
 
 
-def _hits(page: list, best: dict, parsed: Query, counts: dict) -> list[Hit]:
+def _hits(page: list, best: dict, scores: dict, parsed: Query, counts: dict) -> list[Hit]:
     chunks = {
         c.id: c
         for c in Chunk.objects.filter(id__in=[best[d][1].chunk_id for d in page]).only(
@@ -379,7 +462,7 @@ def _hits(page: list, best: dict, parsed: Query, counts: dict) -> list[Hit]:
     marks = _marks(list(pieces.values()), words)
     hits = []
     for document, piece in pieces.items():
-        score, match = best[document]
+        match = best[document][1]
         chunk = chunks[match.chunk_id]
         hits.append(
             Hit(
@@ -388,7 +471,7 @@ def _hits(page: list, best: dict, parsed: Query, counts: dict) -> list[Hit]:
                 pages=documents[document].page_count,
                 chunk_index=match.index,
                 snippet=piece,
-                score=round(score, 4),
+                score=scores[document],
                 page_start=chunk.page_start,
                 page_end=chunk.page_end,
                 section=chunk.section,

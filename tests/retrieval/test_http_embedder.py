@@ -9,7 +9,12 @@ import pytest
 
 from core.rate_limit import Rule, rate_take
 from retrieval import provider_limit
-from retrieval.http_embedder import HttpEmbedder, ProviderRefused, ProviderUnavailable
+from retrieval.http_embedder import (
+    HttpEmbedder,
+    ProviderRefused,
+    ProviderUnavailable,
+    endpoint_url,
+)
 from retrieval.provider_limit import (
     HOLD,
     IN_FLIGHT,
@@ -67,6 +72,32 @@ def test_the_key_is_read_from_the_named_environment_variable(server, monkeypatch
     assert len(HttpEmbedder().embed(["hello"])) == 1
 
 
+@pytest.mark.parametrize(
+    ("url", "header"),
+    [
+        ("https://api.openai.com/v1", {"Authorization": "Bearer sk-k"}),
+        ("https://r.openai.azure.com/openai/deployments/d?api-version=1", {"api-key": "sk-k"}),
+        ("https://r.cognitiveservices.azure.com/openai/deployments/d", {"api-key": "sk-k"}),
+        ("https://evil.com/.openai.azure.com/v1", {"Authorization": "Bearer sk-k"}),
+    ],
+)
+def test_the_key_goes_in_azures_header_for_azure_and_as_a_bearer_token_elsewhere(
+    server, settings, monkeypatch, url, header
+):
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-k")
+    settings.PAPERLANE_EMBED_URL = url
+
+    assert HttpEmbedder()._headers() == header
+
+
+@pytest.mark.parametrize(("model", "sent"), [("text-embedding-3-small", True), ("bge-m3", False)])
+def test_only_models_that_shorten_their_vectors_are_sent_dimensions(server, settings, model, sent):
+    settings.PAPERLANE_EMBED_MODEL = model
+
+    assert len(HttpEmbedder().embed(["hello"])[0]) == DIMENSIONS
+    assert server.requests[-1].dimensions == (DIMENSIONS if sent else None)
+
+
 def test_a_refused_key_is_permanent_and_names_the_variable(server, monkeypatch):
     server.key = "sk-right"
     monkeypatch.setenv("TEST_EMBED_KEY", "sk-wrong")
@@ -78,6 +109,45 @@ def test_a_refused_key_is_permanent_and_names_the_variable(server, monkeypatch):
     assert "TEST_EMBED_KEY" in refused.value.message
     assert "sk-wrong" not in refused.value.message
     assert len(server.requests) == 1  # not tried again
+
+
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [
+        ("https://api.openai.com/v1", "https://api.openai.com/v1/embeddings"),
+        ("https://api.openai.com/v1/", "https://api.openai.com/v1/embeddings"),
+        ("https://api.openai.com/v1/embeddings", "https://api.openai.com/v1/embeddings"),
+        ("http://localhost:11434/v1", "http://localhost:11434/v1/embeddings"),
+        (
+            "https://r.openai.azure.com/openai/deployments/d/embeddings?api-version=2024-02-01",
+            "https://r.openai.azure.com/openai/deployments/d/embeddings?api-version=2024-02-01",
+        ),
+        (
+            "https://r.openai.azure.com/openai/deployments/d?api-version=2024-02-01",
+            "https://r.openai.azure.com/openai/deployments/d/embeddings?api-version=2024-02-01",
+        ),
+    ],
+)
+def test_the_url_may_be_the_base_openais_clients_take_or_the_endpoint(given, sent):
+    assert endpoint_url(given) == sent
+
+
+def test_a_base_url_is_sent_to_its_embeddings_endpoint(server, settings):
+    settings.PAPERLANE_EMBED_URL = server.url.removesuffix("/embeddings")
+
+    assert len(HttpEmbedder().embed(["hello"])[0]) == DIMENSIONS
+    assert [r.path for r in server.requests] == ["/v1/embeddings"]
+
+
+def test_a_404_that_names_no_model_blames_the_url(server):
+    server.script = [Answer(404, {"error": {"message": "Not Found"}})]
+
+    with pytest.raises(ProviderRefused) as refused:
+        HttpEmbedder().embed(["hello"])
+
+    assert refused.value.code == "embedding_refused"
+    assert "PAPERLANE_EMBED_URL" in refused.value.message
+    assert "model" not in refused.value.message.split(";")[0]
 
 
 def test_an_unknown_model_is_permanent_and_names_the_model(server):

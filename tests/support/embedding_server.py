@@ -3,9 +3,11 @@
 A threaded HTTP server on 127.0.0.1 that answers the way hosted providers do: vectors
 (the local hashing embedder's, so a test can compute what it expects), and on demand,
 one request at a time in the order they arrive, `429` with `Retry-After`, `5xx`, an
-answer slower than the client's timeout, `401`, `404`; a key it checks; and a longest
-input beyond which it answers OpenAI's context-length `400`. It records each request
-when it arrives (time, inputs, status) and the most requests it ever had in flight.
+answer slower than the client's timeout, `401`, `404`; one answer to every request until
+told otherwise (an outage); a 500 to every input holding a given word (a poison); a key
+it checks; and a longest input beyond which it answers OpenAI's context-length `400`. It
+records each request when it arrives (time, inputs, status) and the most requests it ever
+had in flight.
 """
 
 import json
@@ -47,6 +49,8 @@ class Request:
     inputs: list[str]
     status: int = 0
     model: str = ""
+    path: str = ""
+    dimensions: int | None = None  # as the request asked, if it did
 
 
 class EmbeddingServer:
@@ -58,6 +62,10 @@ class EmbeddingServer:
         self.models: set[str] | None = None  # the models it serves, when set
         self.max_input_chars: int | None = None
         self.requests: list[Request] = []
+        # While set, every request is answered with it, until `recover()` (an outage).
+        self.outage: Answer | None = None
+        # Inputs holding one of these words are refused with a 500 every time (a poison).
+        self.poison: set[str] = set()
         self.in_flight = 0
         self.most_in_flight = 0
         self._lock = threading.Lock()
@@ -71,6 +79,18 @@ class EmbeddingServer:
     def __exit__(self, *exc) -> None:
         self._server.stop()
 
+    def fail_until_told(self, answer: Answer) -> None:
+        """Answer every request with `answer` (e.g. `failing(503)`, or `slow(s)` past the
+        client's timeout) until `recover()`."""
+        with self._lock:
+            self.outage = answer
+
+    def recover(self) -> float:
+        """End the outage; returns when (time.monotonic())."""
+        with self._lock:
+            self.outage = None
+            return time.monotonic()
+
     def answered(self, status: int = 200) -> list[Request]:
         return [r for r in self.requests if r.status == status]
 
@@ -83,6 +103,10 @@ class EmbeddingServer:
                 return Answer(401, {"error": {"message": "Incorrect API key provided"}})
             if self.script:
                 return self.script.pop(0)
+            if self.outage is not None:
+                return self.outage
+        if any(word in text for word in self.poison for text in request.inputs):
+            return failing(500)
         if self.models is not None and request.model not in self.models:
             missing = f"The model `{request.model}` does not exist"
             return Answer(404, {"error": {"message": missing}})
@@ -105,7 +129,13 @@ class EmbeddingServer:
             def do_POST(self) -> None:
                 arrived = time.monotonic()
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                request = Request(arrived, list(payload["input"]), model=payload.get("model", ""))
+                request = Request(
+                    arrived,
+                    list(payload["input"]),
+                    model=payload.get("model", ""),
+                    path=self.path,
+                    dimensions=payload.get("dimensions"),
+                )
                 counted = True
                 try:
                     answer = server._next(request, self.headers.get("Authorization", ""))

@@ -269,7 +269,10 @@ def test_the_page_says_when_the_provider_could_not_rank_and_during_a_re_embed(
     [moving] = _notes(member_client.get("/search/", {"q": "tide"}))
     monkeypatch.setattr("core.provider_breaker.PAUSE_AFTER_FAILURES", 1)
     breaker(PROVIDER).failed()
-    [paused] = _notes(member_client.get("/search/", {"q": "tide"}))
+    # The query searched a moment ago keeps its embedding (no call); a new one needs one.
+    [kept] = _notes(member_client.get("/search/", {"q": "tide"}))
+    [paused] = _notes(member_client.get("/search/", {"q": "harbour tide"}))
 
     assert "new embedding model: 33% of their text is on it" in moving
+    assert kept == moving
     assert paused == "Ranked by their words only: the embedding provider is not answering."
