@@ -183,8 +183,16 @@ class SearchHitOut(Schema):
     # The chunk that matched best, and its text around the first word of the query it holds.
     chunk_index: int
     snippet: str
-    # Relevance, 0 to 1: 1 is first both by its text and by its embedding's similarity.
-    score: float
+    score: float = Field(
+        ge=0,
+        le=1,
+        description="How well it matches, 0 to 1, on its own (not its place): the better of "
+        "its words (four fifths the share of the query's clauses its document holds, one "
+        "fifth the share its passage holds, weighed by its text score against the best "
+        "passage's) and its meaning (the passage's similarity to the query from the "
+        "model's floor, 0, to 1). With `document`: the share of the clauses the passage "
+        "holds.",
+    )
     # The pages the chunk comes from (1-based); null where the format has no pages.
     page_start: int | None
     page_end: int | None
