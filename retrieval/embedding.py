@@ -26,6 +26,13 @@ from django.utils.module_loading import import_string
 class Embedder(Protocol):
     name: str
     dimensions: int
+    # Whether near vectors mean near meanings: search then ranks by them and finds chunks
+    # that share no word with the query (PAPERLANE_SEARCH_FUSE_EMBEDDINGS=auto). A class
+    # without the attribute is taken to have it.
+    has_meaning: bool
+    # Optional: the cosine below which a chunk found by meaning alone is no result (the
+    # model's floor); PAPERLANE_EMBED_MIN_SIMILARITY where a class does not say.
+    # min_similarity: float
 
     def embed(self, texts: list[str], *, max_seconds: float | None = None) -> list[list[float]]:
         """The texts' vectors; with `max_seconds` (a person waits) the provider gives up
