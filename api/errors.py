@@ -105,6 +105,8 @@ class ErrorCode(StrEnum):
     PAGES_MISSING = "pages_missing"
     # The embedding provider (retrieval/http_embedder.py).
     EMBEDDING_PROVIDER_UNAVAILABLE = "embedding_provider_unavailable"
+    # A try made while the provider's breaker was open: it waits, and is not counted.
+    EMBEDDING_PROVIDER_OUTAGE = "embedding_provider_outage"
     EMBEDDING_REFUSED = "embedding_refused"
     EMBEDDING_INPUT_REFUSED = "embedding_input_refused"
     EMBEDDING_KEY_REFUSED = "embedding_key_refused"

@@ -16,6 +16,7 @@ from django.utils import timezone
 from operations.charts import lag_chart, throughput_chart
 from operations.stats.attention import attention
 from operations.stats.history import MINUTES, throughput_by_minute
+from operations.stats.provider import provider_stats
 from operations.stats.snapshot import pipeline_snapshot
 from operations.stats.totals import attempt_totals, attempts_counted
 from pipeline.lag import lag_history, lag_sample_record
@@ -102,6 +103,8 @@ def pipeline_dashboard_view(request: HttpRequest) -> TemplateResponse:
             languages_of(settings.PAPERLANE_OCR_LANGUAGES)
         ),
         "webhooks": webhook_stats(now=now),
+        # The embedding provider's breaker, the runs waiting for it, its last error.
+        "provider": provider_stats(now=now),
         **_reembed_progress(),
     }
     return TemplateResponse(request, "admin/pipeline/dashboard.html", context)

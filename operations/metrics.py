@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 from core.redis import stats_connection
 from core.upload_counts import upload_counts
 from operations.models import VIEW_PIPELINE
+from operations.stats.provider import ProviderStats, provider_stats
 from operations.stats.snapshot import PipelineSnapshot, StageStats, pipeline_snapshot
 from operations.stats.totals import DURATION_BUCKETS, AttemptTotals, attempt_totals
 from pipeline.lag import lag_sample_record
@@ -177,6 +178,28 @@ class PipelineCollector(Collector):
         yield from _upload_families()
         yield from _organisation_families(snapshot)
         yield from _webhook_families(webhook_stats(now=now))
+        yield from _provider_families(provider_stats(now=now))
+
+
+def _provider_families(stats: ProviderStats):
+    if stats.state is not None:  # Redis answered
+        yield GaugeMetricFamily(
+            "paperlane_embedding_provider_open",
+            "1 while the embedding provider's breaker is open (it opened and no call has "
+            "gone through since: an outage), else 0.",
+            value=1 if stats.out else 0,
+        )
+        yield GaugeMetricFamily(
+            "paperlane_embedding_provider_failures",
+            "Calls to the embedding provider that failed in a row while its breaker was closed.",
+            value=stats.failures,
+        )
+    yield GaugeMetricFamily(
+        "paperlane_runs_waiting_for_provider",
+        "Runs at embed whose last try failed while the embedding provider was out: they "
+        "keep their tries and go on when it answers.",
+        value=stats.waiting,
+    )
 
 
 def _webhook_families(stats: WebhookStats):

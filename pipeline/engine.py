@@ -31,7 +31,7 @@ from core.isolation import isolated_cpu_seconds
 from core.text import storable
 from pipeline import broker
 from pipeline.dispatch import next_delivery
-from pipeline.errors import LeaseLost, PermanentError, TransientError
+from pipeline.errors import LeaseLost, PermanentError, ProviderOutage, TransientError
 from pipeline.hosts import process_name
 from pipeline.lease import keeper
 from pipeline.logcontext import run_log_context
@@ -285,6 +285,21 @@ def _handle_error(
     if isinstance(exc, broker.JobTimeout):
         message = f"The {spec.name} step took longer than its limit of {spec.timeout} seconds."
         return _fail(claim, exc, Outcome.TIMEOUT, "timeout", message, permanent=False)
+    if isinstance(exc, ProviderOutage):
+        # The provider is down for every run: this one waits for it, its tries whole.
+        message = (
+            f"The {spec.name} step waits for the embedding provider, which is not answering; "
+            "it goes on by itself once the provider answers again."
+        )
+        return _fail(
+            claim,
+            exc,
+            Outcome.TRANSIENT_ERROR,
+            exc.code,
+            message,
+            permanent=False,
+            provider_pause=exc.pause,
+        )
     message = f"A temporary problem interrupted the {spec.name} step; it will be tried again."
     if isinstance(exc, TRANSIENT_TYPES):
         code = getattr(exc, "code", "transient_error")
@@ -300,7 +315,14 @@ def _describe(exc: BaseException) -> str:
 
 
 def _fail(
-    claim: Claim, exc: BaseException, outcome: str, code: str, message: str, *, permanent: bool
+    claim: Claim,
+    exc: BaseException,
+    outcome: str,
+    code: str,
+    message: str,
+    *,
+    permanent: bool,
+    provider_pause: float | None = None,
 ) -> tuple[str, ImportRun | None]:
     detail = _describe(exc)
     # The message for the uploader can hold what the failing input held (a NUL in a PDF
@@ -328,6 +350,7 @@ def _fail(
             traceback=traceback.format_exc(),
         ),
         permanent=permanent,
+        provider_pause=provider_pause,
     )
     return outcome, run
 

@@ -29,6 +29,24 @@ class TransientError(StageError):
     code = "transient_error"
 
 
+# The error code of a try that failed while the embedding provider was in an outage: the
+# run waits for the provider (the dashboard counts the runs that carry it).
+PROVIDER_OUTAGE = "embedding_provider_outage"
+
+
+class ProviderOutage(TransientError):
+    """The provider failed while its breaker is open (core/provider_breaker.py): it is
+    down for every run, not failing this one's input, so the try is not counted against
+    the run's tries or its retry window; the stage is tried again when the pause ends."""
+
+    code = PROVIDER_OUTAGE
+
+    def __init__(self, message: str, *, pause: float) -> None:
+        super().__init__(message)
+        # Seconds until the breaker lets the stage's workers try the provider again.
+        self.pause = pause
+
+
 class LeaseLost(Exception):
     """Another worker (or the sweeper, or a cancel) took the run from this one."""
 

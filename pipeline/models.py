@@ -87,6 +87,10 @@ class ImportRun(models.Model):
     # every stage over the run's life.
     stage_attempts = models.PositiveIntegerField(default=0)
     total_attempts = models.PositiveIntegerField(default=0)
+    # Those of the stage's tries that failed while its provider was in an outage: not
+    # counted against the retry budget (`stage_attempts` still numbers every try, so each
+    # delivery keeps a job id of its own). A database default too, for rows written in SQL.
+    provider_waits = models.PositiveIntegerField(default=0, db_default=0)
     # Bumped when an operator retries an ended run, so its deliveries get new job ids.
     generation = models.PositiveIntegerField(default=0)
     # Attempts of the current stage in a row whose worker died; poison detection.

@@ -8,16 +8,16 @@ cost benchmark found cheaper than the ORM's steps in a transaction (docs/benchma
 import copy
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from pipeline.errors import LeaseLost
+from pipeline.errors import PROVIDER_OUTAGE, LeaseLost
 from pipeline.events import run_ended
 from pipeline.models import TERMINAL_STATUSES, ImportRun, RunStatus, RunTransition, StageAttempt
-from pipeline.retry import backoff_seconds, retries_left
+from pipeline.retry import backoff_seconds, provider_wait_seconds, retries_left
 from pipeline.services.stage_sql import ClaimTake, StageDone, claim_statement, complete_statement
 from pipeline.services.transitions import (
     Actor,
@@ -208,14 +208,41 @@ def _timed_out_before(claim: Claim) -> bool:
     )
 
 
+def _window_started(run: ImportRun) -> datetime:
+    """When the stage's retry window began: when it started, or after its last try that
+    failed while the provider was in an outage (the wait is not counted)."""
+    if not run.provider_waits:
+        return run.stage_entered_at
+    waited = (
+        StageAttempt.objects.filter(
+            run_id=run.id, generation=run.generation, stage=run.stage, error_code=PROVIDER_OUTAGE
+        )
+        .order_by("-number")
+        .values_list("finished_at", flat=True)
+        .first()
+    )
+    return max(run.stage_entered_at, waited or run.stage_entered_at)
+
+
 @transaction.atomic
 def run_record_failure(
-    *, claim: Claim, outcome: str, code: str, message: str, failure: Failure, permanent: bool
+    *,
+    claim: Claim,
+    outcome: str,
+    code: str,
+    message: str,
+    failure: Failure,
+    permanent: bool,
+    provider_pause: float | None = None,
 ) -> ImportRun | None:
     """Record a failed attempt and decide: retry later, fail, or dead letter.
 
     `message` is for the uploader; `failure` is kept on the attempt. A stage
     that times out a second time fails: it would most likely time out again.
+    `provider_pause`: the try failed while the stage's provider is in an outage, its
+    breaker paused for that many seconds. The attempt is recorded, but counts neither
+    against the run's tries nor its retry window; the stage is due again when the pause
+    ends (with jitter), however long the outage lasts.
     Returns None when the run was no longer this worker's to change. What is due
     next (the retry) is delivered by the stage job's callback (or the sweeper).
     """
@@ -241,24 +268,34 @@ def run_record_failure(
     }
     if permanent:
         move, reason = "fail", f"{run.stage} failed: {failure.detail}"
-    elif retries_left(
-        attempt=run.stage_attempts,
-        in_stage_seconds=(now - run.stage_entered_at).total_seconds(),
-    ):
-        delay = backoff_seconds(attempt=run.stage_attempts)
+    elif provider_pause is not None:
+        delay = provider_wait_seconds(pause=provider_pause)
+        changes["provider_waits"] = run.provider_waits + 1
         move, changes["due_at"] = "retry_later", now + timedelta(seconds=delay)
         reason = (
-            f"{run.stage} attempt {run.stage_attempts} failed ({failure.detail}); "
-            f"retry in {delay:.1f}s"
+            f"{run.stage} attempt {run.stage_attempts} waits for the provider "
+            f"({failure.detail}); not counted, retry in {delay:.1f}s"
         )
     else:
-        move = "dead_letter"
-        changes["error_message"] = (
-            f"The {run.stage} step failed {run.stage_attempts} times in a row, over "
-            f"{(now - run.stage_entered_at).total_seconds():.0f} seconds; "
-            "an operator can look into it and retry."
-        )
-        reason = f"{run.stage} failed {run.stage_attempts} times; last error: {failure.detail}"
+        # What counts: the tries and the time but those spent waiting for the provider.
+        tries = run.stage_attempts - run.provider_waits
+        seconds = (now - _window_started(run)).total_seconds()
+        if retries_left(attempt=tries, in_stage_seconds=seconds):
+            delay = backoff_seconds(attempt=tries)
+            move, changes["due_at"] = "retry_later", now + timedelta(seconds=delay)
+            reason = (
+                f"{run.stage} attempt {run.stage_attempts} failed ({failure.detail}); "
+                f"retry in {delay:.1f}s"
+            )
+        else:
+            move = "dead_letter"
+            waits = run.provider_waits
+            waited = f" (not counting {waits} while its provider was down)" if waits else ""
+            changes["error_message"] = (
+                f"The {run.stage} step failed {tries} times in a row{waited}, over "
+                f"{seconds:.0f} seconds; an operator can look into it and retry."
+            )
+            reason = f"{run.stage} failed {tries} times{waited}; last error: {failure.detail}"
     return run_move(
         run=run, move=move, actor=claim.actor, reason=reason, changes=changes, deliver=False
     )

@@ -5,7 +5,9 @@ and the outline extraction kept with the text), and the model and dimensions of 
 vector.
 
 Each call to the provider is counted by its breaker (core/provider_breaker.py): while the
-provider keeps failing, the embed workers pause instead of failing a try of every run.
+provider keeps failing, the embed workers pause instead of failing a try of every run, and
+a call that fails while the breaker is open raises ProviderOutage: the run waits for the
+provider without using its tries.
 Before each call but the first, made at once after the claim that proved the run is this
 worker's, the worker asks the database whether it still holds the run: a run cancelled,
 or a stage taken back from a worker that stopped answering, costs no call after that.
@@ -33,7 +35,7 @@ from documents.services.content import (
     document_chunks_on_model,
     document_text_get,
 )
-from pipeline.errors import PermanentError, TransientError
+from pipeline.errors import PermanentError, ProviderOutage, TransientError
 from pipeline.stages.context import StageContext
 from retrieval.chunking import Piece, chunk_document
 from retrieval.embedding import PROVIDER, Embedder, get_embedder, pack_vector
@@ -47,8 +49,18 @@ def _embed(embedder: Embedder, batch: list[str]) -> list[list[float]]:
     provider = breaker(PROVIDER)
     try:
         vectors = embedder.embed(batch)
-    except (TransientError, OSError):  # what a provider that is down or overloaded raises
-        provider.failed()
+    except (TransientError, OSError) as exc:  # what a provider that is down or overloaded raises
+        # Open after counting this failure (or already open): the provider fails every run,
+        # so the run waits for it with its tries whole. Closed: others' calls go through and
+        # this input may be the problem, so the try counts (a poison input dead-letters).
+        pause = provider.failed() or provider.paused_for()
+        if pause > 0:
+            cause = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            raise ProviderOutage(
+                f"Waits for the embedding provider, which keeps failing ({cause}); "
+                "this try is not counted.",
+                pause=pause,
+            ) from exc
         raise
     provider.succeeded()
     return vectors
