@@ -24,8 +24,11 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed-demo
 	./scripts/demo.sh
 
+# Every test: those not marked slow on two processes (as test-fast), then the slow ones
+# (worker processes, servers, the browser) one at a time, after the same checks.
 test: install
-	./scripts/test.sh
+	./scripts/test.sh -m "not slow" -n 2
+	TEST_CHECKS=0 ./scripts/test.sh -m slow
 
 # Everything but the tests marked slow (worker processes, servers, the browser), on two
 # processes, each with a test database and a Redis database of its own (tests/settings.py).

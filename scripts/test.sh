@@ -16,10 +16,13 @@ ensure_redis_of_url "$REDIS_URL"
     echo "PostgreSQL does not answer at $DATABASE_URL; start it or set TEST_DATABASE_URL." >&2
     exit 1
 }
-.venv/bin/ruff check .
-# The apps' layers, the siblings' independence and no Django or RQ in the file parsers
-# (pyproject.toml), then no import cycle between any two modules, imports inside
-# functions included.
-.venv/bin/lint-imports --no-cache
-"$PY" scripts/import_cycles.py
+# TEST_CHECKS=0: the tests alone (`make test` runs the checks once, before its first part).
+if [ "${TEST_CHECKS:-1}" != 0 ]; then
+    .venv/bin/ruff check .
+    # The apps' layers, the siblings' independence and no Django or RQ in the file parsers
+    # (pyproject.toml), then no import cycle between any two modules, imports inside
+    # functions included.
+    .venv/bin/lint-imports --no-cache
+    "$PY" scripts/import_cycles.py
+fi
 exec "$PY" -m pytest "$@"
