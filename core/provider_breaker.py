@@ -24,10 +24,9 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
-from redis import Redis
 from redis.exceptions import RedisError
 
-from core.redis import redis_connection, request_breaker, request_connection
+from core.redis import caller_connection, redis_connection
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class ProviderBreaker:
         waits (a search), so the request's Redis client, with its short timeout."""
         self._failing = True
         max_pause = PAUSE_MAX_SECONDS
-        client = _client(in_request)
+        client, request = caller_connection(in_request=in_request)
         if client is None:
             return 0.0
         try:
@@ -99,7 +98,8 @@ class ProviderBreaker:
                 )
             )
         except RedisError:
-            _tripped(in_request, f"counting a failure of {self.name}")
+            if request is not None:
+                request.trip(f"counting a failure of {self.name}")
             logger.warning("could not count a failure of %s in Redis", self.name, exc_info=True)
             return 0.0
         if pause:
@@ -114,14 +114,15 @@ class ProviderBreaker:
         """A call went through: the breaker closes (one command, only if it was failing)."""
         if not self._failing:
             return
-        client = _client(in_request)
+        client, request = caller_connection(in_request=in_request)
         if client is None:
             return
         try:
             client.delete(self.key)
             self._failing = False
         except RedisError:
-            _tripped(in_request, f"closing the {self.name} breaker")
+            if request is not None:
+                request.trip(f"closing the {self.name} breaker")
             logger.warning("could not close the %s breaker", self.name, exc_info=True)
 
     def searches_skip(self) -> bool:
@@ -130,13 +131,13 @@ class ProviderBreaker:
         PAUSE_MAX_SECONDS * 4 + 60 s after the last failure, closes it). One command on
         the request's client; Redis away says no (the search's own budget bounds the
         call)."""
-        client = _client(True)
+        client, request = caller_connection(in_request=True)
         if client is None:
             return False
         try:
             until, opens = client.hmget(self.key, "until", "opens")
         except RedisError:
-            _tripped(True, f"reading the {self.name} breaker")
+            request.trip(f"reading the {self.name} breaker")
             return False
         if until is None and opens is None:
             return False
@@ -153,18 +154,6 @@ class ProviderBreaker:
             return 0.0
         self._failing = True
         return max(float(until or 0) - time.time(), 0.0)
-
-
-def _client(in_request: bool) -> Redis | None:
-    """The workers' client, or a request's (None while its breaker is open)."""
-    if not in_request:
-        return redis_connection()
-    return None if request_breaker().open else request_connection()
-
-
-def _tripped(in_request: bool, what: str) -> None:
-    if in_request:
-        request_breaker().trip(what)
 
 
 @cache

@@ -92,11 +92,11 @@ def request_breaker() -> RequestBreaker:
     return _breaker(settings.REDIS_URL)
 
 
-def enqueue_connection(*, in_request: bool) -> tuple[Redis | None, RequestBreaker | None]:
-    """The client to enqueue with, and the breaker to trip if it fails. `in_request`:
-    someone waits for the answer, so the request client (short timeouts) and its breaker,
-    and no client (None) while the breaker is open; otherwise the workers' client, no
-    breaker."""
+def caller_connection(*, in_request: bool) -> tuple[Redis | None, RequestBreaker | None]:
+    """The client for a call (an enqueue, a breaker's count, a kept query vector), and the
+    breaker to trip if it fails. `in_request`: someone waits for the answer, so the
+    request client (short timeouts) and its breaker, and no client (None) while the
+    breaker is open; otherwise the workers' client, no breaker."""
     if not in_request:
         return redis_connection(), None
     breaker = request_breaker()

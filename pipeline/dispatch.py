@@ -21,7 +21,7 @@ from django.utils import timezone
 from redis import Redis
 from redis.exceptions import RedisError
 
-from core.redis import enqueue_connection, redis_connection
+from core.redis import caller_connection, redis_connection
 from pipeline import broker
 from pipeline.lanes import lane_choose
 from pipeline.models import ACTIVE_STATUSES, ImportRun, RunPriority
@@ -62,7 +62,7 @@ def stage_enqueue(
     skipped while its breaker is open; the sweeper delivers what was not enqueued.
     """
     job_id = stage_job_id(run_id=run_id, stage=stage, attempt=attempt, generation=generation)
-    connection, breaker = enqueue_connection(in_request=in_request)
+    connection, breaker = caller_connection(in_request=in_request)
     if connection is None:
         return False
     try:

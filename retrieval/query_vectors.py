@@ -9,7 +9,7 @@ import hashlib
 
 from redis.exceptions import RedisError
 
-from core.redis import request_breaker, request_connection
+from core.redis import caller_connection
 from retrieval.embedding import pack_vector, unpack_vector
 
 KEY = "paperlane:query-vector:{model}:{digest}"
@@ -24,20 +24,22 @@ def _key(model: str, text: str) -> str:
 
 def query_vector_kept(model: str, text: str) -> list[float] | None:
     """The vector kept for `text` under `model`, if it is still kept."""
-    if request_breaker().open:
+    client, breaker = caller_connection(in_request=True)
+    if client is None:
         return None
     try:
-        data = request_connection().get(_key(model, text))
+        data = client.get(_key(model, text))
     except RedisError:
-        request_breaker().trip("reading a query's embedding")
+        breaker.trip("reading a query's embedding")
         return None
     return unpack_vector(data) if data else None
 
 
 def query_vector_keep(model: str, text: str, vector: list[float]) -> None:
-    if request_breaker().open:
+    client, breaker = caller_connection(in_request=True)
+    if client is None:
         return
     try:
-        request_connection().set(_key(model, text), pack_vector(vector), ex=KEEP_SECONDS)
+        client.set(_key(model, text), pack_vector(vector), ex=KEEP_SECONDS)
     except RedisError:
-        request_breaker().trip("keeping a query's embedding")
+        breaker.trip("keeping a query's embedding")

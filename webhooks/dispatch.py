@@ -18,7 +18,7 @@ from django.utils import timezone
 from redis import Redis
 from redis.exceptions import RedisError
 
-from core.redis import enqueue_connection, redis_connection
+from core.redis import caller_connection, redis_connection
 from pipeline import broker
 from webhooks.events import Wake, event_record
 from webhooks.limits import lease, try_seconds, turn_seconds
@@ -50,7 +50,7 @@ def event_publish(*, organisation_id: int, type: str, data: dict, in_request: bo
 
 def endpoints_wake(wakes: Iterable[Wake], *, in_request: bool = False) -> int:
     """Ask for each endpoint's turn; how many new jobs were queued."""
-    connection, breaker = enqueue_connection(in_request=in_request)
+    connection, breaker = caller_connection(in_request=in_request)
     if connection is None:
         return 0
     queued = 0
