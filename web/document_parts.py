@@ -288,13 +288,28 @@ def _marked(text, searched: str) -> list[list[MarkedPiece] | None]:
 
 
 def _chunks(page: DocumentPage) -> dict:
-    chunks = Paginator(document_chunks(document=page.document), CHUNKS_PER_PAGE)
+    chunks = Paginator(document_chunks(document=page.document), CHUNKS_PER_PAGE).get_page(
+        page.request.GET.get("chunks")
+    )
     return {
-        "chunks": chunks.get_page(page.request.GET.get("chunks")),
+        "chunks": chunks,
+        # Each chunk shown with the words a search result opened it with marked (a Word
+        # document's result opens its chunk: it has no fixed pages); None: unmarked.
+        "shown_chunks": list(zip(chunks, _marked_chunks(chunks, page.request), strict=True)),
         "chunk_query": _query(page, "chunks"),
         # A chunk's pages link to them in the text, on the same page of chunks.
         "page_query": _query(page, "page"),
     }
+
+
+def _marked_chunks(chunks, request: HttpRequest) -> list[list | None]:
+    searched = searched_words(request)
+    if not searched:
+        return [None] * len(chunks)
+    try:
+        return marked_pages([chunk.text for chunk in chunks], searched)
+    except SearchTooSlow:  # shown as they are, unmarked
+        return [None] * len(chunks)
 
 
 def _query(page: DocumentPage, without: str) -> str:

@@ -38,14 +38,16 @@ def pages_label(start: int | None, end: int | None) -> str:
 def result_url(hit: Hit, q: str = "") -> str:
     """The document's page at the result: the page that holds the first marked word,
     with the query's words marked in it and the first of them its anchor (or the page's
-    top, where none is found there); without pages, its chunk in the list of chunks."""
+    top, where none is found there); without pages (a Word document), its chunk in the
+    list of chunks, the words marked there."""
     url = reverse("web:document_detail", args=[hit.document_id])
     if hit.page_start is not None:
         page = hit.page or hit.page_start
         if not q:
             return f"{url}?page={page}#page-{page}"
         return f"{url}?{urlencode({'page': page, 'q': q})}#page-{page}-found"
-    return f"{url}?chunks={hit.chunk_index // CHUNKS_PER_PAGE + 1}#chunk-{hit.chunk_index}"
+    chunks = {"chunks": hit.chunk_index // CHUNKS_PER_PAGE + 1, **({"q": q} if q else {})}
+    return f"{url}?{urlencode(chunks)}#chunk-{hit.chunk_index}"
 
 
 def results_shown(hits: list[Hit], q: str = "") -> list[Result]:

@@ -88,8 +88,12 @@ def test_a_result_without_pages_links_to_its_chunk_on_the_right_page_of_chunks(m
     [result] = _results(member_client.get("/search/", {"q": "lighthouse"}))
 
     # 20 chunks a page on the document's page: chunk 25 is on its second.
-    assert result["href"] == f"/documents/{notes.id}/?chunks=2#chunk-25"
+    assert result["href"] == f"/documents/{notes.id}/?chunks=2&q=lighthouse#chunk-25"
     assert "p." not in result["where"] and "Keepers" in result["where"]
+    # Followed, it opens the chunk with the word marked there, and nowhere else.
+    opened = html.fromstring(member_client.get(result["href"]).content)
+    assert [m.text for m in opened.xpath("//li[@id='chunk-25']//mark")] == ["lighthouse"]
+    assert [m.text for m in opened.xpath("//ol[@class='chunks']//mark")] == ["lighthouse"]
 
 
 def test_the_snippet_is_escaped_piece_by_piece_and_only_marks_are_markup(member_client, org):
