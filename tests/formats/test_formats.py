@@ -253,7 +253,7 @@ def test_words_beyond_the_xml_budget_are_extrapolated(monkeypatch):
 
 def test_a_zip_that_is_not_a_word_document_is_unsupported():
     with pytest.raises(UnsupportedFileType):
-        inspect_upload(io.BytesIO(hostile._zip({"hello.txt": b"hello"})))
+        inspect_upload(io.BytesIO(hostile.zipped({"hello.txt": b"hello"})))
 
 
 def _without_app_xml(data: bytes) -> bytes:

@@ -17,11 +17,12 @@ optionally, a header, a footer and a footnote, and the text of a comment.
 
 import hashlib
 import io
-import zipfile
 from xml.sax.saxutils import escape
 
 from docx import Document as DocxDocument
 from lxml import etree
+
+from tests.support.hostile import zipped
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -202,14 +203,6 @@ _STYLES = part_xml(
     '<w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/>'
     "</w:style>",
 )
-
-
-def zipped(members: dict[str, str]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, body in members.items():
-            archive.writestr(name, body)
-    return out.getvalue()
 
 
 def word_online(

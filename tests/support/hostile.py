@@ -44,7 +44,7 @@ def docx_quadratic_text_runs(repeats: int = 24_000) -> bytes:
     rb"<w:t(?:\\s[^>]*)?>([^<]*)</w:t>" retries from every `<w:t` and runs to the end each time,
     so its time grows with the square of the size (about 20 s for the default, in 0.7 KB).
     """
-    return _zip(
+    return zipped(
         {
             "[Content_Types].xml": _CONTENT_TYPES.encode(),
             "word/document.xml": b"<w:t " * repeats,
@@ -529,7 +529,8 @@ def _document_xml(paragraphs: list[bytes], prefix: str) -> bytes:
     )
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
+def zipped(members: dict[str, bytes | str]) -> bytes:
+    """A ZIP (deflated) of `members`, name -> body, in that order."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, body in members.items():
