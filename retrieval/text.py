@@ -265,7 +265,9 @@ def text_candidates(
                     clauses=held,
                 )
             )
-        matches.sort(key=lambda m: (-m.score, str(m.chunk_id), m.index))
+        # Equal scores: a document's earlier chunk first, so that a search lands on the
+        # same page each time (chunk ids are random).
+        matches.sort(key=lambda m: (-m.score, str(m.document_id), m.index))
         holds: dict[object, frozenset[int]] = {}
         for match in matches:
             holds[match.document_id] = holds.get(match.document_id, frozenset()) | match.clauses

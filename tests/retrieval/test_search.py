@@ -67,6 +67,24 @@ def test_closer_chunks_rank_first_and_each_document_appears_once(api, org):
     assert results[0]["score"] > results[1]["score"]
 
 
+def test_of_equal_chunks_the_earliest_is_the_result_whatever_their_ids(api, org):
+    # Chunk ids are random: ranking ties by them sent the same search to a different page
+    # of the same document from one upload to the next.
+    texts = [f"part {n} of the harbour pilot's log" for n in range(8)]
+    document = document_with_chunks(org, "log.pdf", texts)
+    # Ids in the reverse of the chunks' order: the last chunk's is the least.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE documents_chunk SET id = ('00000000-0000-4000-8000-' || lpad("
+            "(100 - index)::text, 12, '0'))::uuid WHERE document_id = %s",
+            [document.id],
+        )
+
+    [hit] = _search(api, "harbour pilot").json()["results"]
+
+    assert hit["chunk_index"] == 0
+
+
 def test_documents_holding_every_word_come_first_then_those_holding_the_most(api, org):
     tail = " ".join(["lorem ipsum dolor sit amet"] * 30)
     # Every word, each in a long chunk of its own: the words count for the document.
