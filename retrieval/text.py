@@ -277,7 +277,10 @@ def text_candidates(
             if pooled[n] >= per_clause or found[n] >= per_clause * _READ_FACTOR
         ]
         if cut_short:
-            _complete(cursor, language, texts, cut_short, holds, _first_documents(holds, deepest))
+            # Those already known to hold every clause (the chunks holding every clause
+            # read together) have nothing left to learn.
+            partial = [d for d in _first_documents(holds, deepest) if len(holds[d]) < len(texts)]
+            _complete(cursor, language, texts, cut_short, holds, partial)
     return TextCandidates(
         matches=matches,
         holds=holds,

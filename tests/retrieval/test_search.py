@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.provider_breaker import breaker
@@ -113,6 +114,21 @@ def test_a_document_holds_a_common_word_even_where_its_first_matches_were_elsewh
     results = _search(api, "harbour pilot").json()["results"]
 
     assert [hit["document_id"] for hit in results[:2]] == [str(every.id), str(strong.id)]
+
+
+def test_documents_known_to_hold_every_word_are_not_read_again(api, org, monkeypatch):
+    monkeypatch.setattr("retrieval.text.MATCHES_RANKED", 2)  # both words in more chunks than read
+    for n in range(4):
+        document_with_chunks(org, f"together-{n}.pdf", [f"the harbour pilot {n}"])
+
+    with CaptureQueriesContext(connection) as queries:
+        results = _search(api, "harbour pilot", limit=2).json()["results"]
+
+    # The first documents hold both words in one chunk: which words they hold is known
+    # from that chunk, and no document's chunks are read again to learn it (one holding
+    # them apart still is: the test above).
+    assert len(results) == 2
+    assert not [q for q in queries if "bool_or(c.search_vector" in q["sql"]]
 
 
 def test_a_rare_word_counts_more_than_a_common_one(api, org):
