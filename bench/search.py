@@ -34,8 +34,8 @@ k-nearest-neighbour query, retrieval/vectors.py) and the cosine fused: the whole
 with pgvector, timed as it would run with an embedder whose vectors rank. That server gets
 `--shared-buffers` (2 GB, as a deployment sizes it: PostgreSQL's guidance is a quarter of
 the memory, and this is under a tenth of this machine's); its own default, 128 MB, leaves
-the chunks table with its pgvector column (about 1.1 GB at 100,000 chunks) read through
-the operating system's cache, and a phrase's text lookup twice as slow. The hashing
+the chunks table with its pgvector column (about 1.1 GB with the others' 40,000) read
+through the operating system's cache, and a phrase's text lookup twice as slow. The hashing
 embedder's vectors have no meaning, so that row's MRR says what they cost, not what a
 semantic model gains.
 """
