@@ -6,14 +6,12 @@ import pytest
 
 from pipeline.models import ImportRun
 from tests.support.docx_makers import (
-    REL,
     non_breaking_hyphen,
     paragraph,
-    relationships_xml,
     run,
     text_box,
     word_online,
-    zipped,
+    workbook_named_docx,
 )
 from tests.support.runs import drive
 from tests.support.uploads import accepted_run, upload
@@ -50,15 +48,7 @@ def test_a_word_online_file_is_read_and_found_by_its_words(api):
 
 
 def test_an_excel_workbook_named_docx_is_refused_as_not_a_word_document(api):
-    workbook = zipped(
-        {
-            "_rels/.rels": relationships_xml(
-                [("rId1", f"{REL}/officeDocument", "xl/workbook.xml")]
-            ),
-            "xl/workbook.xml": '<workbook xmlns="http://schemas.openxmlformats.org/'
-            'spreadsheetml/2006/main"><sheets/></workbook>',
-        }
-    )
+    workbook = workbook_named_docx()
 
     response = upload(api, workbook, name="budget.docx")
 

@@ -25,6 +25,7 @@ from tests.support.docx_makers import (
     relationships_xml,
     run,
     word_online,
+    workbook_named_docx,
     zipped,
 )
 
@@ -186,16 +187,7 @@ def test_a_package_naming_no_main_part_is_read_from_word_document_xml_as_before(
 
 
 def test_a_zip_whose_main_part_is_not_a_word_document_is_not_a_word_document(limits):
-    # An Excel workbook renamed .docx: its package names xl/workbook.xml.
-    workbook = zipped(
-        {
-            "_rels/.rels": relationships_xml(
-                [("rId1", f"{REL}/officeDocument", "xl/workbook.xml")]
-            ),
-            "xl/workbook.xml": '<workbook xmlns="http://schemas.openxmlformats.org/'
-            'spreadsheetml/2006/main"><sheets/></workbook>',
-        }
-    )
+    workbook = workbook_named_docx()
 
     with pytest.raises(UnsupportedFileType, match="a ZIP archive that is not a Word document"):
         inspect(workbook)

@@ -205,35 +205,41 @@ _STYLES = part_xml(
 )
 
 
+def _optional_parts(header: str, footer: str, footnote: str, comment: str) -> dict:
+    """The parts asked for beside the main one, in the order Word writes them: each file
+    name under word/ with its kind (the last word of its relationship type and content
+    type) and its XML."""
+    parts = {
+        "header1.xml": ("header", header and part_xml("hdr", header)),
+        "footer1.xml": ("footer", footer and part_xml("ftr", footer)),
+        "footnotes.xml": ("footnotes", footnote and _notes("footnote", footnote)),
+        "comments.xml": ("comments", comment and _comments(comment)),
+    }
+    return {name: (kind, xml) for name, (kind, xml) in parts.items() if xml}
+
+
+def workbook_named_docx() -> bytes:
+    """An Excel workbook renamed .docx: a package whose main part is xl/workbook.xml."""
+    return zipped(
+        {
+            "_rels/.rels": relationships_xml(
+                [("rId1", f"{REL}/officeDocument", "xl/workbook.xml")]
+            ),
+            "xl/workbook.xml": '<workbook xmlns="http://schemas.openxmlformats.org/'
+            'spreadsheetml/2006/main"><sheets/></workbook>',
+        }
+    )
+
+
 def word_online(
     *paragraphs: str, header: str = "", footer: str = "", footnote: str = "", comment: str = ""
 ) -> bytes:
     """A file as Word Online and SharePoint save it: the main part word/document2.xml."""
     parts = {"/word/styles.xml": (f"{REL}/styles", _STYLES, f"{_WML}.styles+xml")}
-    if header:
-        parts["/word/header1.xml"] = (
-            f"{REL}/header",
-            part_xml("hdr", header),
-            f"{_WML}.header+xml",
-        )
-    if footer:
-        parts["/word/footer1.xml"] = (
-            f"{REL}/footer",
-            part_xml("ftr", footer),
-            f"{_WML}.footer+xml",
-        )
-    if footnote:
-        parts["/word/footnotes.xml"] = (
-            f"{REL}/footnotes",
-            _notes("footnote", footnote),
-            f"{_WML}.footnotes+xml",
-        )
-    if comment:
-        parts["/word/comments.xml"] = (
-            f"{REL}/comments",
-            _comments(comment),
-            f"{_WML}.comments+xml",
-        )
+    parts |= {
+        f"/word/{name}": (f"{REL}/{kind}", xml, f"{_WML}.{kind}+xml")
+        for name, (kind, xml) in _optional_parts(header, footer, footnote, comment).items()
+    }
     # Word Online's relationship ids are R and sixteen hex digits.
     ids = {name: f"R{hashlib.sha256(name.encode()).hexdigest()[:16]}" for name in parts}
     document = _document(
@@ -292,22 +298,12 @@ def libreoffice(
         "/word/styles.xml": f"{_WML}.styles+xml",
         "/docProps/app.xml": f"{_OFFICE}.extended-properties+xml",
     }
-    header_id = footer_id = None
-    for kind, root, xml in (("header", "hdr", header), ("footer", "ftr", footer)):
-        if xml:
-            id_ = f"rId{len(relationships) + 1}"
-            relationships.append((id_, f"{REL}/{kind}", f"{kind}1.xml"))
-            members[f"word/{kind}1.xml"] = part_xml(root, xml)
-            overrides[f"/word/{kind}1.xml"] = f"{_WML}.{kind}+xml"
-            header_id, footer_id = (id_, footer_id) if kind == "header" else (header_id, id_)
-    if footnote:
-        relationships.append((f"rId{len(relationships) + 1}", f"{REL}/footnotes", "footnotes.xml"))
-        members["word/footnotes.xml"] = _notes("footnote", footnote)
-        overrides["/word/footnotes.xml"] = f"{_WML}.footnotes+xml"
-    if comment:
-        relationships.append((f"rId{len(relationships) + 1}", f"{REL}/comments", "comments.xml"))
-        members["word/comments.xml"] = _comments(comment)
-        overrides["/word/comments.xml"] = f"{_WML}.comments+xml"
+    ids = {}
+    for name, (kind, xml) in _optional_parts(header, footer, footnote, comment).items():
+        ids[kind] = f"rId{len(relationships) + 1}"
+        relationships.append((ids[kind], f"{REL}/{kind}", name))
+        members[f"word/{name}"] = xml
+        overrides[f"/word/{name}"] = f"{_WML}.{kind}+xml"
     relationships.append((f"rId{len(relationships) + 1}", f"{REL}/theme", "theme/theme1.xml"))
     app = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
@@ -328,7 +324,9 @@ def libreoffice(
             "docProps/app.xml": app,
             "docProps/core.xml": _CORE,
             "word/_rels/document.xml.rels": relationships_xml(relationships),
-            "word/document.xml": _document("".join(paragraphs), header_id, footer_id),
+            "word/document.xml": _document(
+                "".join(paragraphs), ids.get("header"), ids.get("footer")
+            ),
             "word/theme/theme1.xml": '<a:theme xmlns:a="http://schemas.openxmlformats.org/'
             'drawingml/2006/main" name="Office"/>',
             **members,
