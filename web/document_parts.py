@@ -257,11 +257,8 @@ class MarkedPiece:
 def _marked(text, searched: str) -> list[list[MarkedPiece] | None]:
     """Each shown page's text in pieces, the searched words marked and numbered across the
     screen, in page order; None for each page when nothing was searched."""
-    if not searched:
-        return [None] * len(text.pages)
-    try:
-        pages = marked_pages([shown.text for shown in text.pages], searched)
-    except SearchTooSlow:  # the text is shown as it is, unmarked
+    pages = _marked_pieces([shown.text for shown in text.pages], searched)
+    if pages is None:
         return [None] * len(text.pages)
     count = sum(piece.marked for pieces in pages for piece in pieces)
     marked, at = [], 0
@@ -303,13 +300,19 @@ def _chunks(page: DocumentPage) -> dict:
 
 
 def _marked_chunks(chunks, request: HttpRequest) -> list[list | None]:
-    searched = searched_words(request)
+    pieces = _marked_pieces([chunk.text for chunk in chunks], searched_words(request))
+    return [None] * len(chunks) if pieces is None else pieces
+
+
+def _marked_pieces(texts: list[str], searched: str) -> list[list] | None:
+    """Each of `texts` in pieces, the searched words marked (retrieval/marks.py); None when
+    nothing was searched or the marking ran out of time (the texts shown as they are)."""
     if not searched:
-        return [None] * len(chunks)
+        return None
     try:
-        return marked_pages([chunk.text for chunk in chunks], searched)
-    except SearchTooSlow:  # shown as they are, unmarked
-        return [None] * len(chunks)
+        return marked_pages(texts, searched)
+    except SearchTooSlow:
+        return None
 
 
 def _query(page: DocumentPage, without: str) -> str:
