@@ -59,6 +59,23 @@ return tostring(pause)
 """
 
 
+@dataclass(frozen=True)
+class BreakerState:
+    """A breaker's hash as read: failures in a row while it is closed, how many times it
+    opened since the last success, and when its pause ends (epoch seconds)."""
+
+    failures: int
+    opens: int
+    until: float | None
+
+    def out(self, now: float) -> bool:
+        """Open, or opened and no call has gone through since: an outage."""
+        return self.opens > 0 or (self.until or 0) > now
+
+    def paused_for(self, now: float) -> float:
+        return max((self.until or 0) - now, 0.0)
+
+
 @dataclass
 class ProviderBreaker:
     name: str
@@ -125,6 +142,15 @@ class ProviderBreaker:
                 request.trip(f"closing the {self.name} breaker")
             logger.warning("could not close the %s breaker", self.name, exc_info=True)
 
+    def state(self, client) -> BreakerState | None:
+        """The breaker's hash through `client`, one command; None when there is none (closed,
+        no failure since the last success). RedisError if Redis does not answer."""
+        until, opens, failures = client.hmget(self.key, "until", "opens", "failures")
+        if until is None and opens is None and failures is None:
+            return None
+        until = float(until) if until is not None else None
+        return BreakerState(failures=int(failures or 0), opens=int(opens or 0), until=until)
+
     def searches_skip(self) -> bool:
         """Whether a search should not call the provider: its breaker is open, or it
         opened and no call has succeeded since (a worker's probe, or the hash expiring
@@ -135,25 +161,25 @@ class ProviderBreaker:
         if client is None:
             return False
         try:
-            until, opens = client.hmget(self.key, "until", "opens")
+            state = self.state(client)
         except RedisError:
             request.trip(f"reading the {self.name} breaker")
             return False
-        if until is None and opens is None:
+        if state is None:
             return False
         self._failing = True
-        return int(opens or 0) > 0 or float(until or 0) > time.time()
+        return state.out(time.time())
 
     def paused_for(self) -> float:
         """Seconds until the stage's jobs may be taken again (0: take them now)."""
         try:
-            until, failures = redis_connection().hmget(self.key, "until", "failures")
+            state = self.state(redis_connection())
         except RedisError:
             return 0.0
-        if until is None and failures is None:
+        if state is None:
             return 0.0
         self._failing = True
-        return max(float(until or 0) - time.time(), 0.0)
+        return state.paused_for(time.time())
 
 
 @cache

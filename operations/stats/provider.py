@@ -50,20 +50,15 @@ class ProviderStats:
 def breaker_read(*, now: datetime) -> tuple[str, int, int, datetime | None]:
     """The provider's breaker as its hash says: (state, failures in a row, opens, until).
     RedisError if Redis does not answer."""
-    until, opens, failures = stats_connection().hmget(
-        breaker(PROVIDER).key, "until", "opens", "failures"
-    )
-    opens, failures = int(opens or 0), int(failures or 0)
-    ends = datetime.fromtimestamp(float(until), tz=now.tzinfo) if until is not None else None
-    if ends is not None and ends > now:
-        state = "paused"
-    elif opens:
-        state = "probing"
-    elif failures:
-        state = "failing"
+    read = breaker(PROVIDER).state(stats_connection())
+    if read is None:
+        return "closed", 0, 0, None
+    ends = datetime.fromtimestamp(read.until, tz=now.tzinfo) if read.until is not None else None
+    if read.out(now.timestamp()):
+        state = "paused" if read.paused_for(now.timestamp()) > 0 else "probing"
     else:
-        state = "closed"
-    return state, failures, opens, ends
+        state = "failing" if read.failures else "closed"
+    return state, read.failures, read.opens, ends
 
 
 def runs_waiting_for_provider() -> int:
