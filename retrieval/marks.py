@@ -37,7 +37,8 @@ def marked_pages(texts: list[str], query: str) -> list[list[Piece]]:
         return [[Piece(text, False)] if text else [] for text in texts]
     language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
 
-    def read(cursor) -> list[str]:
+    def read(local) -> list[str]:
+        cursor = local.cursor
         cursor.execute(
             """
             SELECT ts_headline(%s::regconfig, page, to_tsquery(%s::regconfig, %s),

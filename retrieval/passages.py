@@ -90,7 +90,8 @@ def document_passages(
     # Each clause on its own, to count those a passage holds (its score).
     clauses = [tsquery_text(clause) for clause in parsed.clauses]
 
-    def read(cursor) -> tuple[list[tuple], bool]:
+    def read(local) -> tuple[list[tuple], bool]:
+        cursor = local.cursor
         every = every_clause(parsed)
         rows = passages(cursor, every, offset, limit + 1)
         if rows or len(parsed.clauses) == 1:

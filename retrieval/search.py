@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.utils import OperationalError
 
 from core import cjk
@@ -42,6 +42,7 @@ from retrieval.embedding import PROVIDER, get_embedder
 from retrieval.query import Query, parse
 from retrieval.query_vectors import query_vector_keep, query_vector_kept
 from retrieval.search_index import check_language
+from retrieval.statements import is_cancelled, search_transaction
 from retrieval.suggest import nearest_words, rewritten
 from retrieval.text import TextCandidates, TextMatch, passage_counts, text_candidates
 from retrieval.vectors import cosine_similarities, nearest_chunks
@@ -217,7 +218,7 @@ def query_suggestion(organisation_id: int, query: str, words: list[str]) -> str 
     if not words:
         return None
     replacements = within_search_time(
-        lambda cursor: nearest_words(cursor, organisation_id=organisation_id, words=words)
+        lambda local: nearest_words(local.cursor, organisation_id=organisation_id, words=words)
     )
     return rewritten(query.strip(), replacements) if replacements else None
 
@@ -228,15 +229,15 @@ def page_bounds(limit: int, offset: int) -> tuple[int, int]:
 
 
 def within_search_time(read):
-    """`read(cursor)`'s answer, its statements held to PAPERLANE_SEARCH_TIMEOUT_MS:
-    SearchTooSlow past it."""
+    """`read(local)`'s answer, its statements run on `local.cursor` as a search's
+    (retrieval/statements.py: held to PAPERLANE_SEARCH_TIMEOUT_MS, each planned for its
+    own words): SearchTooSlow past the time."""
     timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
-            return read(cursor)
+        with search_transaction() as local:
+            return read(local)
     except OperationalError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) != "57014":  # query_canceled
+        if not is_cancelled(exc):
             raise
         raise SearchTooSlow(
             f"The search took longer than {timeout_ms / 1000:g} s. Add words, or put a phrase "
@@ -247,7 +248,8 @@ def within_search_time(read):
 
 def _text_candidates(organisation_id, parsed: Query, document_id, *, deepest: int):
     return within_search_time(
-        lambda cursor: text_candidates(
+        lambda local: text_candidates(
+            local,
             organisation_id=organisation_id,
             query=parsed,
             document_id=document_id,
@@ -494,7 +496,8 @@ def with_landing_pages(hits: list[Hit]) -> list[Hit]:
     if spanning:
         words = [_first_marked(hit) for hit in spanning]
 
-        def read(cursor) -> dict[tuple, int]:
+        def read(local) -> dict[tuple, int]:
+            cursor = local.cursor
             cursor.execute(
                 f"""
                 SELECT h.n, p.page

@@ -30,6 +30,7 @@ from django.db import connection
 from documents.models import Chunk, Document
 from retrieval.query import Phrase, Query
 from retrieval.search_index import check_language
+from retrieval.statements import SearchSettings
 
 
 @dataclass(frozen=True)
@@ -167,120 +168,126 @@ def passage_counts(*, query: Query, document_ids: list) -> dict[object, int]:
 
 
 def text_candidates(
-    *, organisation_id: int, query: Query, document_id: object | None, deepest: int
+    local: SearchSettings,
+    *,
+    organisation_id: int,
+    query: Query,
+    document_id: object | None,
+    deepest: int,
 ) -> TextCandidates:
     """The matches of `query`'s clauses in the organisation's searchable chunks, best
-    first; which clauses the `deepest` best documents hold is exact."""
+    first; which clauses the `deepest` best documents hold is exact. In the search's
+    transaction (`local`, retrieval/statements.py)."""
     language = check_language(settings.PAPERLANE_SEARCH_LANGUAGE)
     per_clause = MATCHES_RANKED
-    with connection.cursor() as cursor:
-        # A clause's matches are read through the GIN index whatever the statistics say:
-        # a sequential scan would unpack every chunk's vector to test it.
-        cursor.execute("SELECT set_config('enable_seqscan', 'off', true)")
-        clauses = _answerable(cursor, language, query)
-        if not clauses:
-            return TextCandidates(matches=[])
-        texts = [tsquery_text(query.clauses[n]) for n in clauses]
-        # Chunks holding every clause, looked up together (-1): when every word is common,
-        # the first matches of each alone need not include them.
-        sources = list(enumerate(texts))
-        if len(texts) > 1:
-            sources.append((-1, " & ".join(f"({text})" for text in texts)))
-        if query.excluded:
-            matches, params = [_EXCLUDED], [language, tsquery_text(query.excluded), organisation_id]
-        else:
-            matches, params = [_NONE_EXCLUDED], []
-        parts = []
-        for n, text in sources:
-            matches.append(_MATCHES.format(name=f"m{n}".replace("-", "_")))
-            params += [language, text]
-        for n, _ in sources:
-            parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
-            params += [organisation_id, document_id, document_id, per_clause * _READ_FACTOR]
-            params += [PER_DOCUMENT, per_clause]
-        # A word alone: its documents, as many as its matches read, are the results; of a
-        # word beside others, a sample (those holding every word are read on their own).
-        params += [per_clause, per_clause if len(texts) == 1 else _COMMON_SAMPLE]
-        tests = ", ".join(
-            "ts_rank(x.v, to_tsquery(%s::regconfig, %s), 0), x.v @@ to_tsquery(%s::regconfig, %s)"
-            for _ in texts
-        )
-        for text in texts:
-            params += [language, text, language, text]
-        # The words in the order typed, side by side: what a remembered passage looks like.
-        params += [language, " ".join(query.words), organisation_id]
-        cursor.execute(
-            f"""
-            WITH {", ".join(matches)},
-                 pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
-                 counted AS MATERIALIZED (
-                     SELECT n, id, per_document, in_organisation,
-                            count(*) OVER (PARTITION BY n) AS pooled,
-                            row_number() OVER (PARTITION BY n ORDER BY per_document) AS k
-                     FROM pool),
-                 -- Of a clause cut short, the first chunk of so many documents is ranked:
-                 -- its weight is low, and the chunks holding every clause are read on
-                 -- their own.
-                 ranked AS (
-                     SELECT DISTINCT id FROM counted
-                     WHERE n < 0 OR pooled < %s OR (per_document = 1 AND k <= %s))
-            SELECT c.id, c.document_id, c.index, length(x.v),
-                   ARRAY[{tests}]::text[],
-                   x.v @@ phraseto_tsquery(%s::regconfig, %s),
-                   (SELECT coalesce(sum(chunk_count), 0) FROM {_DOCUMENTS}
-                    WHERE organisation_id = %s AND deleted_at IS NULL),
-                   (SELECT array_agg(DISTINCT ARRAY[n, in_organisation, pooled])
-                    FROM counted WHERE n >= 0)
-            FROM ranked f JOIN {_CHUNKS} c ON c.id = f.id,
-                 -- The chunk's vector read (decompressed) once for the tests above, not
-                 -- once for each of them (OFFSET 0: not folded back into each use).
-                 LATERAL (SELECT c.search_vector || ''::tsvector AS v OFFSET 0) x
-            """,
-            params,
-        )
-        rows = cursor.fetchall()
-        if not rows:
-            return TextCandidates(matches=[], clauses=len(texts), unfound=frozenset(clauses))
-        total = rows[0][6]
-        found, pooled = [0] * len(texts), [0] * len(texts)
-        for n, count, read in rows[0][7] or []:
-            found[n], pooled[n] = count, read
-        weights = [idf(total, count) for count in found]
-        average = sum(row[3] for row in rows) / len(rows) or 1
-        matches = []
-        for row in rows:
-            # (rank, holds) for each clause, as text: "0.0607", "true".
-            ranks = [float(value) for value in row[4][0::2]]
-            held = frozenset(n for n, value in enumerate(row[4][1::2]) if value == "true")
-            # BM25's length normalisation (b = 0.75) of ts_rank's saturating frequency.
-            length = 0.25 + 0.75 * row[3] / average
-            score = sum(weights[n] * ranks[n] * 10 for n in held) / length
-            matches.append(
-                TextMatch(
-                    chunk_id=row[0],
-                    document_id=row[1],
-                    index=row[2],
-                    # ts_rank of one occurrence is 0.1 (times the length's normalisation).
-                    score=score * (2 if row[5] else 1),
-                    clauses=held,
-                )
+    # A clause's matches are read through the GIN index whatever the statistics say: a
+    # sequential scan would unpack every chunk's vector to test it.
+    local.set({"enable_seqscan": "off"})
+    cursor = local.cursor
+    clauses = _answerable(cursor, language, query)
+    if not clauses:
+        return TextCandidates(matches=[])
+    texts = [tsquery_text(query.clauses[n]) for n in clauses]
+    # Chunks holding every clause, looked up together (-1): when every word is common,
+    # the first matches of each alone need not include them.
+    sources = list(enumerate(texts))
+    if len(texts) > 1:
+        sources.append((-1, " & ".join(f"({text})" for text in texts)))
+    if query.excluded:
+        matches, params = [_EXCLUDED], [language, tsquery_text(query.excluded), organisation_id]
+    else:
+        matches, params = [_NONE_EXCLUDED], []
+    parts = []
+    for n, text in sources:
+        matches.append(_MATCHES.format(name=f"m{n}".replace("-", "_")))
+        params += [language, text]
+    for n, _ in sources:
+        parts.append(_CLAUSE.format(n=n, name=f"m{n}".replace("-", "_")))
+        params += [organisation_id, document_id, document_id, per_clause * _READ_FACTOR]
+        params += [PER_DOCUMENT, per_clause]
+    # A word alone: its documents, as many as its matches read, are the results; of a
+    # word beside others, a sample (those holding every word are read on their own).
+    params += [per_clause, per_clause if len(texts) == 1 else _COMMON_SAMPLE]
+    tests = ", ".join(
+        "ts_rank(x.v, to_tsquery(%s::regconfig, %s), 0), x.v @@ to_tsquery(%s::regconfig, %s)"
+        for _ in texts
+    )
+    for text in texts:
+        params += [language, text, language, text]
+    # The words in the order typed, side by side: what a remembered passage looks like.
+    params += [language, " ".join(query.words), organisation_id]
+    cursor.execute(
+        f"""
+        WITH {", ".join(matches)},
+             pool AS MATERIALIZED ({" UNION ALL ".join(parts)}),
+             counted AS MATERIALIZED (
+                 SELECT n, id, per_document, in_organisation,
+                        count(*) OVER (PARTITION BY n) AS pooled,
+                        row_number() OVER (PARTITION BY n ORDER BY per_document) AS k
+                 FROM pool),
+             -- Of a clause cut short, the first chunk of so many documents is ranked:
+             -- its weight is low, and the chunks holding every clause are read on
+             -- their own.
+             ranked AS (
+                 SELECT DISTINCT id FROM counted
+                 WHERE n < 0 OR pooled < %s OR (per_document = 1 AND k <= %s))
+        SELECT c.id, c.document_id, c.index, length(x.v),
+               ARRAY[{tests}]::text[],
+               x.v @@ phraseto_tsquery(%s::regconfig, %s),
+               (SELECT coalesce(sum(chunk_count), 0) FROM {_DOCUMENTS}
+                WHERE organisation_id = %s AND deleted_at IS NULL),
+               (SELECT array_agg(DISTINCT ARRAY[n, in_organisation, pooled])
+                FROM counted WHERE n >= 0)
+        FROM ranked f JOIN {_CHUNKS} c ON c.id = f.id,
+             -- The chunk's vector read (decompressed) once for the tests above, not
+             -- once for each of them (OFFSET 0: not folded back into each use).
+             LATERAL (SELECT c.search_vector || ''::tsvector AS v OFFSET 0) x
+        """,
+        params,
+    )
+    rows = cursor.fetchall()
+    if not rows:
+        return TextCandidates(matches=[], clauses=len(texts), unfound=frozenset(clauses))
+    total = rows[0][6]
+    found, pooled = [0] * len(texts), [0] * len(texts)
+    for n, count, read in rows[0][7] or []:
+        found[n], pooled[n] = count, read
+    weights = [idf(total, count) for count in found]
+    average = sum(row[3] for row in rows) / len(rows) or 1
+    matches = []
+    for row in rows:
+        # (rank, holds) for each clause, as text: "0.0607", "true".
+        ranks = [float(value) for value in row[4][0::2]]
+        held = frozenset(n for n, value in enumerate(row[4][1::2]) if value == "true")
+        # BM25's length normalisation (b = 0.75) of ts_rank's saturating frequency.
+        length = 0.25 + 0.75 * row[3] / average
+        score = sum(weights[n] * ranks[n] * 10 for n in held) / length
+        matches.append(
+            TextMatch(
+                chunk_id=row[0],
+                document_id=row[1],
+                index=row[2],
+                # ts_rank of one occurrence is 0.1 (times the length's normalisation).
+                score=score * (2 if row[5] else 1),
+                clauses=held,
             )
-        # Equal scores: a document's earlier chunk first, so that a search lands on the
-        # same page each time (chunk ids are random).
-        matches.sort(key=lambda m: (-m.score, str(m.document_id), m.index))
-        holds: dict[object, frozenset[int]] = {}
-        for match in matches:
-            holds[match.document_id] = holds.get(match.document_id, frozenset()) | match.clauses
-        cut_short = [
-            n
-            for n in range(len(texts))
-            if pooled[n] >= per_clause or found[n] >= per_clause * _READ_FACTOR
-        ]
-        if cut_short:
-            # Those already known to hold every clause (the chunks holding every clause
-            # read together) have nothing left to learn.
-            partial = [d for d in _first_documents(holds, deepest) if len(holds[d]) < len(texts)]
-            _complete(cursor, language, texts, cut_short, holds, partial)
+        )
+    # Equal scores: a document's earlier chunk first, so that a search lands on the
+    # same page each time (chunk ids are random).
+    matches.sort(key=lambda m: (-m.score, str(m.document_id), m.index))
+    holds: dict[object, frozenset[int]] = {}
+    for match in matches:
+        holds[match.document_id] = holds.get(match.document_id, frozenset()) | match.clauses
+    cut_short = [
+        n
+        for n in range(len(texts))
+        if pooled[n] >= per_clause or found[n] >= per_clause * _READ_FACTOR
+    ]
+    if cut_short:
+        # Those already known to hold every clause (the chunks holding every clause
+        # read together) have nothing left to learn.
+        partial = [d for d in _first_documents(holds, deepest) if len(holds[d]) < len(texts)]
+        _complete(cursor, language, texts, cut_short, holds, partial)
     return TextCandidates(
         matches=matches,
         holds=holds,

@@ -41,10 +41,11 @@ logger = logging.getLogger(__name__)
 COLUMN = "embedding_vector"
 TABLE = "documents_chunk"
 
-# Per database (host or socket, port, name): whether the column is there, and when that was asked
-# (time.monotonic()); asked again after READY_RECHECK_SECONDS, so a worker started before
-# `migrate` added the column (or the extension was enabled) notices it without a restart.
-_ready: dict[tuple, tuple[bool, float]] = {}
+# Per database (host or socket, port, name): whether the column is there, whether the
+# extension walks its index iteratively, and when that was asked (time.monotonic()); asked
+# again after READY_RECHECK_SECONDS, so a worker started before `migrate` added the column
+# (or the extension was enabled or updated) notices it without a restart.
+_ready: dict[tuple, tuple[bool, bool, float]] = {}
 READY_RECHECK_SECONDS = 300.0
 # The sweeper's housekeeping fills at most this many chunks' vectors per pass.
 HOUSEKEEPING_BACKFILL_CHUNKS = 10_000
@@ -56,22 +57,35 @@ def _database_key() -> tuple:
     return (host, settings.get("PORT"), settings.get("NAME"))
 
 
-def vector_column_ready() -> bool:
-    """Whether this database holds the pgvector column (PostgreSQL with the extension,
-    migrated): the index path of search. Cached per process for READY_RECHECK_SECONDS."""
+def _probed() -> tuple[bool, bool]:
     key = _database_key()
     cached = _ready.get(key)
     now = time.monotonic()
-    if cached is None or now - cached[1] >= READY_RECHECK_SECONDS:
+    if cached is None or now - cached[2] >= READY_RECHECK_SECONDS:
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s "
-                "AND NOT attisdropped",
+                "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                "AND attname = %s AND NOT attisdropped), "
+                "(SELECT extversion FROM pg_extension WHERE extname = 'vector')",
                 [TABLE, COLUMN],
             )
-            cached = (cursor.fetchone() is not None, now)
+            present, version = cursor.fetchone()
+        major_minor = tuple(int(part) for part in version.split(".")[:2]) if version else (0, 0)
+        cached = (present, major_minor >= (0, 8), now)
         _ready[key] = cached
-    return cached[0]
+    return cached[0], cached[1]
+
+
+def vector_column_ready() -> bool:
+    """Whether this database holds the pgvector column (PostgreSQL with the extension,
+    migrated): the index path of search. Cached per process for READY_RECHECK_SECONDS."""
+    return _probed()[0]
+
+
+def iterative_scan_supported() -> bool:
+    """Whether the extension (0.8 and later) walks its index on until enough rows pass the
+    query's filter (`hnsw.iterative_scan`). Cached as `vector_column_ready` is."""
+    return _probed()[1]
 
 
 def vector_column_add() -> bool:

@@ -16,7 +16,8 @@ Three ways, chosen per query:
   the bound; beyond it there is no answer and `complete` is False, so search says it
   ranked by text alone.
 
-Every statement runs under PAPERLANE_SEARCH_TIMEOUT_MS, as the text lookup does; one
+Every statement runs in a search's transaction (retrieval/statements.py), as the text
+lookup's do: planned for its own parameters, and held to PAPERLANE_SEARCH_TIMEOUT_MS; one
 cancelled gives no neighbours and `complete` False, and search ranks by text.
 """
 
@@ -26,11 +27,13 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, connection
 
 from documents.models import FLOAT32_BYTES
+from retrieval.statements import SearchSettings, is_cancelled, search_transaction
 from retrieval.vector_index import (
     index_predicate,
+    iterative_scan_supported,
     knn_expression,
     vector_column_ready,
     vector_index_exists,
@@ -83,28 +86,24 @@ def nearest_chunks(
     if limit <= 0 or not vector:
         return Neighbours(rows=(), complete=True, method="exact")
     scope = _Scope(organisation_id, model, len(vector), document_id)
-    timeout_ms = settings.PAPERLANE_SEARCH_TIMEOUT_MS
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            # The same bound as the text lookup's, for this savepoint only: the previous
-            # value is put back for a caller's transaction.
-            cursor.execute("SELECT current_setting('statement_timeout')")
-            previous = cursor.fetchone()[0]
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
-            found = _nearest(scope, vector, limit)
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
-            return found
+        # The search's transaction: held to PAPERLANE_SEARCH_TIMEOUT_MS, as the text
+        # lookup is, and each statement planned for its own parameters.
+        with search_transaction() as local:
+            return _nearest(local, scope, vector, limit)
     except OperationalError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) != "57014":  # query_canceled
+        if not is_cancelled(exc):
             raise
         # Not a failed search: it ranks by text alone and says so.
         logger.warning(
-            "nearest chunks of organisation %s cancelled after %d ms", organisation_id, timeout_ms
+            "nearest chunks of organisation %s cancelled after %d ms",
+            organisation_id,
+            settings.PAPERLANE_SEARCH_TIMEOUT_MS,
         )
         return Neighbours(rows=(), complete=False, method="none")
 
 
-def _nearest(scope: "_Scope", vector: list[float], limit: int) -> Neighbours:
+def _nearest(local: SearchSettings, scope: "_Scope", vector: list[float], limit: int) -> Neighbours:
     model = scope.model
     bound = settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS
     if not vector_column_ready():
@@ -114,7 +113,7 @@ def _nearest(scope: "_Scope", vector: list[float], limit: int) -> Neighbours:
     if _searchable_chunks(scope) <= bound:
         return _exact(scope, vector, limit)
     if vector_index_exists(model=model, dimensions=len(vector)):
-        return _knn(scope, vector, limit)
+        return _knn(local, scope, vector, limit)
     # Many chunks, but no index of this model: few of them may be on it (a re-embed).
     if _count_up_to(scope, bound + 1) <= bound:
         return _exact(scope, vector, limit)
@@ -203,15 +202,7 @@ def _exact(scope: _Scope, vector: list[float], limit: int) -> Neighbours:
         return Neighbours(rows=_rows(cursor.fetchall()), complete=True, method="exact")
 
 
-def _iterative_scan_supported() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-        row = cursor.fetchone()
-    major_minor = tuple(int(part) for part in row[0].split(".")[:2]) if row else (0, 0)
-    return major_minor >= (0, 8)
-
-
-def _knn(scope: _Scope, vector: list[float], limit: int) -> Neighbours:
+def _knn(local: SearchSettings, scope: _Scope, vector: list[float], limit: int) -> Neighbours:
     where, params = scope.where()
     distance = f"{knn_expression(dimensions=scope.dimensions, alias='c')} <=> %s::vector"
     query = _vector_literal(vector)
@@ -220,35 +211,27 @@ def _knn(scope: _Scope, vector: list[float], limit: int) -> Neighbours:
         f"WHERE {index_predicate(model=scope.model, dimensions=scope.dimensions, alias='c')} "
         f"AND {where} ORDER BY {distance} LIMIT %s"
     )
-    iterative = _iterative_scan_supported()
+    # With the sort disabled the one plan that returns rows in distance order without
+    # sorting them all is the index walk: chosen whatever the table's statistics say.
+    walk = {"enable_sort": "off"}
+    iterative = iterative_scan_supported()
+    if iterative:
+        walk |= {
+            "hnsw.iterative_scan": "strict_order",
+            "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
+        }
     ef_search = min(max(_EF_SEARCH_MIN, limit), _EF_SEARCH_MAX)
     while True:
-        rows = _knn_walk(sql, [query, *params, query, limit], ef_search, iterative)
+        local.set({**walk, "hnsw.ef_search": str(ef_search)})
+        local.cursor.execute(sql, [query, *params, query, limit])
+        rows = _rows(local.cursor.fetchall())
         if len(rows) >= limit or iterative or ef_search >= _EF_SEARCH_MAX:
             # Fewer than asked after the longest walk: the organisation's chunks are too
             # few among others' near the query for the index to reach them all; those it
             # found are still the nearest, and `complete` says the rest were not seen.
             return Neighbours(rows=rows, complete=len(rows) >= limit, method="index")
         ef_search = min(ef_search * 4, _EF_SEARCH_MAX)
-
-
-def _knn_walk(sql: str, params: list, ef_search: int, iterative: bool) -> tuple[Neighbour, ...]:
-    settings_local = {"enable_sort": "off", "hnsw.ef_search": str(int(ef_search))}
-    if iterative:
-        settings_local["hnsw.iterative_scan"] = "strict_order"
-        settings_local["hnsw.max_scan_tuples"] = str(_MAX_SCAN_TUPLES)
-    with transaction.atomic(), connection.cursor() as cursor:
-        # With the sort disabled the one plan that returns rows in distance order without
-        # sorting them all is the index walk: chosen whatever the table's statistics say.
-        for name, value in settings_local.items():
-            cursor.execute(f"SET LOCAL {name} = {value}")
-        cursor.execute(sql, params)
-        rows = _rows(cursor.fetchall())
-        # A caller's transaction (search's) goes on with its own plans (a failure rolls
-        # the savepoint, and the settings with it, back).
-        for name in settings_local:
-            cursor.execute(f"SET LOCAL {name} TO DEFAULT")
-        return rows
+        walk = {}
 
 
 def cosine_similarities(data: bytes, vector: list[float]):
