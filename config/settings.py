@@ -210,12 +210,13 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (postgres://...).")
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-# Parameters bound by the server, and each statement prepared on its fifth use by a
-# connection: a worker plans its claim and completion once, not once per stage, and sends
-# no quoted values (bench/pipeline.py: PostgreSQL's CPU per document halved). Behind
-# PgBouncer in transaction mode that keeps no prepared statements (before 1.21, or with
-# max_prepared_statements at 0), add `?server_side_binding=false` to DATABASE_URL
-# (docs/production.md).
+# Parameters bound by the server, and each statement prepared by a connection once it has
+# run it five times (prepare_threshold): a worker plans its claim and completion once, not
+# once per stage, and sends no quoted values (bench/pipeline.py: PostgreSQL's CPU per
+# document halved). A search's statements are planned for their words each time all the
+# same (retrieval/statements.py). Behind PgBouncer in transaction mode that keeps no
+# prepared statements (before 1.21, or with max_prepared_statements at 0), add
+# `?server_side_binding=false` to DATABASE_URL (docs/production.md).
 _options = DATABASES["default"].setdefault("OPTIONS", {})
 _options["server_side_binding"] = str(_options.get("server_side_binding", True)).lower() == "true"
 if _options["server_side_binding"]:

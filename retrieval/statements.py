@@ -1,25 +1,26 @@
 """The transaction a search's statements run in, and the settings they run under.
 
-Every statement that looks something up for a search (the text lookup, the nearest
-chunks, the passages, "Did you mean", the landing pages, the marks) runs inside
-`search_transaction()`, with, local to it:
+The statements that look a search's words and vectors up (the text lookup, the nearest
+chunks, the passages and their counts, "Did you mean", the landing pages, a page's
+marks) run inside `search_transaction()`, with, local to it:
 
 - `statement_timeout` at PAPERLANE_SEARCH_TIMEOUT_MS: one search cannot hold a connection
   for long; its caller says what a cancelled one means (retrieval/search.py: a
   SearchTooSlow; retrieval/vectors.py: no neighbours, ranked by text).
-- `plan_cache_mode` at `force_custom_plan`. The connection prepares a statement on its
-  fifth use (config/settings.py, server-side binding), and PostgreSQL plans a prepared
-  statement for its parameters five times before it may keep one generic plan for every
-  later use. A search's statement is the same text for every query of as many words,
-  but not the same work: a rare word's chunks are a hundred, a common one's thousands.
-  On its generic plan a phrase's text lookup took 66 to 95 ms where its own plan took 24
-  to 27 (bench/search.py, 100,000 chunks), and read its matches in another order. A
-  plan costs about a millisecond; a search pays it each time.
+- `plan_cache_mode` at `force_custom_plan`. The connection prepares a statement once it
+  has run it five times (config/settings.py, server-side binding), and PostgreSQL plans
+  a prepared statement for its parameters five times before it may keep one generic
+  plan for every later use. A search's statement is the same text for every query of
+  as many words, but not the same work: a rare word's chunks are a hundred, a common
+  one's thousands. On its generic plan a phrase's text lookup took 66 to 95 ms where its
+  own plan took 24 to 30 (bench/search.py, 100,000 chunks), and read its matches in
+  another order. A plan costs about a millisecond; a search pays it each time.
 
-The block may set more (`SearchSettings.set`: the vector index walk's). Outside a
-transaction the commit ends them all, with no statement of its own. Inside a caller's
-transaction (a view's atomic block, a test) they would outlast the savepoint, so the
-caller's values are read before and put back after, a statement each.
+The block may set more (`SearchSettings.set`: the text lookup's, the vector index
+walk's). Outside a transaction the commit ends them all, with no statement of its own.
+Inside a caller's transaction (a view's atomic block, a test) they would outlast the
+savepoint, so the caller's values of the settings each `set` brings are read first, and
+all are put back at the end in one statement.
 """
 
 from collections.abc import Iterator
@@ -35,7 +36,8 @@ class SearchSettings:
     def __init__(self, cursor, nested: bool):
         self.cursor = cursor
         self._nested = nested
-        # The caller's value of each setting changed, None for its default.
+        # The caller's value of each setting changed; None where it had none (an
+        # extension's setting before its library is loaded), put back by a reset.
         self._previous: dict[str, str | None] = {}
 
     def set(self, values: dict[str, str]) -> None:
@@ -69,7 +71,8 @@ def search_transaction() -> Iterator[SearchSettings]:
     """A transaction (a savepoint inside a caller's) whose statements are held to
     PAPERLANE_SEARCH_TIMEOUT_MS and planned for their own parameters. The driver's error
     for a cancelled statement leaves the block (SQLSTATE 57014, `is_cancelled`)."""
-    nested = connection.in_atomic_block
+    # In a caller's transaction: an atomic block, or autocommit turned off by hand.
+    nested = connection.in_atomic_block or not connection.get_autocommit()
     with transaction.atomic(), connection.cursor() as cursor:
         local = SearchSettings(cursor, nested)
         local.set(

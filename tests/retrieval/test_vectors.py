@@ -452,6 +452,31 @@ def test_the_index_walk_past_the_search_timeout_gives_no_neighbours(
     assert neighbours.rows == () and not neighbours.complete and neighbours.method == "none"
 
 
+@pytest.mark.slow
+def test_the_index_walk_in_a_callers_transaction_leaves_its_settings_as_they_were(
+    on_pgvector, synonyms, settings
+):
+    world = vector_world(synonyms)
+    settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
+    connection.close()  # a new session: the vector library not loaded, its settings unknown
+    names = ["statement_timeout", "plan_cache_mode", "enable_sort", "hnsw.ef_search"]
+
+    def current() -> list:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting(n, true) FROM unnest(%s::text[]) n", [names])
+            return [value for (value,) in cursor.fetchall()]
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL statement_timeout = '7s'")
+        neighbours = _nearest(world, synonyms, "car", limit=3)
+        after = current()
+
+    assert neighbours.method == "index" and neighbours.complete
+    # The walk's ef_search gone back to pgvector's own default, now that it is loaded.
+    assert after == ["7s", "auto", "on", "40"]
+
+
 def _drop_index(model: str, dimensions: int) -> str:
     name = vector_index_name(model=model, dimensions=dimensions)
     with connection.cursor() as cursor:  # built by an earlier test: flush keeps indexes
