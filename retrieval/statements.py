@@ -15,6 +15,11 @@ marks) run inside `search_transaction()`, with, local to it:
   one's thousands. On its generic plan a phrase's text lookup took 66 to 95 ms where its
   own plan took 24 to 30 (bench/search.py, 100,000 chunks), and read its matches in
   another order. A plan costs about a millisecond; a search pays it each time.
+- `jit` off. PostgreSQL compiles a statement whose estimated cost passes
+  `jit_above_cost` (100,000 by default): a common word's estimate at 1,000,000 chunks
+  does, and compiling the text lookup's 207 expressions took 92 ms of its 283, to save
+  nothing measurable (183 ms without). A search's statements are short and bounded in
+  time; compiling pays only in long analytical ones.
 
 The block may set more (`SearchSettings.set`: the text lookup's, the vector index
 walk's). Outside a transaction the commit ends them all, with no statement of its own.
@@ -69,8 +74,9 @@ def _set_local(cursor, values: dict[str, str | None]) -> None:
 @contextmanager
 def search_transaction() -> Iterator[SearchSettings]:
     """A transaction (a savepoint inside a caller's) whose statements are held to
-    PAPERLANE_SEARCH_TIMEOUT_MS and planned for their own parameters. The driver's error
-    for a cancelled statement leaves the block (SQLSTATE 57014, `is_cancelled`)."""
+    PAPERLANE_SEARCH_TIMEOUT_MS, planned for their own parameters and not compiled. The
+    driver's error for a cancelled statement leaves the block (SQLSTATE 57014,
+    `is_cancelled`)."""
     # In a caller's transaction: an atomic block, or autocommit turned off by hand.
     nested = connection.in_atomic_block or not connection.get_autocommit()
     with transaction.atomic(), connection.cursor() as cursor:
@@ -79,6 +85,7 @@ def search_transaction() -> Iterator[SearchSettings]:
             {
                 "statement_timeout": str(settings.PAPERLANE_SEARCH_TIMEOUT_MS),
                 "plan_cache_mode": "force_custom_plan",
+                "jit": "off",
             }
         )
         yield local

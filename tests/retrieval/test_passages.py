@@ -87,9 +87,7 @@ def test_passages_come_best_first_or_in_page_order_and_are_paged(api, org):
     by_page = _search(api, "tide", document=str(document.id), order="page").json()
     by_rank = _search(api, "tide", document=str(document.id), order="rank").json()
     first = _search(api, "tide", document=str(document.id), order="page", limit=2).json()
-    rest = _search(
-        api, "tide", document=str(document.id), order="page", limit=2, offset=2
-    ).json()
+    rest = _search(api, "tide", document=str(document.id), order="page", limit=2, offset=2).json()
 
     assert [r["chunk_index"] for r in by_page["results"]] == [0, 2, 4]
     assert by_rank["results"][0]["chunk_index"] == 2  # the tide, four times over

@@ -45,9 +45,15 @@ def test_a_search_statement_run_again_and_again_is_planned_for_its_own_words(org
 def test_a_searchs_statements_run_under_its_settings(org, settings):
     settings.PAPERLANE_SEARCH_TIMEOUT_MS = 1234
 
-    inside = within_search_time(lambda local: _settings("statement_timeout", "plan_cache_mode"))
+    names = ("statement_timeout", "plan_cache_mode", "jit")
 
-    assert inside == {"statement_timeout": "1234ms", "plan_cache_mode": "force_custom_plan"}
+    inside = within_search_time(lambda local: _settings(*names))
+
+    assert inside == {
+        "statement_timeout": "1234ms",
+        "plan_cache_mode": "force_custom_plan",
+        "jit": "off",
+    }
 
 
 def test_a_search_in_a_callers_transaction_leaves_the_callers_settings_as_they_were(org):
@@ -55,7 +61,7 @@ def test_a_search_in_a_callers_transaction_leaves_the_callers_settings_as_they_w
     document_with_chunks(org, "log.pdf", ["the harbour pilot's log"])
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL statement_timeout = '7s'")
-    names = ("statement_timeout", "plan_cache_mode", "enable_seqscan")
+    names = ("statement_timeout", "plan_cache_mode", "jit", "enable_seqscan")
     before = _settings(*names)
 
     assert documents_search(organisation=org, query="harbour pilot").hits
@@ -66,6 +72,7 @@ def test_a_search_in_a_callers_transaction_leaves_the_callers_settings_as_they_w
         == {
             "statement_timeout": "7s",
             "plan_cache_mode": "auto",
+            "jit": "on",
             "enable_seqscan": "on",
         }
     )

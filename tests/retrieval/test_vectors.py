@@ -459,7 +459,7 @@ def test_the_index_walk_in_a_callers_transaction_leaves_its_settings_as_they_wer
     world = vector_world(synonyms)
     settings.PAPERLANE_SEARCH_EXACT_SCAN_MAX_CHUNKS = 2
     connection.close()  # a new session: the vector library not loaded, its settings unknown
-    names = ["statement_timeout", "plan_cache_mode", "enable_sort", "hnsw.ef_search"]
+    names = ["statement_timeout", "plan_cache_mode", "jit", "enable_sort", "hnsw.ef_search"]
 
     def current() -> list:
         with connection.cursor() as cursor:
@@ -474,7 +474,7 @@ def test_the_index_walk_in_a_callers_transaction_leaves_its_settings_as_they_wer
 
     assert neighbours.method == "index" and neighbours.complete
     # The walk's ef_search gone back to pgvector's own default, now that it is loaded.
-    assert after == ["7s", "auto", "on", "40"]
+    assert after == ["7s", "auto", "on", "on", "40"]
 
 
 def _drop_index(model: str, dimensions: int) -> str:
