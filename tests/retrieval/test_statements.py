@@ -3,7 +3,7 @@ planned for its own words however often the connection has run it, held to the s
 time, and none of it left behind in a caller's transaction."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from retrieval.search import documents_search, within_search_time
 from tests.support.runs import document_with_chunks
@@ -76,3 +76,22 @@ def test_a_search_in_a_callers_transaction_leaves_the_callers_settings_as_they_w
             "enable_seqscan": "on",
         }
     )
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit turned off by hand, no atomic block
+def test_a_search_in_a_transaction_opened_by_hand_leaves_its_settings_as_they_were(org):
+    transaction.set_autocommit(False)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL statement_timeout = '7s'")
+
+        within_search_time(lambda local: None)
+
+        assert _settings("statement_timeout", "plan_cache_mode", "jit") == {
+            "statement_timeout": "7s",
+            "plan_cache_mode": "auto",
+            "jit": "on",
+        }
+    finally:
+        transaction.rollback()
+        transaction.set_autocommit(True)
